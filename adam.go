@@ -1,0 +1,93 @@
+package minigpt
+
+import (
+	"fmt"
+	"math"
+)
+
+// AdamConfig holds the optimizer's constants.
+type AdamConfig struct {
+	Beta1, Beta2 float64 // moment decay rates, in [0, 1)
+	Eps          float64 // added to the root of the second moment
+	// WeightDecay is AdamW's decoupled decay, applied to matrices and
+	// embeddings only (never to gains or biases); 0 gives the seed's Adam.
+	WeightDecay float64
+}
+
+// DefaultAdamConfig returns the seed's constants: β1 0.9, β2 0.999,
+// ε 1e-8, no weight decay.
+func DefaultAdamConfig() AdamConfig {
+	return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+}
+
+// Validate reports an unusable config.
+func (c AdamConfig) Validate() error {
+	switch {
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("adam: beta1 %v is outside [0, 1)", c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("adam: beta2 %v is outside [0, 1)", c.Beta2)
+	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
+		return fmt.Errorf("adam: eps %v must be positive and finite", c.Eps)
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
+		return fmt.Errorf("adam: weight decay %v must be non-negative and finite", c.WeightDecay)
+	}
+	return nil
+}
+
+// Adam is the seed's optimizer (with optional AdamW decay). Its state is
+// two slabs laid out like the model's parameters and a step count, all of
+// which a checkpoint saves.
+type Adam struct {
+	Config AdamConfig
+	M      []float64 // first moments
+	V      []float64 // second moments
+	Step   int       // updates applied so far (t)
+	decays []bool    // per tensor of the layout: weight decay applies
+	sizes  []int     // per tensor: element count
+}
+
+// NewAdam returns an optimizer with zero state for model m.
+func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Adam{Config: cfg, M: make([]float64, len(m.Params)), V: make([]float64, len(m.Params))}
+	for _, t := range m.Config.layout() {
+		o.decays = append(o.decays, t.decays)
+		o.sizes = append(o.sizes, t.size())
+	}
+	return o, nil
+}
+
+// Update applies one step with learning rate lr, exactly the seed's:
+//
+//	m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²
+//	p -= lr · (m/(1-β1^t)) / (sqrt(v/(1-β2^t)) + ε)
+//
+// preceded, for decayed tensors when WeightDecay > 0, by p -= lr·wd·p.
+func (o *Adam) Update(params, grads []float64, lr float64) {
+	o.Step++
+	b1, b2, eps, wd := o.Config.Beta1, o.Config.Beta2, o.Config.Eps, o.Config.WeightDecay
+	c1 := 1 - powInt(b1, o.Step)
+	c2 := 1 - powInt(b2, o.Step)
+	shrink := 1 - float64(lr*wd)
+	m, v := o.M[:len(params)], o.V[:len(params)]
+	grads = grads[:len(params)]
+	off := 0
+	for ti, n := range o.sizes {
+		decay := wd > 0 && o.decays[ti]
+		for i := off; i < off+n; i++ {
+			g := grads[i]
+			m[i] = float64(b1*m[i]) + float64((1-b1)*g)
+			v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
+			mh, vh := m[i]/c1, v[i]/c2
+			p := params[i]
+			if decay {
+				p = float64(p * shrink)
+			}
+			params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+		}
+		off += n
+	}
+}

@@ -1,0 +1,186 @@
+package minigpt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// LanternBay is the canonical training corpus of the seed lessons: ten
+// sentences repeated 20 times, 10,020 characters over a 24-character
+// vocabulary.
+var LanternBay = strings.Repeat(
+	"the lamp keeper walks the shore at dusk. "+
+		"the lamp keeper lights the lantern when the fog rolls in. "+
+		"the boats come home when the lantern glows. "+
+		"the boats wait outside the bay when the fog is thick. "+
+		"a small boat drifts near the rocks at dawn. "+
+		"the keeper rings the bell when a boat drifts near the rocks. "+
+		"the tide rises at dusk and falls at dawn. "+
+		"the gulls call over the bay when the tide is low. "+
+		"the keeper counts the boats and writes the count in a book. "+
+		"the lantern burns all night and rests at dawn. ", 20)
+
+var (
+	// ErrUnknownChar is returned (wrapped) when text holds a character
+	// outside the vocabulary.
+	ErrUnknownChar = errors.New("character not in vocabulary")
+	// ErrBadText is returned (wrapped) for text that cannot be a corpus:
+	// empty, invalid UTF-8, or too short.
+	ErrBadText = errors.New("unusable text")
+)
+
+// MaxVocabSize bounds the vocabulary: every Unicode code point could occur.
+const MaxVocabSize = utf8.MaxRune + 1
+
+// Vocab maps characters (runes) to token ids 0..Size()-1 in sorted order,
+// like the seed's sorted(set(text)).
+type Vocab struct {
+	chars []rune       // id -> character, ascending
+	index map[rune]int // character -> id
+}
+
+// NewVocab builds the vocabulary of text: its distinct runes, sorted. It
+// refuses empty text and invalid UTF-8 (naming the byte offset).
+func NewVocab(text string) (*Vocab, error) {
+	if text == "" {
+		return nil, fmt.Errorf("%w: empty text", ErrBadText)
+	}
+	if off := invalidUTF8Offset(text); off >= 0 {
+		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+	}
+	seen := make(map[rune]bool)
+	for _, r := range text {
+		seen[r] = true
+	}
+	chars := make([]rune, 0, len(seen))
+	for r := range seen {
+		chars = append(chars, r)
+	}
+	slices.Sort(chars)
+	return VocabFromChars(chars)
+}
+
+// VocabFromChars builds a vocabulary from its characters in id order; they
+// must be valid, distinct and ascending (as a checkpoint stores them).
+func VocabFromChars(chars []rune) (*Vocab, error) {
+	if len(chars) == 0 {
+		return nil, fmt.Errorf("%w: empty vocabulary", ErrBadText)
+	}
+	index := make(map[rune]int, len(chars))
+	for i, r := range chars {
+		if !utf8.ValidRune(r) {
+			return nil, fmt.Errorf("%w: vocabulary entry %d is not a valid character (%#x)", ErrBadText, i, r)
+		}
+		if i > 0 && r <= chars[i-1] {
+			return nil, fmt.Errorf("%w: vocabulary entry %d (%q) is not above entry %d (%q)", ErrBadText, i, r, i-1, chars[i-1])
+		}
+		index[r] = i
+	}
+	return &Vocab{chars: slices.Clone(chars), index: index}, nil
+}
+
+func invalidUTF8Offset(s string) int {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// Size returns the number of tokens.
+func (v *Vocab) Size() int { return len(v.chars) }
+
+// Chars returns a copy of the characters in id order.
+func (v *Vocab) Chars() []rune { return slices.Clone(v.chars) }
+
+// Encode turns text into token ids. A character outside the vocabulary is
+// an error wrapping ErrUnknownChar that names it and its position (in
+// characters, from 0).
+func (v *Vocab) Encode(text string) ([]int, error) {
+	ids := make([]int, 0, len(text))
+	pos := 0
+	for off, r := range text {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(text[off:]); n == 1 {
+				return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+			}
+		}
+		id, ok := v.index[r]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q at position %d", ErrUnknownChar, r, pos)
+		}
+		ids = append(ids, id)
+		pos++
+	}
+	return ids, nil
+}
+
+// Decode turns token ids back into text; an id outside [0, Size()) is an
+// error naming it and its position.
+func (v *Vocab) Decode(ids []int) (string, error) {
+	var b strings.Builder
+	for i, id := range ids {
+		if id < 0 || id >= len(v.chars) {
+			return "", fmt.Errorf("token id %d at position %d is outside the vocabulary [0, %d)", id, i, len(v.chars))
+		}
+		b.WriteRune(v.chars[id])
+	}
+	return b.String(), nil
+}
+
+// Dataset is an encoded corpus split into a training part (the first 90%,
+// as in the seed) and a held-out validation part (the rest). Token ids are
+// stored as int32, four bytes a character, and batches are cut from them
+// in place.
+type Dataset struct {
+	Vocab *Vocab
+	Train []int32 // first 90% of the tokens
+	Val   []int32 // last 10%
+}
+
+// NewDataset encodes text with its own vocabulary and splits it 90/10.
+// blockSize is the context length training will use: each part must hold
+// at least blockSize+2 tokens so that one window and its target fit.
+func NewDataset(text string, blockSize int) (*Dataset, error) {
+	vocab, err := NewVocab(text)
+	if err != nil {
+		return nil, err
+	}
+	return NewDatasetWithVocab(text, vocab, blockSize)
+}
+
+// NewDatasetWithVocab is NewDataset with a given vocabulary (for example a
+// checkpoint's, to resume training).
+func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
+	if blockSize < 1 {
+		return nil, fmt.Errorf("%w: block size %d must be positive", ErrBadText, blockSize)
+	}
+	if off := invalidUTF8Offset(text); off >= 0 {
+		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+	}
+	n := utf8.RuneCountInString(text)
+	ids := make([]int32, 0, n)
+	pos := 0
+	for _, r := range text {
+		id, ok := vocab.index[r]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q at position %d", ErrUnknownChar, r, pos)
+		}
+		ids = append(ids, int32(id))
+		pos++
+	}
+	split := n * 9 / 10
+	d := &Dataset{Vocab: vocab, Train: ids[:split:split], Val: ids[split:]}
+	need := blockSize + 2
+	if len(d.Train) < need || len(d.Val) < need {
+		return nil, fmt.Errorf("%w: %d characters give %d training and %d validation tokens; block size %d needs at least %d in each (a corpus of at least %d characters)",
+			ErrBadText, n, len(d.Train), len(d.Val), blockSize, need, 10*need)
+	}
+	return d, nil
+}

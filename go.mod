@@ -1,0 +1,3 @@
+module example.org/minigpt
+
+go 1.26

@@ -1,0 +1,185 @@
+package minigpt
+
+import "math"
+
+// The two matrix kernels below are the only places where long sums are
+// formed, and each defines ONE order for every output element. Every code
+// path (this portable Go, the amd64 assembly, any number of goroutines,
+// one row at a time in the KV cache or a whole batch in training) follows
+// that order, which is what makes results identical to the bit.
+//
+//   gemmNN: an output is a chain of fused multiply-adds over k = 0, 1, ...,
+//           K-1, starting from the value already in c. Vectorising across
+//           independent outputs (j) keeps that order exactly.
+//   gemmNT: an output is a dot product over contiguous memory. It is split
+//           into eight interleaved lanes (element k goes to lane k%8, each
+//           lane a chain of fused multiply-adds from +0) that are then
+//           combined by the fixed tree dot8Reduce, and the result is added
+//           to c once. Eight lanes are one AVX-512 register or two AVX2
+//           registers, so SIMD code follows the same order naturally.
+
+// gemmNN computes, for i < M and j < N,
+//
+//	c[i*ldc+j] = fma(a[i*ai+(K-1)*ak], b[(K-1)*ldb+j], ... fma(a[i*ai], b[j], c[i*ldc+j]))
+//
+// that is C += A·B with A addressed through strides (ai per row, ak per
+// reduction step) so that both A and Aᵀ can be passed without copying.
+func gemmNN(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if M <= 0 || N <= 0 {
+		return
+	}
+	gemmNNImpl(c, ldc, a, ai, ak, b, ldb, M, N, K)
+}
+
+// gemmNT computes, for i < M and j < N,
+//
+//	c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//
+// that is C += A·Bᵀ with both operands read along contiguous rows.
+func gemmNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if M <= 0 || N <= 0 {
+		return
+	}
+	gemmNTImpl(c, ldc, a, lda, b, ldb, M, N, K)
+}
+
+// dot8 is the canonical dot product of x and y (equal lengths): eight
+// interleaved fused multiply-add chains reduced by dot8Reduce.
+func dot8(x, y []float64) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float64
+	k := 0
+	for ; k+8 <= len(x); k += 8 {
+		xs, ys := x[k:k+8:k+8], y[k:k+8:k+8]
+		s0 = math.FMA(xs[0], ys[0], s0)
+		s1 = math.FMA(xs[1], ys[1], s1)
+		s2 = math.FMA(xs[2], ys[2], s2)
+		s3 = math.FMA(xs[3], ys[3], s3)
+		s4 = math.FMA(xs[4], ys[4], s4)
+		s5 = math.FMA(xs[5], ys[5], s5)
+		s6 = math.FMA(xs[6], ys[6], s6)
+		s7 = math.FMA(xs[7], ys[7], s7)
+	}
+	if k < len(x) {
+		// The ragged tail continues the same lanes: element k goes to lane k%8.
+		acc := [8]float64{s0, s1, s2, s3, s4, s5, s6, s7}
+		for r := 0; k+r < len(x); r++ {
+			acc[r] = math.FMA(x[k+r], y[k+r], acc[r])
+		}
+		s0, s1, s2, s3, s4, s5, s6, s7 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	}
+	return dot8Reduce(s0, s1, s2, s3, s4, s5, s6, s7)
+}
+
+// dot8Reduce combines the eight lanes in the order a SIMD reduction does:
+// lanes 0-3 plus lanes 4-7, then the upper pair onto the lower, then the
+// last two.
+func dot8Reduce(s0, s1, s2, s3, s4, s5, s6, s7 float64) float64 {
+	t0, t1, t2, t3 := s0+s4, s1+s5, s2+s6, s3+s7
+	return (t0 + t2) + (t1 + t3)
+}
+
+// gemmNNGo is the portable gemmNN: 4×4 register blocks, every output a
+// k-ascending chain.
+func gemmNNGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	i := 0
+	for ; i+4 <= M; i += 4 {
+		c0 := c[i*ldc : i*ldc+N]
+		c1 := c[(i+1)*ldc : (i+1)*ldc+N]
+		c2 := c[(i+2)*ldc : (i+2)*ldc+N]
+		c3 := c[(i+3)*ldc : (i+3)*ldc+N]
+		j := 0
+		for ; j+4 <= N; j += 4 {
+			x00, x01, x02, x03 := c0[j], c0[j+1], c0[j+2], c0[j+3]
+			x10, x11, x12, x13 := c1[j], c1[j+1], c1[j+2], c1[j+3]
+			x20, x21, x22, x23 := c2[j], c2[j+1], c2[j+2], c2[j+3]
+			x30, x31, x32, x33 := c3[j], c3[j+1], c3[j+2], c3[j+3]
+			ia := i * ai
+			ib := j
+			for k := 0; k < K; k++ {
+				bk := b[ib : ib+4 : ib+4]
+				b0, b1, b2, b3 := bk[0], bk[1], bk[2], bk[3]
+				a0, a1, a2, a3 := a[ia], a[ia+ai], a[ia+2*ai], a[ia+3*ai]
+				x00 = math.FMA(a0, b0, x00)
+				x01 = math.FMA(a0, b1, x01)
+				x02 = math.FMA(a0, b2, x02)
+				x03 = math.FMA(a0, b3, x03)
+				x10 = math.FMA(a1, b0, x10)
+				x11 = math.FMA(a1, b1, x11)
+				x12 = math.FMA(a1, b2, x12)
+				x13 = math.FMA(a1, b3, x13)
+				x20 = math.FMA(a2, b0, x20)
+				x21 = math.FMA(a2, b1, x21)
+				x22 = math.FMA(a2, b2, x22)
+				x23 = math.FMA(a2, b3, x23)
+				x30 = math.FMA(a3, b0, x30)
+				x31 = math.FMA(a3, b1, x31)
+				x32 = math.FMA(a3, b2, x32)
+				x33 = math.FMA(a3, b3, x33)
+				ia += ak
+				ib += ldb
+			}
+			c0[j], c0[j+1], c0[j+2], c0[j+3] = x00, x01, x02, x03
+			c1[j], c1[j+1], c1[j+2], c1[j+3] = x10, x11, x12, x13
+			c2[j], c2[j+1], c2[j+2], c2[j+3] = x20, x21, x22, x23
+			c3[j], c3[j+1], c3[j+2], c3[j+3] = x30, x31, x32, x33
+		}
+		for ; j < N; j++ {
+			x0, x1, x2, x3 := c0[j], c1[j], c2[j], c3[j]
+			ia := i * ai
+			ib := j
+			for k := 0; k < K; k++ {
+				bk := b[ib]
+				x0 = math.FMA(a[ia], bk, x0)
+				x1 = math.FMA(a[ia+ai], bk, x1)
+				x2 = math.FMA(a[ia+2*ai], bk, x2)
+				x3 = math.FMA(a[ia+3*ai], bk, x3)
+				ia += ak
+				ib += ldb
+			}
+			c0[j], c1[j], c2[j], c3[j] = x0, x1, x2, x3
+		}
+	}
+	for ; i < M; i++ {
+		ci := c[i*ldc : i*ldc+N]
+		j := 0
+		for ; j+4 <= N; j += 4 {
+			x0, x1, x2, x3 := ci[j], ci[j+1], ci[j+2], ci[j+3]
+			ia := i * ai
+			ib := j
+			for k := 0; k < K; k++ {
+				bk := b[ib : ib+4 : ib+4]
+				ak0 := a[ia]
+				x0 = math.FMA(ak0, bk[0], x0)
+				x1 = math.FMA(ak0, bk[1], x1)
+				x2 = math.FMA(ak0, bk[2], x2)
+				x3 = math.FMA(ak0, bk[3], x3)
+				ia += ak
+				ib += ldb
+			}
+			ci[j], ci[j+1], ci[j+2], ci[j+3] = x0, x1, x2, x3
+		}
+		for ; j < N; j++ {
+			x := ci[j]
+			ia := i * ai
+			ib := j
+			for k := 0; k < K; k++ {
+				x = math.FMA(a[ia], b[ib], x)
+				ia += ak
+				ib += ldb
+			}
+			ci[j] = x
+		}
+	}
+}
+
+// gemmNTGo is the portable gemmNT: one canonical dot8 per output.
+func gemmNTGo(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	for i := 0; i < M; i++ {
+		ai := a[i*lda : i*lda+K]
+		ci := c[i*ldc : i*ldc+N]
+		for j := range ci {
+			ci[j] += dot8(ai, b[j*ldb:j*ldb+K])
+		}
+	}
+}

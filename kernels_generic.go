@@ -1,0 +1,16 @@
+//go:build !amd64 || !gc || purego
+
+package minigpt
+
+// Without assembly every path is the portable Go kernel.
+
+func gemmNNImpl(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
+}
+
+func gemmNTImpl(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
+}
+
+// kernelPath names the kernel implementation in use, for benchmarks and logs.
+func kernelPath() string { return "go" }

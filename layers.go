@@ -1,0 +1,313 @@
+package minigpt
+
+import "math"
+
+// The layers of the model as forward/backward pairs over flat row-major
+// slices, llm.c style: outputs first, then inputs, then sizes. N is a
+// number of rows (positions), C a width. Backward functions accumulate
+// into their gradient outputs (+=); zeroing is the caller's explicit step.
+// Every product that feeds a sum is either a math.FMA or explicitly
+// rounded with float64(), so that no compiler may fuse it differently on
+// another architecture.
+
+// layerNormEps is the seed's LayerNorm epsilon.
+const layerNormEps = 1e-5
+
+// encoderForward: out[b,t] = wte[idx[b,t]] + wpe[t] for t in [t0, t1).
+func encoderForward(out []float64, idx []int, wte, wpe []float64, B, T, t0, t1, C int) {
+	for b := 0; b < B; b++ {
+		for t := t0; t < t1; t++ {
+			n := b*T + t
+			o := out[n*C : n*C+C]
+			e := wte[idx[n]*C : idx[n]*C+C]
+			p := wpe[t*C : t*C+C]
+			for i := range o {
+				o[i] = e[i] + p[i]
+			}
+		}
+	}
+}
+
+// encoderBackward undoes out[b,t] = wte[idx[b,t]] + wpe[t]: rows are
+// scattered in ascending (b, t) order.
+func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			n := b*T + t
+			d := dout[n*C : n*C+C]
+			de := dwte[idx[n]*C : idx[n]*C+C]
+			dp := dwpe[t*C : t*C+C]
+			for i, v := range d {
+				de[i] += v
+				dp[i] += v
+			}
+		}
+	}
+}
+
+// layernormForward: out = (inp - mean)·rstd·weight + bias per row, with
+// rstd = 1/sqrt(var + eps); mean and rstd are kept for the backward pass.
+func layernormForward(out, mean, rstd, inp, weight, bias []float64, N, C int) {
+	weight, bias = weight[:C], bias[:C]
+	for n := 0; n < N; n++ {
+		x := inp[n*C : n*C+C]
+		s := 0.0
+		for _, v := range x {
+			s += v
+		}
+		mu := s / float64(C)
+		v := 0.0
+		for _, xi := range x {
+			d := xi - mu
+			v = math.FMA(d, d, v)
+		}
+		r := 1 / math.Sqrt(v/float64(C)+layerNormEps)
+		o := out[n*C : n*C+C]
+		for i, xi := range x {
+			o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
+		}
+		mean[n], rstd[n] = mu, r
+	}
+}
+
+// layernormBackward undoes out = xhat·weight + bias, xhat = (inp-mean)·rstd:
+//
+//	dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)), dxhat = dout·weight
+//	dweight += dout·xhat, dbias += dout
+func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []float64, N, C int) {
+	weight, dweight, dbias = weight[:C], dweight[:C], dbias[:C]
+	fc := float64(C)
+	for n := 0; n < N; n++ {
+		x := inp[n*C : n*C+C]
+		d := dout[n*C : n*C+C]
+		di := dinp[n*C : n*C+C]
+		mu, r := mean[n], rstd[n]
+		s1, s2 := 0.0, 0.0
+		for i, xi := range x {
+			xhat := float64((xi - mu) * r)
+			dxhat := float64(weight[i] * d[i])
+			s1 += dxhat
+			s2 = math.FMA(dxhat, xhat, s2)
+		}
+		m1, m2 := s1/fc, s2/fc
+		for i, xi := range x {
+			xhat := float64((xi - mu) * r)
+			dxhat := float64(weight[i] * d[i])
+			di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+			dweight[i] = math.FMA(d[i], xhat, dweight[i])
+			dbias[i] += d[i]
+		}
+	}
+}
+
+// matmulForward: out (N, OC) = inp (N, C) · weight (C, OC) + bias (OC);
+// bias may be nil. Each output is a chain from the bias over the C inputs.
+func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
+	for n := 0; n < N; n++ {
+		o := out[n*OC : n*OC+OC]
+		if bias != nil {
+			copy(o, bias[:OC])
+		} else {
+			clear(o)
+		}
+	}
+	gemmNNParallel(out, OC, inp, C, 1, weight, OC, N, OC, C)
+}
+
+// matmulBackward undoes out = inp·weight + bias:
+//
+//	dinp += dout·weightᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n]
+//
+// dbias may be nil.
+func matmulBackward(dinp, dweight, dbias, dout, inp, weight []float64, N, C, OC int) {
+	gemmNTParallel(dinp, C, dout, OC, weight, OC, N, C, OC)
+	gemmNNParallel(dweight, OC, inp, 1, C, dout, OC, C, OC, N)
+	if dbias != nil {
+		dbias = dbias[:OC]
+		for n := 0; n < N; n++ {
+			for o, v := range dout[n*OC : n*OC+OC] {
+				dbias[o] += v
+			}
+		}
+	}
+}
+
+// reluForward: out = max(inp, 0).
+func reluForward(out, inp []float64) {
+	out = out[:len(inp)]
+	for i, v := range inp {
+		out[i] = max(v, 0)
+	}
+}
+
+// reluBackward undoes out = max(inp, 0) in place: d *= (inp > 0).
+func reluBackward(d, inp []float64) {
+	inp = inp[:len(d)]
+	for i := range d {
+		if !(inp[i] > 0) {
+			d[i] = 0
+		}
+	}
+}
+
+// residualForward: out = a + b.
+func residualForward(out, a, b []float64) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+}
+
+// attentionForward is causal multi-head self-attention for rows t in
+// [t0, t1) of each of the B sequences (rows before t0 must already hold
+// their keys and values: that is the KV cache).
+//
+//	att[b,h,t,s] = softmax_s≤t(q[b,t,h]·k[b,s,h] / sqrt(hs))
+//	out[b,t,h]   = Σ_s≤t att[b,h,t,s]·v[b,s,h]
+//
+// qkv is (B, T, 3C) with q, k, v side by side; att is (B, NH, T, T) and
+// only its lower triangle is touched; out is (B, T, C), heads side by side.
+func attentionForward(out, att, qkv []float64, B, T, t0, t1, C, NH int) {
+	p := pool.acquire(B*NH, 1, (t1-t0)*t1*C/NH)
+	job := attentionJob{out: out, att: att, qkv: qkv, T: T, t0: t0, t1: t1, C: C, NH: NH}
+	if p <= 1 {
+		job.run(0, B*NH)
+		return
+	}
+	pool.attn = job
+	pool.dispatch(p, B*NH, 1, &pool.attn)
+}
+
+// attentionBackward undoes attentionForward (rows [0, T)):
+//
+//	datt[t,s] = dout[t]·v[s];  dv[s] += att[t,s]·dout[t]
+//	dpre[t,s] = att[t,s]·(datt[t,s] - Σ_s' att[t,s']·datt[t,s']) / sqrt(hs)
+//	dq[t] += Σ_s dpre[t,s]·k[s];  dk[s] += dpre[t,s]·q[t]
+//
+// with t ascending in the outer loop, so every accumulation has one order.
+// datt is (B, NH, T, T) scratch.
+func attentionBackward(dqkv, datt, dout, qkv, att []float64, B, T, C, NH int) {
+	p := pool.acquire(B*NH, 1, 2*T*T*C/NH)
+	job := attentionJob{backward: true, out: dout, att: att, qkv: qkv, dqkv: dqkv, datt: datt, T: T, t0: 0, t1: T, C: C, NH: NH}
+	if p <= 1 {
+		job.run(0, B*NH)
+		return
+	}
+	pool.attn = job
+	pool.dispatch(p, B*NH, 1, &pool.attn)
+}
+
+// attentionJob runs attention forward or backward for (batch, head) pairs
+// bh in [lo, hi).
+type attentionJob struct {
+	backward         bool
+	out, att, qkv    []float64 // out is dout when backward
+	dqkv, datt       []float64
+	T, t0, t1, C, NH int
+}
+
+func (j *attentionJob) run(lo, hi int) {
+	for bh := lo; bh < hi; bh++ {
+		if j.backward {
+			j.backwardHead(bh/j.NH, bh%j.NH)
+		} else {
+			j.forwardHead(bh/j.NH, bh%j.NH)
+		}
+	}
+}
+
+func (j *attentionJob) forwardHead(b, h int) {
+	T, C, NH := j.T, j.C, j.NH
+	hs, C3 := C/NH, 3*C
+	scale := 1 / math.Sqrt(float64(hs))
+	base := b * T * C3              // row 0 of sequence b in qkv
+	keys := j.qkv[base+C+h*hs:]     // k[b, s, h] at s*C3
+	values := j.qkv[base+2*C+h*hs:] // v[b, s, h] at s*C3
+	attBase := (b*NH + h) * T * T
+	for t := j.t0; t < j.t1; t++ {
+		q := j.qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
+		row := j.att[attBase+t*T : attBase+t*T+t+1]
+		clear(row)
+		gemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
+		maxv := math.Inf(-1)
+		for s, v := range row {
+			v = float64(v * scale)
+			row[s] = v
+			maxv = max(maxv, v)
+		}
+		sum := 0.0
+		for s, v := range row {
+			e := expDet(v - maxv)
+			row[s] = e
+			sum += e
+		}
+		for s := range row {
+			row[s] /= sum
+		}
+		o := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
+		clear(o)
+		gemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
+	}
+}
+
+func (j *attentionJob) backwardHead(b, h int) {
+	T, C, NH := j.T, j.C, j.NH
+	hs, C3 := C/NH, 3*C
+	scale := 1 / math.Sqrt(float64(hs))
+	base := b * T * C3
+	keys, values := j.qkv[base+C+h*hs:], j.qkv[base+2*C+h*hs:]
+	dkeys, dvalues := j.dqkv[base+C+h*hs:], j.dqkv[base+2*C+h*hs:]
+	attBase := (b*NH + h) * T * T
+	for t := 0; t < T; t++ {
+		p := j.att[attBase+t*T : attBase+t*T+t+1]
+		dp := j.datt[attBase+t*T : attBase+t*T+t+1]
+		q := j.qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
+		dq := j.dqkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
+		do := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
+		clear(dp)
+		gemmNT(dp, 0, do, hs, values, C3, 1, t+1, hs)   // datt = dout·vᵀ
+		gemmNN(dvalues, C3, p, 1, 0, do, 0, t+1, hs, 1) // dv += attᵀ·dout
+		sum := 0.0
+		for s, ps := range p {
+			sum = math.FMA(ps, dp[s], sum)
+		}
+		for s, ps := range p {
+			dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+		}
+		gemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1) // dq += dpre·k
+		gemmNN(dkeys, C3, dp, 1, 0, q, 0, t+1, hs, 1)  // dk += dpreᵀ·q
+	}
+}
+
+// crossEntropyForward computes per-row losses -log softmax(logits)[target]
+// and, in the same pass, dlogits = (softmax - onehot(target)) / N: the
+// gradient of the mean loss. It returns the mean over the N rows, summed
+// in row order.
+func crossEntropyForward(losses, dlogits, logits []float64, targets []int, N, V int) float64 {
+	total := 0.0
+	for n := 0; n < N; n++ {
+		l := logits[n*V : n*V+V]
+		d := dlogits[n*V : n*V+V]
+		maxv := math.Inf(-1)
+		for _, v := range l {
+			maxv = max(maxv, v)
+		}
+		sum := 0.0
+		for i, v := range l {
+			e := expDet(v - maxv)
+			d[i] = e
+			sum += e
+		}
+		tgt := targets[n]
+		losses[n] = maxv + logDet(sum) - l[tgt]
+		total += losses[n]
+		for i := range d {
+			d[i] /= sum
+		}
+		d[tgt]--
+		for i := range d {
+			d[i] /= float64(N)
+		}
+	}
+	return total / float64(N)
+}

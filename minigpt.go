@@ -1,0 +1,340 @@
+package minigpt
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Config is the shape of a MiniGPT.
+type Config struct {
+	VocabSize int  // V: number of tokens (characters); at least 2
+	BlockSize int  // longest context; positions 0..BlockSize-1 have embeddings
+	EmbedDim  int  // C: width of the residual stream; a multiple of Heads
+	Heads     int  // NH: attention heads, each of width EmbedDim/Heads
+	Layers    int  // L: transformer blocks
+	TiedHead  bool // the output head is the token embedding, transposed, with no bias
+}
+
+// DefaultConfig returns the seed's model: the Lantern Bay vocabulary (24
+// characters), block size 32, width 64, 4 heads, 2 layers, untied head:
+// 104,728 parameters. (The seed's prose says 154k; its code, which this
+// package follows, gives 104,728.)
+func DefaultConfig() Config {
+	return Config{VocabSize: 24, BlockSize: 32, EmbedDim: 64, Heads: 4, Layers: 2}
+}
+
+// ErrBadConfig is returned (wrapped) by Validate for a config that cannot
+// describe a model.
+var ErrBadConfig = errors.New("invalid config")
+
+// Size limits that keep every index within int32 and every allocation
+// sane; a config beyond them is refused rather than attempted.
+const (
+	maxDim    = 1 << 16
+	maxParams = 1 << 31
+)
+
+// Validate reports the first thing wrong with c, or nil.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+		max  int
+	}{
+		{"vocab size", c.VocabSize, 2, MaxVocabSize},
+		{"block size", c.BlockSize, 1, maxDim},
+		{"embedding width", c.EmbedDim, 1, maxDim},
+		{"heads", c.Heads, 1, maxDim},
+		{"layers", c.Layers, 1, 1 << 10},
+	} {
+		if f.v < f.min || f.v > f.max {
+			return fmt.Errorf("%w: %s %d is outside [%d, %d]", ErrBadConfig, f.name, f.v, f.min, f.max)
+		}
+	}
+	if c.EmbedDim%c.Heads != 0 {
+		return fmt.Errorf("%w: embedding width %d is not divisible by %d heads", ErrBadConfig, c.EmbedDim, c.Heads)
+	}
+	if n := c.numParams(); n > maxParams {
+		return fmt.Errorf("%w: %d parameters exceed the limit of %d", ErrBadConfig, n, maxParams)
+	}
+	return nil
+}
+
+// NumParams returns the number of parameters of a model with this config.
+func (c Config) NumParams() int { return c.numParams() }
+
+func (c Config) numParams() int {
+	n := 0
+	for _, t := range c.layout() {
+		n += t.size()
+	}
+	return n
+}
+
+// tensorSpec is one named parameter tensor in the slab.
+type tensorSpec struct {
+	name   string
+	shape  []int
+	init   initKind
+	decays bool // a matrix or embedding: AdamW's weight decay applies
+}
+
+type initKind int
+
+const (
+	initNormal initKind = iota // N(0, 0.02)
+	initOnes
+	initZeros
+)
+
+func (t tensorSpec) size() int {
+	n := 1
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// layout lists the parameter tensors in slab order. The order is part of
+// the checkpoint format.
+func (c Config) layout() []tensorSpec {
+	V, T, C, L := c.VocabSize, c.BlockSize, c.EmbedDim, c.Layers
+	s := []tensorSpec{
+		{"token_embedding", []int{V, C}, initNormal, true},
+		{"position_embedding", []int{T, C}, initNormal, true},
+		{"ln1_gain", []int{L, C}, initOnes, false},
+		{"ln1_bias", []int{L, C}, initZeros, false},
+		{"qkv_weight", []int{L, C, 3 * C}, initNormal, true},
+		{"attn_proj_weight", []int{L, C, C}, initNormal, true},
+		{"ln2_gain", []int{L, C}, initOnes, false},
+		{"ln2_bias", []int{L, C}, initZeros, false},
+		{"fc_weight", []int{L, C, 4 * C}, initNormal, true},
+		{"fc_bias", []int{L, 4 * C}, initZeros, false},
+		{"fc_proj_weight", []int{L, 4 * C, C}, initNormal, true},
+		{"fc_proj_bias", []int{L, C}, initZeros, false},
+		{"lnf_gain", []int{C}, initOnes, false},
+		{"lnf_bias", []int{C}, initZeros, false},
+	}
+	if !c.TiedHead {
+		s = append(s,
+			tensorSpec{"head_weight", []int{C, V}, initNormal, true},
+			tensorSpec{"head_bias", []int{V}, initZeros, false})
+	}
+	return s
+}
+
+// params holds named views into one flat slab (of parameters, of their
+// gradients, or of optimizer moments), llm.c style.
+type params struct {
+	tokenEmbedding    []float64 // (V, C)
+	positionEmbedding []float64 // (BlockSize, C)
+	ln1Gain           []float64 // (L, C)
+	ln1Bias           []float64 // (L, C)
+	qkvWeight         []float64 // (L, C, 3C): columns [0,C) query, [C,2C) key, [2C,3C) value
+	attnProjWeight    []float64 // (L, C, C)
+	ln2Gain           []float64 // (L, C)
+	ln2Bias           []float64 // (L, C)
+	fcWeight          []float64 // (L, C, 4C)
+	fcBias            []float64 // (L, 4C)
+	fcProjWeight      []float64 // (L, 4C, C)
+	fcProjBias        []float64 // (L, C)
+	lnfGain           []float64 // (C)
+	lnfBias           []float64 // (C)
+	headWeight        []float64 // (C, V); nil when tied
+	headBias          []float64 // (V); nil when tied
+}
+
+func (c Config) views(slab []float64) params {
+	var p params
+	dst := []*[]float64{
+		&p.tokenEmbedding, &p.positionEmbedding, &p.ln1Gain, &p.ln1Bias,
+		&p.qkvWeight, &p.attnProjWeight, &p.ln2Gain, &p.ln2Bias,
+		&p.fcWeight, &p.fcBias, &p.fcProjWeight, &p.fcProjBias,
+		&p.lnfGain, &p.lnfBias, &p.headWeight, &p.headBias,
+	}
+	off := 0
+	for i, t := range c.layout() {
+		n := t.size()
+		*dst[i] = slab[off : off+n : off+n]
+		off += n
+	}
+	return p
+}
+
+// Model is a MiniGPT: its config and its parameters in one flat slab.
+type Model struct {
+	Config Config
+	// Params holds every parameter, tensor after tensor in the order of
+	// Tensors; Adam and checkpoints treat it as one vector.
+	Params []float64
+	p      params
+
+	batch  *activations // training/evaluation buffers, kept for reuse
+	decode *activations // single-sequence buffers for the generator
+}
+
+// NewModel returns a model with freshly initialised parameters: weights
+// and embeddings drawn from N(0, 0.02²) by a PCG generator seeded with
+// seed, LayerNorm gains 1, biases 0.
+func NewModel(cfg Config, seed uint64) (*Model, error) {
+	m, err := newZeroModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, streamInit))
+	normal := normalSource{uniform: rng.Float64}
+	off := 0
+	for _, t := range cfg.layout() {
+		w := m.Params[off : off+t.size()]
+		switch t.init {
+		case initNormal:
+			for i := range w {
+				w[i] = float64(0.02 * normal.next())
+			}
+		case initOnes:
+			for i := range w {
+				w[i] = 1
+			}
+		}
+		off += len(w)
+	}
+	return m, nil
+}
+
+// PCG stream constants (the second PCG seed word), so that the generators
+// for initialisation, batches and validation batches never share a stream
+// even with the same seed.
+const (
+	streamInit  = 0x696e6974 // "init"
+	streamBatch = 0x62617463 // "batc"
+	streamVal   = 0x76616c69 // "vali"
+)
+
+func newZeroModel(cfg Config) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	slab := make([]float64, cfg.numParams())
+	return &Model{Config: cfg, Params: slab, p: cfg.views(slab)}, nil
+}
+
+// NumParams returns the number of parameters.
+func (m *Model) NumParams() int { return len(m.Params) }
+
+// Tensor is a named view into a model's parameter slab.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float64 // aliases Model.Params
+}
+
+// Tensors lists the parameter tensors in slab order.
+func (m *Model) Tensors() []Tensor {
+	var ts []Tensor
+	off := 0
+	for _, t := range m.Config.layout() {
+		n := t.size()
+		ts = append(ts, Tensor{Name: t.name, Shape: t.shape, Data: m.Params[off : off+n : off+n]})
+		off += n
+	}
+	return ts
+}
+
+// Clone returns a deep copy of the model.
+func (m *Model) Clone() *Model {
+	c, _ := newZeroModel(m.Config) // m.Config was validated when m was made
+	copy(c.Params, m.Params)
+	return c
+}
+
+// checkTokens verifies that every id is a token of the model.
+func (m *Model) checkTokens(ids []int, what string) error {
+	for i, id := range ids {
+		if id < 0 || id >= m.Config.VocabSize {
+			return fmt.Errorf("%s: token id %d at position %d is outside the vocabulary [0, %d)", what, id, i, m.Config.VocabSize)
+		}
+	}
+	return nil
+}
+
+// Logits runs the model on B sequences of T tokens (idx holds B·T ids,
+// row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
+func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
+	if err := m.checkBatch(idx, nil, B, T); err != nil {
+		return nil, err
+	}
+	a := m.batchActivations(B, T)
+	m.forward(a, idx, 0, T)
+	return append([]float64(nil), a.logits...), nil
+}
+
+// Loss runs the model on B sequences of T tokens and returns the mean
+// cross-entropy of predicting targets (also B·T ids) over all B·T
+// positions. It computes -log softmax exactly (the seed adds 1e-12 inside
+// the log; the difference is below 1e-11 for any probability it matters
+// for).
+func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
+	if err := m.checkBatch(idx, targets, B, T); err != nil {
+		return 0, err
+	}
+	a := m.batchActivations(B, T)
+	m.forward(a, idx, 0, T)
+	return m.crossEntropy(a, targets), nil
+}
+
+// Gradients returns the loss and its gradient with respect to every
+// parameter, laid out like Params.
+func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
+	if err := m.checkBatch(idx, targets, B, T); err != nil {
+		return 0, nil, err
+	}
+	a := m.batchActivations(B, T)
+	grads := make([]float64, len(m.Params))
+	m.forward(a, idx, 0, T)
+	loss := m.crossEntropy(a, targets)
+	m.backward(a, grads, idx)
+	return loss, grads, nil
+}
+
+func (m *Model) checkBatch(idx, targets []int, B, T int) error {
+	if B < 1 || T < 1 || T > m.Config.BlockSize {
+		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.Config.BlockSize)
+	}
+	if len(idx) != B*T {
+		return fmt.Errorf("batch shape (%d, %d) needs %d input ids, got %d", B, T, B*T, len(idx))
+	}
+	if err := m.checkTokens(idx, "inputs"); err != nil {
+		return err
+	}
+	if targets != nil {
+		if len(targets) != B*T {
+			return fmt.Errorf("batch shape (%d, %d) needs %d targets, got %d", B, T, B*T, len(targets))
+		}
+		if err := m.checkTokens(targets, "targets"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchActivations returns buffers for a (B, T) batch, reusing the last
+// ones when the shape is unchanged.
+func (m *Model) batchActivations(B, T int) *activations {
+	if m.batch == nil || m.batch.B != B || m.batch.T != T {
+		m.batch = newActivations(m.Config, B, T)
+	}
+	return m.batch
+}
+
+// isFinite reports whether every value is finite.
+func isFinite(xs []float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}

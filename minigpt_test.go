@@ -1,0 +1,293 @@
+package minigpt
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// tinyConfig is small enough for finite differences over every tensor.
+func tinyConfig(tied bool) Config {
+	return Config{VocabSize: 7, BlockSize: 5, EmbedDim: 8, Heads: 2, Layers: 2, TiedHead: tied}
+}
+
+// randomizedModel returns a model whose every parameter (gains and biases
+// included) is random, so that no gradient is trivially zero or one.
+func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := NewModel(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	for i := range m.Params {
+		m.Params[i] = 0.3 * rng.NormFloat64()
+	}
+	for _, ts := range m.Tensors() {
+		if strings.HasSuffix(ts.Name, "_gain") {
+			for i := range ts.Data {
+				ts.Data[i] += 1
+			}
+		}
+	}
+	return m
+}
+
+func randomTokens(rng *rand.Rand, n, vocab int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = rng.IntN(vocab)
+	}
+	return ids
+}
+
+func TestDefaultConfigParamCount(t *testing.T) {
+	// The seed's code gives 104,728 (its prose says 154k).
+	if got := DefaultConfig().NumParams(); got != 104728 {
+		t.Fatalf("default config has %d parameters, want 104728", got)
+	}
+	// Tying drops the (C, V) head and its bias.
+	c := DefaultConfig()
+	c.TiedHead = true
+	if got, want := c.NumParams(), 104728-64*24-24; got != want {
+		t.Fatalf("tied default config has %d parameters, want %d", got, want)
+	}
+}
+
+func TestGradientCheck(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		name := "untied"
+		if tied {
+			name = "tied"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := tinyConfig(tied)
+			m := randomizedModel(t, cfg, 3)
+			rng := rand.New(rand.NewPCG(5, 6))
+			B, T := 3, cfg.BlockSize
+			idx := randomTokens(rng, B*T, cfg.VocabSize)
+			tgt := randomTokens(rng, B*T, cfg.VocabSize)
+			_, grads, err := m.Gradients(idx, tgt, B, T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for _, ts := range m.Tensors() {
+				n := len(ts.Data)
+				// First, last and a few random entries of every tensor.
+				picks := []int{0, n - 1, rng.IntN(n), rng.IntN(n), rng.IntN(n)}
+				for _, i := range picks {
+					const h = 1e-5
+					orig := ts.Data[i]
+					ts.Data[i] = orig + h
+					lp, _ := m.Loss(idx, tgt, B, T)
+					ts.Data[i] = orig - h
+					lm, _ := m.Loss(idx, tgt, B, T)
+					ts.Data[i] = orig
+					num := (lp - lm) / (2 * h)
+					ana := grads[off+i]
+					rel := math.Abs(num-ana) / math.Max(math.Abs(num)+math.Abs(ana), 1e-7)
+					if rel > 1e-6 {
+						t.Errorf("%s[%d]: analytic %.10g, numeric %.10g, relative error %.2g", ts.Name, i, ana, num, rel)
+					}
+				}
+				off += n
+			}
+		})
+	}
+}
+
+func TestCausality(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		cfg := tinyConfig(tied)
+		m := randomizedModel(t, cfg, 11)
+		rng := rand.New(rand.NewPCG(1, 2))
+		T := cfg.BlockSize
+		idx := randomTokens(rng, T, cfg.VocabSize)
+		base, err := m.Logits(idx, 1, T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		V := cfg.VocabSize
+		for pos := 0; pos < T; pos++ {
+			changed := append([]int(nil), idx...)
+			changed[pos] = (changed[pos] + 1) % V
+			got, _ := m.Logits(changed, 1, T)
+			for i := 0; i < pos*V; i++ {
+				if got[i] != base[i] {
+					t.Fatalf("tied=%v: changing token %d changed logit %d (position %d)", tied, pos, i, i/V)
+				}
+			}
+			differs := false
+			for i := pos * V; i < (pos+1)*V; i++ {
+				differs = differs || got[i] != base[i]
+			}
+			if !differs {
+				t.Fatalf("tied=%v: changing token %d left its own logits unchanged", tied, pos)
+			}
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"vocab 1", func(c *Config) { c.VocabSize = 1 }, "vocab size 1"},
+		{"zero block", func(c *Config) { c.BlockSize = 0 }, "block size 0"},
+		{"negative width", func(c *Config) { c.EmbedDim = -4 }, "embedding width -4"},
+		{"zero heads", func(c *Config) { c.Heads = 0 }, "heads 0"},
+		{"zero layers", func(c *Config) { c.Layers = 0 }, "layers 0"},
+		{"indivisible", func(c *Config) { c.Heads = 5 }, "not divisible by 5 heads"},
+		{"huge", func(c *Config) { c.EmbedDim, c.Heads, c.Layers = 60000, 1, 1000 }, "parameters exceed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.edit(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want ErrBadConfig mentioning %q", err, tc.want)
+			}
+			if _, err := NewModel(c, 1); err == nil {
+				t.Fatal("NewModel accepted an invalid config")
+			}
+		})
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+}
+
+func TestBadBatches(t *testing.T) {
+	m, _ := NewModel(tinyConfig(false), 1)
+	for _, tc := range []struct {
+		name      string
+		idx, tgt  []int
+		B, T      int
+		wantInErr string
+	}{
+		{"T beyond block", make([]int, 6), make([]int, 6), 1, 6, "block size 5"},
+		{"short idx", make([]int, 3), make([]int, 4), 1, 4, "needs 4 input ids, got 3"},
+		{"short targets", make([]int, 4), make([]int, 3), 1, 4, "needs 4 targets, got 3"},
+		{"token out of range", []int{0, 7, 1}, []int{0, 1, 2}, 1, 3, "token id 7 at position 1"},
+		{"negative target", []int{0, 1, 2}, []int{0, -1, 2}, 1, 3, "token id -1 at position 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.Loss(tc.idx, tc.tgt, tc.B, tc.T)
+			if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Fatalf("Loss error = %v, want one mentioning %q", err, tc.wantInErr)
+			}
+		})
+	}
+}
+
+// trainTiny trains a small config for a few steps and returns the trainer
+// and its loss curve.
+func trainTiny(t testing.TB, seed uint64, steps int) (*Trainer, []float64) {
+	t.Helper()
+	cfg := Config{VocabSize: 24, BlockSize: 16, EmbedDim: 32, Heads: 4, Layers: 2}
+	d, err := NewDataset(LanternBay, cfg.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := DefaultTrainConfig()
+	tc.Steps, tc.BatchSize, tc.Seed = steps, 8, seed
+	tr, err := NewTrainer(m, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var curve []float64
+	if err := tr.Run(context.Background(), func(p Progress) { curve = append(curve, p.Loss) }); err != nil {
+		t.Fatal(err)
+	}
+	return tr, curve
+}
+
+func TestDeterminism(t *testing.T) {
+	a, curveA := trainTiny(t, 42, 20)
+	b, curveB := trainTiny(t, 42, 20)
+	for i := range curveA {
+		if curveA[i] != curveB[i] {
+			t.Fatalf("same seed: loss at step %d differs: %v vs %v", i, curveA[i], curveB[i])
+		}
+	}
+	for i := range a.Model.Params {
+		if a.Model.Params[i] != b.Model.Params[i] {
+			t.Fatalf("same seed: parameter %d differs", i)
+		}
+	}
+	c, curveC := trainTiny(t, 43, 20)
+	if curveC[0] == curveA[0] || c.Model.Params[0] == a.Model.Params[0] {
+		t.Fatal("a different seed gave the same initial loss or weights")
+	}
+}
+
+func TestTrainerErrors(t *testing.T) {
+	d, _ := NewDataset(LanternBay, 32)
+	m, _ := NewModel(DefaultConfig(), 1)
+	for _, tc := range []struct {
+		name string
+		edit func(*TrainConfig)
+	}{
+		{"zero batch", func(c *TrainConfig) { c.BatchSize = 0 }},
+		{"negative steps", func(c *TrainConfig) { c.Steps = -1 }},
+		{"NaN lr", func(c *TrainConfig) { c.LR = math.NaN() }},
+		{"zero lr", func(c *TrainConfig) { c.LR = 0 }},
+		{"min lr above lr", func(c *TrainConfig) { c.MinLR = 1 }},
+		{"negative clip", func(c *TrainConfig) { c.GradClip = -1 }},
+		{"inf decay", func(c *TrainConfig) { c.WeightDecay = math.Inf(1) }},
+		{"no eval batches", func(c *TrainConfig) { c.EvalBatches = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultTrainConfig()
+			tc.edit(&c)
+			if _, err := NewTrainer(m, d, c); err == nil {
+				t.Fatal("NewTrainer accepted an invalid config")
+			}
+		})
+	}
+	other, _ := NewDataset("abcdefghij"+strings.Repeat("xyz ", 100), 8)
+	if _, err := NewTrainer(m, other, DefaultTrainConfig()); err == nil {
+		t.Fatal("NewTrainer accepted a dataset with a different vocabulary size")
+	}
+}
+
+func TestDivergenceStops(t *testing.T) {
+	tr, _ := trainTiny(t, 1, 0)
+	tr.Model.Params[0] = math.NaN() // token embedding of id 0 poisons the loss
+	tr.Config.Steps = 50
+	before := append([]float64(nil), tr.Model.Params...)
+	err := tr.Run(context.Background(), nil)
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("Run = %v, want ErrDiverged", err)
+	}
+	for i := 1; i < len(before); i++ {
+		if tr.Model.Params[i] != before[i] {
+			t.Fatalf("the diverged step changed parameter %d", i)
+		}
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	tr, _ := trainTiny(t, 1, 0)
+	tr.Config.Steps = 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	err := tr.Run(ctx, func(p Progress) {
+		if p.Step == 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || tr.Step != 3 || tr.Opt.Step != 3 {
+		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step, tr.Opt.Step)
+	}
+}

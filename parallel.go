@@ -1,0 +1,138 @@
+package minigpt
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Parallel sections split a range of independent outputs (rows of a
+// matrix, (batch, head) pairs) into one contiguous chunk per available
+// processor. No output is ever shared between chunks and no sum is ever
+// split, so the bits do not depend on GOMAXPROCS. Workers are started once
+// and reused; a section costs two channel operations per worker and no
+// allocation: the job descriptions live in the pool and are guarded by its
+// mutex.
+
+// rangeJob is a piece of work over an index range [lo, hi).
+type rangeJob interface {
+	run(lo, hi int)
+}
+
+type rangeTask struct {
+	job    rangeJob
+	lo, hi int
+}
+
+type workerPool struct {
+	mu      sync.Mutex // held for a whole section; contenders run serially
+	workers []chan rangeTask
+	wg      sync.WaitGroup
+
+	// Job slots, written only while mu is held.
+	nn   gemmNNJob
+	nt   gemmNTJob
+	attn attentionJob
+}
+
+var pool workerPool
+
+// minParallelWork is the amount of work (in multiply-adds) below which a
+// section runs on the calling goroutine: waking a worker costs a few
+// microseconds.
+const minParallelWork = 1 << 16
+
+// acquire decides whether a section of n items of the given cost is spread
+// over the workers; if it returns a count p > 1, the caller holds pool.mu
+// and must call dispatch.
+func (wp *workerPool) acquire(n, grain, costPerItem int) int {
+	p := runtime.GOMAXPROCS(0)
+	units := (n + grain - 1) / grain
+	if p > units {
+		p = units
+	}
+	if p <= 1 || n*costPerItem < minParallelWork || !wp.mu.TryLock() {
+		// A concurrent or nested section simply runs serially: same bits.
+		return 1
+	}
+	return p
+}
+
+// dispatch runs job over [0, n) in p chunks whose boundaries are multiples
+// of grain, the last chunk on the calling goroutine, and releases pool.mu.
+func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
+	for len(wp.workers) < p-1 {
+		ch := make(chan rangeTask)
+		wp.workers = append(wp.workers, ch)
+		go worker(ch, &wp.wg)
+	}
+	units := (n + grain - 1) / grain
+	wp.wg.Add(p - 1)
+	lo := 0
+	for w := 0; w < p-1; w++ {
+		hi := (units * (w + 1) / p) * grain
+		wp.workers[w] <- rangeTask{job, lo, hi}
+		lo = hi
+	}
+	job.run(lo, n)
+	wp.wg.Wait()
+	wp.mu.Unlock()
+}
+
+func worker(tasks <-chan rangeTask, wg *sync.WaitGroup) {
+	for t := range tasks {
+		t.job.run(t.lo, t.hi)
+		wg.Done()
+	}
+}
+
+// gemmNNJob splits gemmNN over the rows of C (independent outputs).
+type gemmNNJob struct {
+	c      []float64
+	ldc    int
+	a      []float64
+	ai, ak int
+	b      []float64
+	ldb    int
+	n, k   int
+}
+
+func (j *gemmNNJob) run(lo, hi int) {
+	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
+}
+
+// gemmNTJob splits gemmNT over the rows of C.
+type gemmNTJob struct {
+	c    []float64
+	ldc  int
+	a    []float64
+	lda  int
+	b    []float64
+	ldb  int
+	n, k int
+}
+
+func (j *gemmNTJob) run(lo, hi int) {
+	gemmNT(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
+}
+
+// gemmNNParallel is gemmNN with the rows of C spread over the workers.
+func gemmNNParallel(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	p := pool.acquire(M, 4, N*K)
+	if p <= 1 {
+		gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		return
+	}
+	pool.nn = gemmNNJob{c, ldc, a, ai, ak, b, ldb, N, K}
+	pool.dispatch(p, M, 4, &pool.nn)
+}
+
+// gemmNTParallel is gemmNT with the rows of C spread over the workers.
+func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	p := pool.acquire(M, 4, N*K)
+	if p <= 1 {
+		gemmNT(c, ldc, a, lda, b, ldb, M, N, K)
+		return
+	}
+	pool.nt = gemmNTJob{c, ldc, a, lda, b, ldb, N, K}
+	pool.dispatch(p, M, 4, &pool.nt)
+}
