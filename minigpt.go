@@ -172,8 +172,8 @@ type Model struct {
 	Params []float64
 	p      params
 
-	batch  *activations // training/evaluation buffers, kept for reuse
-	decode *activations // single-sequence buffers for the generator
+	batch *activations    // training/evaluation buffers, kept for reuse
+	gen   *generatorState // decoding buffers and KV cache, kept for reuse
 }
 
 // NewModel returns a model with freshly initialised parameters: weights

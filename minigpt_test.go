@@ -291,3 +291,18 @@ func TestRunStopsOnCancel(t *testing.T) {
 		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step, tr.Opt.Step)
 	}
 }
+
+// The seed's default run: 1200 steps of Adam at 3e-3 from seed 42.
+func TestDefaultRunConverges(t *testing.T) {
+	trainedLanternBay(t)
+	if d := math.Abs(trained.first - math.Log(24)); d > 0.05 {
+		t.Errorf("step 0 loss %.4f is %.3f from ln 24 = %.4f", trained.first, d, math.Log(24))
+	}
+	if trained.final >= 0.16 {
+		t.Errorf("mean training loss over the last 50 steps is %.4f, want < 0.16 (the seed reports about 0.13)", trained.final)
+	}
+	if math.IsNaN(trained.val) || trained.val > 0.5 {
+		t.Errorf("validation loss %.4f, want a number below 0.5", trained.val)
+	}
+	t.Logf("step 0 loss %.4f, last-50 mean %.4f, validation %.4f", trained.first, trained.final, trained.val)
+}

@@ -1,0 +1,393 @@
+package minigpt
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// survivors returns the ids whose filtered logit is finite.
+func survivors(logits []float64, seen []bool, o GenerateOptions) []int {
+	s := sampler{row: make([]float64, len(logits)), order: make([]int, len(logits)), probs: make([]float64, len(logits))}
+	if seen == nil {
+		seen = make([]bool, len(logits))
+	}
+	var ids []int
+	for id, v := range s.filter(logits, seen, &o) {
+		if !math.IsInf(v, -1) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func TestTopKKeepsExactlyKWithTieRule(t *testing.T) {
+	logits := []float64{1, 3, 3, 2, 3, -1}
+	for _, tc := range []struct {
+		k    int
+		want []int
+	}{
+		{1, []int{1}},
+		{2, []int{1, 2}},       // three logits tie at 3: the lower ids win
+		{3, []int{1, 2, 4}},    // all the 3s
+		{4, []int{1, 2, 3, 4}}, // then the 2
+		{6, []int{0, 1, 2, 3, 4, 5}},
+		{60, []int{0, 1, 2, 3, 4, 5}},
+	} {
+		got := survivors(logits, nil, GenerateOptions{Temperature: 1, TopK: tc.k})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("top-k %d kept %v, want %v", tc.k, got, tc.want)
+		}
+	}
+}
+
+func TestTopPBoundaries(t *testing.T) {
+	logits := []float64{0.3, 2, 1, -1}
+	probs := make([]float64, 4)
+	softmax(probs, logits)
+	// Descending probability: ids 1, 2, 0, 3.
+	exact := probs[1] + probs[2] // the mass of the first two, summed as the filter sums it
+	for _, tc := range []struct {
+		name string
+		p    float64
+		want []int
+	}{
+		{"mass exactly p keeps the crossing token only", exact, []int{1, 2}},
+		{"just above needs one more", math.Nextafter(exact, 2), []int{0, 1, 2}},
+		{"tiny p keeps one", 1e-9, []int{1}},
+		{"p = 1 keeps all", 1, []int{0, 1, 2, 3}},
+	} {
+		got := survivors(logits, nil, GenerateOptions{Temperature: 1, TopP: tc.p})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: top-p %v kept %v, want %v", tc.name, tc.p, got, tc.want)
+		}
+	}
+	dominant := []float64{-5, 12, -5, -5, -5}
+	if got := survivors(dominant, nil, GenerateOptions{Temperature: 1, TopP: 0.9}); !slices.Equal(got, []int{1}) {
+		t.Errorf("one dominant token: kept %v, want [1]", got)
+	}
+}
+
+// Each case is built so that moving one stage elsewhere in the pipeline
+// changes the survivors.
+func TestFilterOrder(t *testing.T) {
+	// Temperature before top-p: at T = 1 the nucleus of p = 0.8 holds two
+	// tokens; at T = 0.5 one token carries 87% of the mass.
+	if got := survivors([]float64{2, 1, 0}, nil, GenerateOptions{Temperature: 0.5, TopP: 0.8}); !slices.Equal(got, []int{0}) {
+		t.Errorf("temperature then top-p kept %v, want [0]", got)
+	}
+	if got := survivors([]float64{2, 1, 0}, nil, GenerateOptions{Temperature: 1, TopP: 0.8}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("top-p at temperature 1 kept %v, want [0 1]", got)
+	}
+	// Penalty before top-k: the penalty demotes the seen leader.
+	seen := []bool{true, false, false}
+	if got := survivors([]float64{3, 2.9, 1}, seen, GenerateOptions{Temperature: 1, RepetitionPenalty: 2, TopK: 1}); !slices.Equal(got, []int{1}) {
+		t.Errorf("penalty then top-k kept %v, want [1]", got)
+	}
+	// Top-k before top-p: two uniform survivors of top-k have mass 0.5
+	// each, so p = 0.5 keeps one; top-p first would have kept two.
+	if got := survivors([]float64{1, 1, 1, 1}, nil, GenerateOptions{Temperature: 1, TopK: 2, TopP: 0.5}); !slices.Equal(got, []int{0}) {
+		t.Errorf("top-k then top-p kept %v, want [0]", got)
+	}
+}
+
+func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
+	logits := []float64{2, -1, 0.5, -0.5}
+	seen := []bool{true, true, false, false}
+	probsOf := func(penalty float64) []float64 {
+		s := sampler{row: make([]float64, 4), order: make([]int, 4), probs: make([]float64, 4)}
+		row := s.filter(logits, seen, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty})
+		p := make([]float64, 4)
+		softmax(p, row)
+		return p
+	}
+	off, on := probsOf(1), probsOf(1.5)
+	for id := 0; id < 2; id++ { // a positive and a negative seen logit
+		if !(on[id] < off[id]) {
+			t.Errorf("seen token %d (logit %v): probability %v with penalty, %v without; want lower", id, logits[id], on[id], off[id])
+		}
+	}
+	for id := 2; id < 4; id++ {
+		if !(on[id] > off[id]) {
+			t.Errorf("unseen token %d: probability %v with penalty, %v without; want higher", id, on[id], off[id])
+		}
+	}
+}
+
+func TestSamplingFrequencies(t *testing.T) {
+	target := []float64{0.5, 0.3, 0.15, 0.05, 0}
+	logits := make([]float64, len(target))
+	for i, p := range target {
+		logits[i] = math.Log(p) // log 0 = -Inf: must never be drawn
+	}
+	probs := make([]float64, len(logits))
+	softmax(probs, logits)
+	rng := seeded(2026)
+	const n = 100000
+	counts := make([]int, len(target))
+	for range n {
+		counts[sampleIndex(probs, rng.Float64())]++
+	}
+	for i, p := range target {
+		sigma := math.Sqrt(n * p * (1 - p))
+		if dev := math.Abs(float64(counts[i]) - n*p); dev > 5*sigma+1e-9 {
+			t.Errorf("token %d drawn %d times, want %.0f ± %.0f (5σ)", i, counts[i], n*p, 5*sigma)
+		}
+	}
+	if counts[4] != 0 {
+		t.Errorf("a zero-probability token was drawn %d times", counts[4])
+	}
+}
+
+func TestLoopOnset(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		w    int
+		want int
+	}{
+		{"abcabc", 3, 0},
+		{"xyzabcqabc", 3, 3},
+		{"ababa", 2, 0},   // "ab" again at 2
+		{"abcab", 3, -1},  // only overlapping repeats
+		{"aaa", 2, -1},    // the later copy would overlap
+		{"aaaa", 2, 0},
+		{"abcdef", 2, -1},
+		{"", 3, -1},
+		{"ab", 5, -1},
+		{"héhé", 2, 0},     // counted in characters, not bytes
+		{"x日本y日本", 2, 1}, // CJK windows
+		{"the lamp the lamp", 20, -1},
+	} {
+		if got := LoopOnset(tc.text, tc.w); got != tc.want {
+			t.Errorf("LoopOnset(%q, %d) = %d, want %d", tc.text, tc.w, got, tc.want)
+		}
+	}
+}
+
+func TestGenerateRejectsBadOptions(t *testing.T) {
+	m, _ := NewModel(tinyConfig(false), 1)
+	vocab, _ := NewVocab("abcdefg")
+	r := seeded(1)
+	for _, tc := range []struct {
+		name   string
+		prompt string
+		o      GenerateOptions
+		want   string
+	}{
+		{"negative tokens", "ab", GenerateOptions{MaxNewTokens: -1, Greedy: true}, "new token count -1"},
+		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5, Rand: r}, "temperature -0.5"},
+		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN(), Rand: r}, "temperature NaN"},
+		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1), Rand: r}, "temperature +Inf"},
+		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2, Rand: r}, "top-k -2"},
+		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5, Rand: r}, "top-p 1.5"},
+		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1, Rand: r}, "top-p -0.1"},
+		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN(), Rand: r}, "top-p NaN"},
+		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1, Rand: r}, "repetition penalty -1"},
+		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1), Rand: r}, "repetition penalty +Inf"},
+		{"no generator", "ab", GenerateOptions{Temperature: 1}, "random generator"},
+		{"empty prompt", "", GenerateOptions{Greedy: true}, "empty prompt"},
+		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.GenerateText(context.Background(), vocab, tc.prompt, tc.o)
+			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("GenerateText error = %v, want ErrBadOption mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := m.Generate(context.Background(), []int{1, 9}, GenerateOptions{Greedy: true}); err == nil || !strings.Contains(err.Error(), "token id 9 at position 1") {
+		t.Fatalf("out-of-range prompt id: error %v", err)
+	}
+}
+
+func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 5)
+	prompt := []int{3, 1, 4, 1, 5}
+	a, err := m.GreedyDecode(prompt, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 45 || !slices.Equal(a[:5], prompt) {
+		t.Fatalf("greedy result %v does not start with the prompt %v", a, prompt)
+	}
+	// Greedy ignores every other knob and draws nothing.
+	r := seeded(3)
+	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true, Temperature: 3, TopK: 2, TopP: 0.1, RepetitionPenalty: 5, Rand: r})
+	if !slices.Equal(a, b) {
+		t.Fatal("greedy with other knobs set differs from plain greedy")
+	}
+	if r.Uint64() != seeded(3).Uint64() {
+		t.Fatal("greedy decoding drew a random number")
+	}
+	// Each token is the argmax of the full forward pass on the window.
+	for n := len(prompt); n < len(a); n++ {
+		start := max(0, n-m.Config.BlockSize)
+		logits, _ := m.Logits(a[start:n], 1, n-start)
+		V := m.Config.VocabSize
+		if want := argmax(logits[(n-start-1)*V:]); a[n] != want {
+			t.Fatalf("token %d is %d, argmax of the window's last logits is %d", n, a[n], want)
+		}
+	}
+}
+
+// The KV cache must reproduce full recomputation to the bit, including
+// across the slide of the window past the block size.
+func TestKVCacheMatchesFullRecompute(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 8)
+	bs := m.Config.BlockSize
+	rng := seeded(9)
+	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7} {
+		seq := randomTokens(rng, plen, m.Config.VocabSize)
+		g := m.generator()
+		g.reset(m.Config.VocabSize)
+		full := m.Clone()
+		for step := 0; step < 3*bs; step++ {
+			cached := g.dec.nextLogits(seq, false)
+			start := max(0, len(seq)-bs)
+			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
+			V := m.Config.VocabSize
+			want := logits[(len(seq)-start-1)*V:]
+			for i := range cached {
+				if math.Float64bits(cached[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), i, cached[i], want[i])
+				}
+			}
+			seq = append(seq, argmax(cached))
+		}
+	}
+}
+
+func TestCachedAndUncachedGenerateAgree(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 12)
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	for _, plen := range []int{4, 45} { // shorter and longer than the block
+		prompt := randomTokens(seeded(uint64(plen)), plen, m.Config.VocabSize)
+		for _, o := range []GenerateOptions{
+			{MaxNewTokens: n, Greedy: true},
+			{MaxNewTokens: n, Temperature: 0.9, TopK: 10, TopP: 0.95, RepetitionPenalty: 1.2},
+		} {
+			run := func(noCache bool) []int {
+				o := o
+				o.NoCache = noCache
+				if !o.Greedy {
+					o.Rand = seeded(77)
+				}
+				out, err := m.Generate(context.Background(), prompt, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if a, b := run(false), run(true); !slices.Equal(a, b) {
+				t.Fatalf("prompt %d greedy=%v: cached and uncached generation differ", plen, o.Greedy)
+			}
+		}
+	}
+}
+
+func TestGenerateAllocatesNothingPerToken(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 4)
+	prompt := []int{1, 2, 3}
+	for _, o := range []GenerateOptions{
+		{Greedy: true},
+		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Rand: seeded(1)},
+	} {
+		allocs := func(n int) float64 {
+			o.MaxNewTokens = n
+			return testing.AllocsPerRun(5, func() { m.Generate(context.Background(), prompt, o) })
+		}
+		allocs(10) // warm-up: the generator's buffers
+		if few, many := allocs(10), allocs(100); many != few {
+			t.Errorf("greedy=%v: %v allocations for 10 tokens, %v for 100: something allocates per token", o.Greedy, few, many)
+		}
+	}
+}
+
+func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
+	m := randomizedModel(t, tinyConfig(false), 1)
+	stop := errors.New("enough")
+	var got []int
+	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, OnToken: func(id int) error {
+		got = append(got, id)
+		if len(got) == 3 {
+			return stop
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) || len(out) != 4 || !slices.Equal(out[1:], got) {
+		t.Fatalf("callback stop: out %v, streamed %v, err %v", out, got, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled context: err %v", err)
+	}
+}
+
+func TestGenerateRefusesNonFiniteLogits(t *testing.T) {
+	m := randomizedModel(t, tinyConfig(false), 1)
+	m.Params[len(m.Params)-1] = math.Inf(1) // a head bias
+	_, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 3, Greedy: true})
+	if !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("err = %v, want ErrNonFinite", err)
+	}
+}
+
+// corpusWords is the set of words of the Lantern Bay corpus.
+func corpusWords() map[string]bool {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(LanternBay, func(r rune) bool { return r == ' ' || r == '.' }) {
+		words[w] = true
+	}
+	return words
+}
+
+// The seed's claims about its trained model (Stages 3 and 4).
+func TestTrainedModelGenerates(t *testing.T) {
+	m, vocab := trainedLanternBay(t)
+	ctx := context.Background()
+	greedy := func() string {
+		s, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := greedy(), greedy()
+	if a != b {
+		t.Fatalf("greedy twice differs:\n%q\n%q", a, b)
+	}
+	if !strings.Contains(LanternBay, a) {
+		t.Errorf("greedy output is not a stretch of the corpus: %q", a)
+	}
+	sample := func(seed uint64, n int, temp float64, k int, prompt string) string {
+		s, err := m.GenerateText(ctx, vocab, prompt, GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Rand: seeded(seed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if sample(7, 40, 0.8, 10, "the ") != sample(7, 40, 0.8, 10, "the ") {
+		t.Error("the same seed gave different samples")
+	}
+	s1, s7, s99 := sample(1, 60, 1, 8, "the "), sample(7, 60, 1, 8, "the "), sample(99, 60, 1, 8, "the ")
+	if s1 == s7 && s7 == s99 {
+		t.Errorf("seeds 1, 7 and 99 all gave %q", s1)
+	}
+	passage := sample(42, 200, 0.8, 10, "the keeper ")
+	words := corpusWords()
+	for _, w := range strings.FieldsFunc(passage, func(r rune) bool { return r == ' ' || r == '.' }) {
+		if !words[w] {
+			t.Errorf("passage has %q, which is not a corpus word: %q", w, passage)
+		}
+	}
+}
