@@ -39,7 +39,7 @@ var pool workerPool
 // minParallelWork is the amount of work (in multiply-adds) below which a
 // section runs on the calling goroutine: waking a worker costs a few
 // microseconds.
-const minParallelWork = 1 << 16
+var minParallelWork = 1 << 16
 
 // acquire decides whether a section of n items of the given cost is spread
 // over the workers; if it returns a count p > 1, the caller holds pool.mu

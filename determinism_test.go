@@ -1,0 +1,49 @@
+package minigpt
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// pinnedWeightsSHA256 is the SHA-256 of the little-endian bits of every
+// parameter after trainTiny(t, 42, 20) (vocabulary 24, block 16, width 32,
+// 4 heads, 2 layers, batch 8, 20 Adam steps on Lantern Bay). It was pinned
+// from a run on linux/amd64 with the portable Go kernels at GOMAXPROCS 1,
+// and must be reproduced by every kernel path, every GOMAXPROCS and every
+// architecture (CI runs this test on arm64 under qemu). A change of this
+// value is a change of the model's arithmetic and must be deliberate.
+const pinnedWeightsSHA256 = "214065bab2e07f37a10b3db26a088f5ce23af574cd1b610962e0839e33c06554"
+
+func weightsHash(params []float64) string {
+	h := sha256.New()
+	var buf [8]byte
+	for _, p := range params {
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(p))
+		h.Write(buf[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestPinnedTrainingHash(t *testing.T) {
+	saved := minParallelWork
+	t.Cleanup(func() { minParallelWork = saved; runtime.GOMAXPROCS(runtime.NumCPU()) })
+	procs := []int{1, 2, 8}
+	if testing.Short() {
+		procs = []int{1, 2}
+	}
+	for _, p := range procs {
+		runtime.GOMAXPROCS(p)
+		// Split every section that can be split, so chunk boundaries land
+		// everywhere they can.
+		minParallelWork = 0
+		tr, _ := trainTiny(t, 42, 20)
+		minParallelWork = saved
+		if got := weightsHash(tr.Model.Params); got != pinnedWeightsSHA256 {
+			t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernelPath(), got, pinnedWeightsSHA256)
+		}
+	}
+}
