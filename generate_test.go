@@ -153,14 +153,14 @@ func TestLoopOnset(t *testing.T) {
 	}{
 		{"abcabc", 3, 0},
 		{"xyzabcqabc", 3, 3},
-		{"ababa", 2, 0},   // "ab" again at 2
-		{"abcab", 3, -1},  // only overlapping repeats
-		{"aaa", 2, -1},    // the later copy would overlap
+		{"ababa", 2, 0},  // "ab" again at 2
+		{"abcab", 3, -1}, // only overlapping repeats
+		{"aaa", 2, -1},   // the later copy would overlap
 		{"aaaa", 2, 0},
 		{"abcdef", 2, -1},
 		{"", 3, -1},
 		{"ab", 5, -1},
-		{"héhé", 2, 0},     // counted in characters, not bytes
+		{"héhé", 2, 0},   // counted in characters, not bytes
 		{"x日本y日本", 2, 1}, // CJK windows
 		{"the lamp the lamp", 20, -1},
 	} {

@@ -147,7 +147,10 @@ type params struct {
 	headBias          []float64 // (V); nil when tied
 }
 
-func (c Config) views(slab []float64) params {
+func (c Config) views(slab []float64) params { return viewsOf(c.layout(), slab) }
+
+// viewsOf cuts slab into the tensors of layout without allocating.
+func viewsOf(layout []tensorSpec, slab []float64) params {
 	var p params
 	dst := []*[]float64{
 		&p.tokenEmbedding, &p.positionEmbedding, &p.ln1Gain, &p.ln1Bias,
@@ -156,7 +159,7 @@ func (c Config) views(slab []float64) params {
 		&p.lnfGain, &p.lnfBias, &p.headWeight, &p.headBias,
 	}
 	off := 0
-	for i, t := range c.layout() {
+	for i, t := range layout {
 		n := t.size()
 		*dst[i] = slab[off : off+n : off+n]
 		off += n
@@ -171,6 +174,7 @@ type Model struct {
 	// Tensors; Adam and checkpoints treat it as one vector.
 	Params []float64
 	p      params
+	specs  []tensorSpec // Config.layout(), computed once
 
 	batch *activations    // training/evaluation buffers, kept for reuse
 	gen   *generatorState // decoding buffers and KV cache, kept for reuse
@@ -217,8 +221,9 @@ func newZeroModel(cfg Config) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	specs := cfg.layout()
 	slab := make([]float64, cfg.numParams())
-	return &Model{Config: cfg, Params: slab, p: cfg.views(slab)}, nil
+	return &Model{Config: cfg, Params: slab, p: viewsOf(specs, slab), specs: specs}, nil
 }
 
 // NumParams returns the number of parameters.

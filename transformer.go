@@ -145,7 +145,7 @@ func (m *Model) crossEntropy(a *activations, targets []int) float64 {
 // the mean loss of the last forward pass over the whole batch, whose
 // dlogits crossEntropy wrote.
 func (m *Model) backward(a *activations, grads []float64, idx []int) {
-	c, p, g := m.Config, m.p, m.Config.views(grads)
+	c, p, g := m.Config, m.p, viewsOf(m.specs, grads)
 	B, T := a.B, a.T
 	C, L, NH, V := c.EmbedDim, c.Layers, c.Heads, c.VocabSize
 	N := B * T

@@ -1,0 +1,129 @@
+package minigpt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// trainingFLOPs counts the floating-point operations (multiply and add
+// separately) of one training step: the matrix products and the causal
+// attention triangle of the forward pass, times three for forward plus
+// backward (the backward pass does two products for each forward one).
+func trainingFLOPs(c Config, B, T int) float64 {
+	N, C, V := float64(B*T), float64(c.EmbedDim), float64(c.VocabSize)
+	perLayer := 2 * N * (C*3*C + C*C + 2*C*4*C)
+	hs := C / float64(c.Heads)
+	triangle := float64(T*(T+1)) / 2
+	attention := 2 * 2 * float64(B*c.Heads) * triangle * hs
+	forward := float64(c.Layers)*(perLayer+attention) + 2*N*C*V
+	return 3 * forward
+}
+
+func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
+	d, err := NewDataset(text, cfg.BlockSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.VocabSize = d.Vocab.Size()
+	m, err := NewModel(cfg, 42)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc := DefaultTrainConfig()
+	tc.BatchSize = batch
+	tr, err := NewTrainer(m, d, tc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.TrainStep() // warm-up: allocates the activations once
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr.TrainStep(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perStep := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(batch*cfg.BlockSize)/perStep, "tokens/s")
+	b.ReportMetric(1/perStep, "steps/s")
+	b.ReportMetric(trainingFLOPs(cfg, batch, cfg.BlockSize)/perStep/1e9, "GFLOP/s")
+}
+
+// BenchmarkTrainStep is one step of the seed's run: batch 32 of 32
+// tokens, width 64, 4 heads, 2 layers, on Lantern Bay.
+func BenchmarkTrainStep(b *testing.B) {
+	benchTrainStep(b, DefaultConfig(), 32, LanternBay)
+}
+
+// shakespeare returns tiny Shakespeare from the shared data folder, or
+// skips.
+func shakespeare(b testing.TB) string {
+	raw, err := os.ReadFile("../shared/data/tinyshakespeare.txt")
+	if err != nil {
+		b.Skipf("tiny Shakespeare not available: %v", err)
+	}
+	return string(raw)
+}
+
+// babyConfig is nanoGPT's CPU "baby" model on tiny Shakespeare: block 64,
+// width 128, 4 heads, 4 layers (batch 12).
+func babyConfig() Config {
+	return Config{VocabSize: 65, BlockSize: 64, EmbedDim: 128, Heads: 4, Layers: 4}
+}
+
+// BenchmarkTrainStepBaby is one step of nanoGPT's baby config (batch 12).
+func BenchmarkTrainStepBaby(b *testing.B) {
+	benchTrainStep(b, babyConfig(), 12, shakespeare(b))
+}
+
+// BenchmarkTrainScaling is the step time as the context and the width
+// grow (batch 8, 2 layers, 64-wide heads, vocabulary 65).
+func BenchmarkTrainScaling(b *testing.B) {
+	text := LanternBay + LanternBay + LanternBay
+	for _, T := range []int{32, 64, 128, 256} {
+		for _, C := range []int{64, 128, 256, 512} {
+			b.Run(fmt.Sprintf("T=%d/C=%d", T, C), func(b *testing.B) {
+				benchTrainStep(b, Config{BlockSize: T, EmbedDim: C, Heads: C / 64, Layers: 2}, 8, text)
+			})
+		}
+	}
+}
+
+// BenchmarkGenerate decodes 1000 tokens from "the keeper " with the
+// default config, greedy and sampled, with and without the KV cache (the
+// cost does not depend on the weights).
+func BenchmarkGenerate(b *testing.B) {
+	m, err := NewModel(DefaultConfig(), 42)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vocab, _ := NewVocab(LanternBay)
+	prompt, _ := vocab.Encode("the keeper ")
+	const n = 1000
+	for _, mode := range []string{"greedy", "sampled"} {
+		for _, cache := range []string{"cached", "uncached"} {
+			b.Run(mode+"/"+cache, func(b *testing.B) {
+				o := GenerateOptions{MaxNewTokens: n, Greedy: mode == "greedy", NoCache: cache == "uncached"}
+				if mode == "sampled" {
+					o.Temperature, o.TopK, o.Rand = 0.8, 10, seeded(42)
+				}
+				m.Generate(context.Background(), prompt, o) // warm-up
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := m.Generate(context.Background(), prompt, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
+	}
+}
+
+func TestTrainStepAllocatesNothing(t *testing.T) {
+	tr, _ := trainTiny(t, 1, 1)
+	if allocs := testing.AllocsPerRun(5, func() { tr.TrainStep() }); allocs != 0 {
+		t.Fatalf("a training step allocates %v times, want 0", allocs)
+	}
+}
