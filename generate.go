@@ -191,15 +191,24 @@ func (d *decoder) nextLogits(ids []int, noCache bool) []float64 {
 	start := max(0, len(ids)-bs)
 	window := ids[start:]
 	t1 := len(window)
-	if !noCache && d.n > 0 && start == d.start && d.n == t1-1 {
+	switch {
+	case !noCache && d.n > 0 && start == d.start && d.n == t1-1:
 		// The window only grew: compute the new row from the cached ones.
-		d.m.forward(d.a, window, d.n, t1)
-	} else {
-		// First call, or the window slid so every position moved and every
-		// cached key and value is stale: rebuild the window from scratch.
-		d.m.forward(d.a, window, 0, t1)
+		d.m.forward(d.a, window, d.n, t1, d.n)
+		d.n = t1
+	case len(ids) >= bs:
+		// The window is full (or slid, so every position moved and every
+		// cached key and value is stale): rebuild it. The next token slides
+		// it again, so only the last row's output is needed, and the cache
+		// is left marked empty.
+		d.m.forward(d.a, window, 0, t1, t1-1)
+		d.n = 0
+	default:
+		// First call: fill the cache with the prompt.
+		d.m.forward(d.a, window, 0, t1, 0)
+		d.n = t1
 	}
-	d.n, d.start, d.window = t1, start, window
+	d.start, d.window = start, window
 	V := d.m.Config.VocabSize
 	return d.a.logits[(t1-1)*V : t1*V]
 }

@@ -239,7 +239,13 @@ func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
 // The KV cache must reproduce full recomputation to the bit, including
 // across the slide of the window past the block size.
 func TestKVCacheMatchesFullRecompute(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 8)
+	oneLayer := Config{VocabSize: 9, BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
+	for _, cfg := range []Config{DefaultConfig(), oneLayer} {
+		testKVCache(t, randomizedModel(t, cfg, 8))
+	}
+}
+
+func testKVCache(t *testing.T, m *Model) {
 	bs := m.Config.BlockSize
 	rng := seeded(9)
 	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7} {

@@ -272,7 +272,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 		return nil, err
 	}
 	a := m.batchActivations(B, T)
-	m.forward(a, idx, 0, T)
+	m.forward(a, idx, 0, T, 0)
 	return append([]float64(nil), a.logits...), nil
 }
 
@@ -286,7 +286,7 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 		return 0, err
 	}
 	a := m.batchActivations(B, T)
-	m.forward(a, idx, 0, T)
+	m.forward(a, idx, 0, T, 0)
 	return m.crossEntropy(a, targets), nil
 }
 
@@ -298,7 +298,7 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	}
 	a := m.batchActivations(B, T)
 	grads := make([]float64, len(m.Params))
-	m.forward(a, idx, 0, T)
+	m.forward(a, idx, 0, T, 0)
 	loss := m.crossEntropy(a, targets)
 	m.backward(a, grads, idx)
 	return loss, grads, nil

@@ -147,7 +147,7 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m, B, T := t.Model, t.Config.BatchSize, t.Model.Config.BlockSize
 	sampleBatch(t.xb, t.yb, t.Data.Train, B, T, t.batchRNG)
 	a := m.batchActivations(B, T)
-	m.forward(a, t.xb, 0, T)
+	m.forward(a, t.xb, 0, T, 0)
 	loss := m.crossEntropy(a, t.yb)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("%w: loss %v at step %d", ErrDiverged, loss, t.Step)
@@ -183,7 +183,7 @@ func (t *Trainer) Evaluate() float64 {
 	a := m.batchActivations(B, T)
 	total := 0.0
 	for i := 0; i < t.Config.EvalBatches; i++ {
-		m.forward(a, t.valX[i*B*T:(i+1)*B*T], 0, T)
+		m.forward(a, t.valX[i*B*T:(i+1)*B*T], 0, T, 0)
 		total += m.crossEntropy(a, t.valY[i*B*T:(i+1)*B*T])
 	}
 	return total / float64(t.Config.EvalBatches)

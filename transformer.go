@@ -85,12 +85,18 @@ func (a *activations) ensureGradients(c Config) {
 // already in a: every row is computed by the same kernels in the same
 // order either way, which is why cached and uncached logits agree to the
 // bit.
-func (m *Model) forward(a *activations, idx []int, t0, t1 int) {
+//
+// Rows before outFrom (t0 <= outFrom < t1) get only what later tokens
+// need, their keys and values: in the last layer, attention and everything
+// after it, logits included, is computed for rows [outFrom, t1) only. The
+// generator uses this once the window slides, because the next token
+// slides it again and rebuilds every row anyway. Training passes t0.
+func (m *Model) forward(a *activations, idx []int, t0, t1, outFrom int) {
 	c, p := m.Config, m.p
 	B, T := a.B, a.T
 	C, L, NH, V := c.EmbedDim, c.Layers, c.Heads, c.VocabSize
 	BT := B * T
-	if B > 1 && (t0 != 0 || t1 != T) {
+	if B > 1 && (t0 != 0 || t1 != T || outFrom != 0) {
 		panic("minigpt: partial rows need a single sequence")
 	}
 	r0, nr := t0, t1-t0 // first row and row count (B == 1 or the whole batch)
@@ -113,6 +119,17 @@ func (m *Model) forward(a *activations, idx []int, t0, t1 int) {
 
 		layernormForward(ln1, rows(a.ln1Mean, l, 1), rows(a.ln1Rstd, l, 1), in, p.ln1Gain[l*C:], p.ln1Bias[l*C:], nr, C)
 		matmulForward(qkv, ln1, p.qkvWeight[l*C*3*C:], nil, nr, C, 3*C)
+		if l == L-1 && outFrom > t0 {
+			// Only rows [outFrom, t1) go on past the keys and values.
+			t0, r0, nr = outFrom, outFrom, t1-outFrom
+			if l == 0 {
+				in = rows(residual, 0, C)
+			} else {
+				in = rows(a.resid3, l-1, C)
+			}
+			attnOut, resid2 = rows(a.attnOut, l, C), rows(a.resid2, l, C)
+			ln2, fcPre, fcAct, resid3 = rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
+		}
 		attentionForward(a.attnOut[l*BT*C:], a.att[l*B*NH*T*T:], a.qkv[l*BT*3*C:], B, T, t0, t1, C, NH)
 		matmulForward(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, nr, C, C)
 		residualForward(resid2, in, resid2)
