@@ -1,0 +1,587 @@
+package minigpt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ckptResumeConfig is the model of the resume tests: Lantern Bay's 24
+// characters, block 16, width 32, 4 heads, 2 layers.
+func ckptResumeConfig() Config {
+	return Config{VocabSize: 24, BlockSize: 16, EmbedDim: 32, Heads: 4, Layers: 2}
+}
+
+// ckptTrainer returns a trainer of cfg on Lantern Bay, batch 8, with edit
+// applied to its training config, after `steps` steps.
+func ckptTrainer(t testing.TB, cfg Config, steps int, edit func(*TrainConfig)) *Trainer {
+	t.Helper()
+	d, err := NewDataset(LanternBay, cfg.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := DefaultTrainConfig()
+	tc.BatchSize, tc.Steps, tc.EvalBatches = 8, 12, 2
+	if edit != nil {
+		edit(&tc)
+	}
+	m, err := NewModel(cfg, tc.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range steps {
+		if _, err := tr.TrainStep(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr
+}
+
+// ckptFuzzConfig is the smallest config the fuzz seeds use.
+func ckptFuzzConfig(tied bool) Config {
+	return Config{VocabSize: 24, BlockSize: 4, EmbedDim: 4, Heads: 2, Layers: 1, TiedHead: tied}
+}
+
+func encodeCheckpoint(t testing.TB, c *Checkpoint) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCheckpoint(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// resealCheckpoint recomputes the header CRC and the trailing SHA-256 of a
+// checkpoint's bytes, so that a deliberate edit reaches the checks behind
+// them.
+func resealCheckpoint(b []byte) []byte {
+	b = slices.Clone(b)
+	if len(b) >= headerSize {
+		binary.LittleEndian.PutUint32(b[52:], crc32.ChecksumIEEE(b[:52]))
+	}
+	if len(b) >= headerSize+checksumSize {
+		sum := sha256.Sum256(b[:len(b)-checksumSize])
+		copy(b[len(b)-checksumSize:], sum[:])
+	}
+	return b
+}
+
+func ckptSameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
+	tr.Model.Params[5] = math.Copysign(0, -1) // the sign of zero survives too
+	for _, tc := range []struct {
+		name string
+		full bool
+	}{{"full", true}, {"weights-only", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tr.Checkpoint(tc.full)
+			data := encodeCheckpoint(t, c)
+			got, err := ReadCheckpoint(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Model.Config != c.Model.Config || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
+				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config, got.Step, string(got.Vocab.Chars()), c.Model.Config, string(c.Vocab.Chars()))
+			}
+			if !ckptSameBits(got.Model.Params, tr.Model.Params) {
+				t.Fatal("parameters differ after the round trip")
+			}
+			if got.Full() != tc.full {
+				t.Fatalf("Full() = %v, want %v", got.Full(), tc.full)
+			}
+			if tc.full {
+				if *got.Train != tr.Config {
+					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config)
+				}
+				o := got.Opt
+				if o.Config != tr.Opt.Config || o.Step != tr.Opt.Step || !ckptSameBits(o.M, tr.Opt.M) || !ckptSameBits(o.V, tr.Opt.V) {
+					t.Fatal("optimizer state differs after the round trip")
+				}
+				state, _ := tr.batchSource.MarshalBinary()
+				if !bytes.Equal(got.rngState, state) {
+					t.Fatalf("sampler state %x, want %x", got.rngState, state)
+				}
+			} else if got.Train != nil || got.Opt != nil || got.rngState != nil {
+				t.Fatal("a weights-only checkpoint came back with training state")
+			}
+			if again := encodeCheckpoint(t, got); !bytes.Equal(again, data) {
+				t.Fatal("re-encoding what was read gives different bytes")
+			}
+		})
+	}
+}
+
+func TestCheckpointIsASnapshot(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 1, nil)
+	c := tr.Checkpoint(true)
+	before := encodeCheckpoint(t, c)
+	if _, err := tr.TrainStep(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(encodeCheckpoint(t, c), before) {
+		t.Fatal("training on changed a checkpoint taken earlier")
+	}
+}
+
+// ckptOffsets returns where each section of a full checkpoint of cfg
+// (with a 20-byte PCG state) starts.
+func ckptOffsets(cfg Config) map[string]int {
+	V, P := cfg.VocabSize, cfg.NumParams()
+	off := map[string]int{"header": 0, "vocabulary": headerSize}
+	off["training config"] = off["vocabulary"] + 4*V
+	off["optimizer config"] = off["training config"] + trainSize
+	off["sampler state"] = off["optimizer config"] + optimizerSize
+	off["parameters"] = off["sampler state"] + 20
+	off["optimizer first moments"] = off["parameters"] + 8*P
+	off["optimizer second moments"] = off["optimizer first moments"] + 8*P
+	off["checksum"] = off["optimizer second moments"] + 8*P
+	off["end"] = off["checksum"] + checksumSize
+	return off
+}
+
+func TestReadCheckpointRefusesCorruption(t *testing.T) {
+	cfg := ckptResumeConfig()
+	tr := ckptTrainer(t, cfg, 2, nil)
+	good := encodeCheckpoint(t, tr.Checkpoint(true))
+	off := ckptOffsets(cfg)
+	if off["end"] != len(good) {
+		t.Fatalf("full checkpoint is %d bytes, the layout says %d", len(good), off["end"])
+	}
+	// Offsets of single values inside sections.
+	posEmb := off["parameters"] + 8*(cfg.VocabSize*cfg.EmbedDim+3*cfg.EmbedDim+5) // position_embedding[3 5]
+	firstV := off["optimizer second moments"] + 8*7                               // token_embedding[0 7]
+	put64 := func(at int, v uint64) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint64(b[at:], v); return resealCheckpoint(b) }
+	}
+	put32 := func(at int, v uint32) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[at:], v); return resealCheckpoint(b) }
+	}
+	flip := func(at int) func([]byte) []byte {
+		return func(b []byte) []byte { b[at] ^= 0x10; return b }
+	}
+	cut := func(n int) func([]byte) []byte { return func(b []byte) []byte { return b[:n] } }
+
+	cases := []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{"flip step byte", flip(41), "header checksum mismatch"},
+		{"flip layers byte", flip(32), "header checksum mismatch"},
+		{"flip vocabulary byte", flip(off["vocabulary"] + 9), "checksum mismatch: stored SHA-256"},
+		{"flip training config byte", flip(off["training config"] + 17), "checksum mismatch: stored SHA-256"},
+		{"flip sampler byte", flip(off["sampler state"] + 10), "checksum mismatch: stored SHA-256"},
+		{"flip parameter byte", flip(off["parameters"] + 8*100 + 3), "checksum mismatch: stored SHA-256"},
+		{"flip last moment byte", flip(off["checksum"] - 1), "checksum mismatch: stored SHA-256"},
+		{"flip checksum byte", flip(len(good) - 1), "checksum mismatch: stored SHA-256"},
+		{"empty", cut(0), "truncated in the header section"},
+		{"cut in magic", cut(5), "truncated in the header section"},
+		{"cut in header", cut(40), "truncated in the header section"},
+		{"cut in vocabulary", cut(off["vocabulary"] + 6), "truncated in the vocabulary section"},
+		{"cut in training config", cut(off["training config"] + 1), "truncated in the training config section"},
+		{"cut in optimizer config", cut(off["optimizer config"] + 39), "truncated in the optimizer config section"},
+		{"cut in sampler state", cut(off["sampler state"] + 4), "truncated in the sampler state section"},
+		{"cut at parameters", cut(off["parameters"]), "truncated in the parameters section"},
+		{"cut in parameters", cut(off["parameters"] + 1001), "truncated in the parameters section"},
+		{"cut in first moments", cut(off["optimizer first moments"] + 8), "truncated in the optimizer first moments section"},
+		{"cut in second moments", cut(off["checksum"] - 1), "truncated in the optimizer second moments section"},
+		{"cut in checksum", cut(len(good) - 1), "truncated in the checksum section"},
+		{"bad magic", func(b []byte) []byte { copy(b, "PK\x03\x04"); return b }, "magic number"},
+		{"version 99", put32(8, 99), "unsupported format version 99"},
+		{"unknown flag", put32(12, flagTrain|flagOptimizer|flagRNG|1<<7), "unknown section flags 0x80"},
+		{"heads not dividing width", put32(28, 3), "embedding width 32 is not divisible by 3 heads"},
+		{"zero layers", put32(32, 0), "layers 0 is outside"},
+		{"tied field 2", put32(36, 2), "tied-head field is 2"},
+		{"sampler length without section", put32(12, flagTrain|flagOptimizer), "sampler state length is 20 but the sampler section is absent"},
+		{"sampler length too big", put32(48, 1000), "sampler state length 1000"},
+		{"negative step", put64(40, math.MaxUint64), "step -1 is negative"},
+		{"vocabulary not ascending", put32(off["vocabulary"]+4, 0), "vocabulary entry 1"},
+		{"vocabulary surrogate", put32(off["vocabulary"]+4*23, 0xD800), "vocabulary entry 23 is not a valid character"},
+		{"zero batch size", put64(off["training config"]+8, 0), "training config: train config: batch size 0"},
+		{"negative train steps", put64(off["training config"], math.MaxUint64), "steps -1 is negative"},
+		{"cosine field 2", put64(off["training config"]+40, 2), "cosine-decay field is 2"},
+		{"NaN learning rate", put64(off["training config"]+16, math.Float64bits(math.NaN())), "learning rate NaN"},
+		{"beta1 one", put64(off["optimizer config"], math.Float64bits(1)), "beta1 1 is outside"},
+		{"negative optimizer step", put64(off["optimizer config"]+32, 1<<63), "optimizer step"},
+		{"bad sampler state", put32(off["sampler state"], 0x41414141), "sampler state"},
+		{"NaN parameter", put64(posEmb, math.Float64bits(math.NaN())), "parameter position_embedding[3 5] (element 101 of the tensor, 869 of the slab) is NaN"},
+		{"Inf parameter", put64(off["optimizer first moments"]-8, math.Float64bits(math.Inf(-1))), "parameter head_bias[23]"},
+		{"Inf first moment", put64(off["optimizer first moments"], math.Float64bits(math.Inf(1))), "optimizer first moment token_embedding[0 0]"},
+		{"negative second moment", put64(firstV, math.Float64bits(-1e-9)), "optimizer second moment token_embedding[0 7] (element 7 of the tensor, 7 of the slab) is -1e-09"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.edit(slices.Clone(good))
+			c, err := ReadCheckpoint(bytes.NewReader(data))
+			if err == nil {
+				t.Fatalf("ReadCheckpoint accepted it (step %d)", c.Step)
+			}
+			if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ReadCheckpoint: %v\nwant ErrBadCheckpoint mentioning %q", err, tc.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestCheckpointTestOffsets(t *testing.T) {
+	// The NaN case above names fixed indices; make sure they are what the
+	// layout says, so that the test cannot pass by coincidence.
+	cfg := ckptResumeConfig()
+	if got := cfg.VocabSize*cfg.EmbedDim + 3*cfg.EmbedDim + 5; got != 869 {
+		t.Fatalf("position_embedding[3 5] is element %d of the slab, the test expects 869", got)
+	}
+	if got := tensorIndex([]int{16, 32}, 101); !slices.Equal(got, []int{3, 5}) {
+		t.Fatalf("tensorIndex = %v, want [3 5]", got)
+	}
+}
+
+func TestReadCheckpointReaderError(t *testing.T) {
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(false), 1, nil).Checkpoint(true))
+	boom := errors.New("disk on fire")
+	r := io.MultiReader(bytes.NewReader(good[:300]), ckptErrReader{boom})
+	_, err := ReadCheckpoint(r)
+	if !errors.Is(err, boom) || errors.Is(err, ErrBadCheckpoint) {
+		t.Fatalf("ReadCheckpoint = %v, want the reader's error and not ErrBadCheckpoint", err)
+	}
+}
+
+type ckptErrReader struct{ err error }
+
+func (r ckptErrReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestReadCheckpointAllocatesOnlyWhatArrives(t *testing.T) {
+	// A header that claims about 1.6 billion parameters (13 GB) followed by
+	// nothing must fail fast without allocating for them.
+	cfg := Config{VocabSize: 24, BlockSize: 1024, EmbedDim: 4096, Heads: 32, Layers: 8}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	hdr := make([]byte, 0, headerSize)
+	hdr = append(hdr, checkpointMagic...)
+	hdr = binary.LittleEndian.AppendUint32(hdr, checkpointVersion)
+	hdr = binary.LittleEndian.AppendUint32(hdr, flagTrain|flagOptimizer)
+	for _, v := range []int{cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, 0} {
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(v))
+	}
+	hdr = binary.LittleEndian.AppendUint64(hdr, 0)
+	hdr = binary.LittleEndian.AppendUint32(hdr, 0)
+	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
+	data := append(hdr, make([]byte, 4*24+trainSize+optimizerSize+1<<20)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadCheckpoint(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), "truncated in the parameters section") {
+		t.Fatalf("ReadCheckpoint = %v, want truncation in the parameters", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Fatalf("reading 1 MB of a claimed 13 GB allocated %d bytes", grew)
+	}
+}
+
+func TestWriteCheckpointRefusesWhatCannotBeRead(t *testing.T) {
+	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
+	other, err := VocabFromChars([]rune("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Checkpoint)
+		want string
+	}{
+		{"no model", func(c *Checkpoint) { c.Model = nil }, "no model"},
+		{"no vocabulary", func(c *Checkpoint) { c.Vocab = nil }, "no vocabulary"},
+		{"vocabulary size", func(c *Checkpoint) { c.Vocab = other }, "vocabulary has 3 characters but the config's vocab size is 24"},
+		{"negative step", func(c *Checkpoint) { c.Step = -2 }, "step -2 is negative"},
+		{"short params", func(c *Checkpoint) { c.Model.Params = c.Model.Params[:10] }, "model has 10 parameters"},
+		{"NaN param", func(c *Checkpoint) { c.Model.Params[0] = math.NaN() }, "parameter token_embedding[0 0]"},
+		{"short moments", func(c *Checkpoint) { c.Opt.V = c.Opt.V[:1] }, "optimizer moments have lengths"},
+		{"bad train config", func(c *Checkpoint) { c.Train.LR = 0 }, "learning rate 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tr.Checkpoint(true)
+			tc.edit(c)
+			err := WriteCheckpoint(io.Discard, c)
+			if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WriteCheckpoint = %v, want ErrBadCheckpoint mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// ckptDirNames lists a directory's entries.
+func ckptDirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestSaveCheckpointIsAtomic(t *testing.T) {
+	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
+	old := tr.Checkpoint(true)
+	if _, err := tr.TrainStep(); err != nil {
+		t.Fatal(err)
+	}
+	newer := tr.Checkpoint(true)
+	boom := errors.New("disk full")
+	halfThenFail := func(w io.Writer, c *Checkpoint) error {
+		var b bytes.Buffer
+		if err := WriteCheckpoint(&b, c); err != nil {
+			return err
+		}
+		w.Write(b.Bytes()[:b.Len()/2])
+		return boom
+	}
+	bad := tr.Checkpoint(true)
+	bad.Step = -1
+
+	for _, tc := range []struct {
+		name string
+		save func(path string) error
+		want error
+	}{
+		{"writer fails midway", func(p string) error { return saveCheckpoint(p, newer, halfThenFail) }, boom},
+		{"invalid checkpoint", func(p string) error { return SaveCheckpoint(p, bad) }, ErrBadCheckpoint},
+		{"rename onto a directory", func(p string) error {
+			return SaveCheckpoint(filepath.Join(filepath.Dir(p), "sub"), newer)
+		}, nil},
+		{"missing directory", func(p string) error {
+			return SaveCheckpoint(filepath.Join(filepath.Dir(p), "nowhere", "x.ckpt"), newer)
+		}, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "model.ckpt")
+			if err := SaveCheckpoint(path, old); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := os.ReadFile(path)
+			err := tc.save(path)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("save = %v, want an error wrapping %v", err, tc.want)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+				t.Fatal("the failed save changed the previous checkpoint")
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() {
+				t.Fatalf("the directory in the way was disturbed: %v", err)
+			}
+			if names := ckptDirNames(t, dir); !slices.Equal(names, []string{"model.ckpt", "sub"}) {
+				t.Fatalf("directory holds %q after the failed save, want only model.ckpt and sub", names)
+			}
+			if names := ckptDirNames(t, filepath.Join(dir, "sub")); len(names) != 0 {
+				t.Fatalf("sub holds %q", names)
+			}
+		})
+	}
+
+	t.Run("replaces", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "model.ckpt")
+		for _, c := range []*Checkpoint{old, newer} {
+			if err := SaveCheckpoint(path, c); err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadCheckpoint(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Step != c.Step || !ckptSameBits(got.Model.Params, c.Model.Params) {
+				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
+			}
+		}
+		if names := ckptDirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"model.ckpt"}) {
+			t.Fatalf("directory holds %q, want only model.ckpt", names)
+		}
+	})
+}
+
+func TestLoadCheckpointErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(true), 1, nil).Checkpoint(false))
+	trailing := filepath.Join(dir, "trailing.ckpt")
+	if err := os.WriteFile(trailing, append(slices.Clone(good), 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCheckpoint(trailing); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), "data after the checksum") {
+		t.Fatalf("LoadCheckpoint with a trailing byte = %v", err)
+	}
+	missing := filepath.Join(dir, "missing.ckpt")
+	if _, err := LoadCheckpoint(missing); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrBadCheckpoint) {
+		t.Fatalf("LoadCheckpoint of a missing file = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestResumeIsExact trains N+M steps in one go and N, checkpoint, resume,
+// M, for several schedules, and wants the same bits.
+func TestResumeIsExact(t *testing.T) {
+	const N, M = 7, 5
+	cfg := ckptResumeConfig()
+	for _, tc := range []struct {
+		name string
+		edit func(*TrainConfig)
+	}{
+		{"seed run", nil},
+		{"warmup cosine clip decay", func(c *TrainConfig) {
+			c.WarmupSteps, c.CosineDecay, c.MinLR, c.GradClip, c.WeightDecay = 3, true, 3e-4, 0.5, 0.1
+		}},
+	} {
+		edit := func(c *TrainConfig) {
+			if tc.edit != nil {
+				tc.edit(c)
+			}
+			c.Steps = N + M
+		}
+		want := ckptTrainer(t, cfg, 0, edit)
+		if err := want.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, via := range []string{"bytes", "file"} {
+			t.Run(tc.name+"/"+via, func(t *testing.T) {
+				first := ckptTrainer(t, cfg, 0, edit)
+				ctx, cancel := context.WithCancel(context.Background())
+				err := first.Run(ctx, func(p Progress) {
+					if p.Step == N {
+						cancel()
+					}
+				})
+				if !errors.Is(err, context.Canceled) || first.Step != N {
+					t.Fatalf("first part: %v after %d steps, want cancellation after %d", err, first.Step, N)
+				}
+				var c *Checkpoint
+				switch via {
+				case "bytes":
+					c, err = ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(true))))
+				case "file":
+					path := filepath.Join(t.TempDir(), "run.ckpt")
+					if err := SaveCheckpoint(path, first.Checkpoint(true)); err != nil {
+						t.Fatal(err)
+					}
+					c, err = LoadCheckpoint(path)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
+				if err != nil {
+					t.Fatal(err)
+				}
+				second, err := ResumeTrainer(c, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := second.Run(context.Background(), nil); err != nil {
+					t.Fatal(err)
+				}
+				if second.Step != N+M || second.Opt.Step != N+M {
+					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step, second.Opt.Step, N+M)
+				}
+				if !ckptSameBits(second.Model.Params, want.Model.Params) {
+					t.Fatal("parameters after resuming differ from the uninterrupted run")
+				}
+				if !ckptSameBits(second.Opt.M, want.Opt.M) || !ckptSameBits(second.Opt.V, want.Opt.V) {
+					t.Fatal("optimizer moments after resuming differ from the uninterrupted run")
+				}
+				if a, b := second.Evaluate(), want.Evaluate(); a != b {
+					t.Fatalf("validation loss %v after resuming, %v uninterrupted: the validation batches differ", a, b)
+				}
+			})
+		}
+	}
+}
+
+func TestResumeTrainerErrors(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 1, nil)
+	other, err := NewDataset(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 40), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    *Checkpoint
+		d    *Dataset
+		want string
+	}{
+		{"weights-only", tr.Checkpoint(false), tr.Data, "weights-only"},
+		{"other vocabulary", tr.Checkpoint(true), other, "vocabulary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ResumeTrainer(tc.c, tc.d); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ResumeTrainer = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzReadCheckpoint(f *testing.F) {
+	for _, tied := range []bool{false, true} {
+		tr := ckptTrainer(f, ckptFuzzConfig(tied), 2, nil)
+		for _, full := range []bool{true, false} {
+			data := encodeCheckpoint(f, tr.Checkpoint(full))
+			f.Add(data)
+			f.Add(data[:len(data)/2])
+		}
+	}
+	f.Add([]byte(checkpointMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// The raw bytes exercise the framing; resealed, an edit reaches
+		// the checks behind the checksums.
+		for _, in := range [][]byte{data, resealCheckpoint(data)} {
+			c, err := ReadCheckpoint(bytes.NewReader(in))
+			if err != nil {
+				if !errors.Is(err, ErrBadCheckpoint) {
+					t.Fatalf("error does not wrap ErrBadCheckpoint: %v", err)
+				}
+				continue
+			}
+			// Whatever is accepted is canonical: writing it back gives
+			// the bytes that were read.
+			var b bytes.Buffer
+			if err := WriteCheckpoint(&b, c); err != nil {
+				t.Fatalf("accepted checkpoint cannot be written: %v", err)
+			}
+			if !bytes.HasPrefix(in, b.Bytes()) {
+				t.Fatal("writing an accepted checkpoint back gives different bytes")
+			}
+		}
+	})
+}
