@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"example.org/minigpt"
+)
+
+// tinyArgs is a model and run small enough for tests: milliseconds a step.
+func tinyArgs(out string, more ...string) []string {
+	return append([]string{
+		"-steps", "3", "-block", "8", "-embd", "16", "-heads", "2", "-layers", "1",
+		"-batch", "4", "-eval-batches", "1", "-out", out,
+	}, more...)
+}
+
+// runTrain runs the command and returns its error, stdout and stderr.
+func runTrain(ctx context.Context, args ...string) (error, string, string) {
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, args, &stdout, &stderr)
+	return err, stdout.String(), stderr.String()
+}
+
+func load(t *testing.T, path string) *minigpt.Checkpoint {
+	t.Helper()
+	c, err := minigpt.LoadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func sameParams(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunWritesLoadableCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		more []string
+		full bool
+	}{
+		{"full", nil, true},
+		{"weights-only", []string{"-weights-only"}, false},
+		{"tied", []string{"-tied"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "m.ckpt")
+			err, _, stderr := runTrain(context.Background(), tinyArgs(out, tc.more...)...)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			c := load(t, out)
+			want := minigpt.Config{VocabSize: 24, BlockSize: 8, EmbedDim: 16, Heads: 2, Layers: 1, TiedHead: tc.name == "tied"}
+			if c.Model.Config != want || c.Step != 3 || c.Full() != tc.full {
+				t.Fatalf("checkpoint: config %+v step %d full %v; want %+v 3 %v", c.Model.Config, c.Step, c.Full(), want, tc.full)
+			}
+			last := lastLine(stderr)
+			for _, s := range []string{"step 3/3", "train loss", "mean of the last 3 steps", "val loss", "wall time", out} {
+				if !strings.Contains(last, s) {
+					t.Errorf("final line %q lacks %q", last, s)
+				}
+			}
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badUTF8 := write("bad.txt", "the lam\xffp keeper"+strings.Repeat(" walks", 100))
+	short := write("short.txt", "the lamp keeper")
+	weights := filepath.Join(dir, "weights.ckpt")
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(weights, "-weights-only")...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	corrupt := write("corrupt.ckpt", "\x89GPT\r\n\x1a\n\x01\x00\x00\x00 and then nonsense")
+	out := filepath.Join(dir, "out.ckpt")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"negative steps", tinyArgs(out, "-steps", "-1"), 2, `invalid value "-1" for flag -steps: must be at least 0`},
+		{"heads not dividing width", []string{"-heads", "3", "-embd", "64"}, 2, `invalid value "3" for flag -heads: must divide -embd 64`},
+		{"zero lr", []string{"-lr", "0"}, 2, `invalid value "0" for flag -lr`},
+		{"NaN lr", []string{"-lr", "NaN"}, 2, `invalid value "NaN" for flag -lr`},
+		{"min lr above lr", []string{"-min-lr", "1"}, 2, `invalid value "1" for flag -min-lr`},
+		{"zero batch", []string{"-batch", "0"}, 2, `invalid value "0" for flag -batch`},
+		{"unparsable steps", []string{"-steps", "many"}, 2, `invalid value "many" for flag -steps`},
+		{"unknown flag", []string{"-epochs", "3"}, 2, "flag provided but not defined: -epochs"},
+		{"stray argument", []string{"input.txt"}, 2, `unexpected argument "input.txt"`},
+		{"unknown preset", []string{"-preset", "huge"}, 2, `invalid value "huge" for flag -preset: the presets are baby`},
+		{"model flag with resume", []string{"-resume", weights, "-embd", "8"}, 2, "-embd cannot be combined with -resume"},
+		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 1, "no such file"},
+		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 1, "invalid UTF-8 at byte offset 7"},
+		{"short corpus", tinyArgs(out, "-corpus", short), 1, "a corpus of at least 100 characters"},
+		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 1, "no such file"},
+		{"weights-only resume", []string{"-resume", weights}, 1, "weights-only checkpoint; -resume needs a full one"},
+		{"corrupt resume file", []string{"-resume", corrupt}, 1, "bad checkpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err, _, _ := runTrain(context.Background(), tc.args...)
+			if err == nil {
+				t.Fatal("run succeeded")
+			}
+			var msg bytes.Buffer
+			code := exitCode(err, &msg)
+			if code != tc.code || !strings.Contains(msg.String(), tc.want) {
+				t.Fatalf("exit %d with %q; want exit %d mentioning %q", code, msg.String(), tc.code, tc.want)
+			}
+			if code == 2 && (strings.Count(msg.String(), "\n") != 1 || !strings.Contains(msg.String(), "train -h")) {
+				t.Fatalf("usage error %q is not one line with a usage hint", msg.String())
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("a failed run wrote %s", out)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	err, stdout, _ := runTrain(context.Background(), "-h")
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, name := range []string{"-corpus", "-steps", "-resume", "-keep-best", "-preset", "-weights-only", "(default 1200)"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("usage lacks %q", name)
+		}
+	}
+}
+
+func TestPreset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want options
+	}{
+		{"defaults are the seed run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
+		{"baby", []string{"-preset", "baby"}, options{steps: 2000, lr: 1e-3, batch: 12, block: 64, embd: 128, heads: 4, layers: 4, seed: 42, evalEvery: 250, evalBatches: 20}},
+		{"explicit flags win", []string{"-layers", "2", "-preset", "baby", "-lr", "5e-4"}, options{steps: 2000, lr: 5e-4, batch: 12, block: 64, embd: 128, heads: 4, layers: 2, seed: 42, evalEvery: 250, evalBatches: 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parseFlags(tc.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *o
+			got.preset, got.out = "", ""
+			if got != tc.want {
+				t.Fatalf("options %+v\nwant    %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// cancelOnLine is a stderr that cancels a context when the first progress
+// line arrives, as a signal would.
+type cancelOnLine struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.HasPrefix(p, []byte("step ")) {
+		w.cancel()
+	}
+	return w.buf.Write(p)
+}
+
+func TestRunCancelSavesAndResumesExactly(t *testing.T) {
+	dir := t.TempDir()
+	sched := []string{"-warmup", "4", "-cosine", "-min-lr", "1e-4", "-grad-clip", "1", "-weight-decay", "0.1", "-eval-every", "5"}
+	whole := filepath.Join(dir, "whole.ckpt")
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, append(sched, "-steps", "40")...)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+
+	part := filepath.Join(dir, "part.ckpt")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOnLine{cancel: cancel}
+	err := run(ctx, tinyArgs(part, append(sched, "-steps", "40")...), io.Discard, stderr)
+	if code := exitCode(err, io.Discard); !errors.Is(err, errInterrupted) || code != 130 {
+		t.Fatalf("cancelled run: %v (exit %d), want interrupted (exit 130)\n%s", err, code, stderr.buf.String())
+	}
+	if !strings.Contains(err.Error(), "-resume "+part) || !strings.Contains(stderr.buf.String(), "saving the checkpoint") {
+		t.Fatalf("the interruption is not reported with how to continue: %v\n%s", err, stderr.buf.String())
+	}
+	c := load(t, part)
+	if c.Step < 1 || c.Step >= 40 || !c.Full() {
+		t.Fatalf("interrupted checkpoint at step %d (full %v), want a full one in [1, 40)", c.Step, c.Full())
+	}
+
+	done := filepath.Join(dir, "done.ckpt")
+	if err, _, stderr := runTrain(context.Background(), "-resume", part, "-out", done); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	got, want := load(t, done), load(t, whole)
+	if got.Step != 40 || !sameParams(got.Model.Params, want.Model.Params) {
+		t.Fatalf("resumed run: step %d; parameters equal to the uninterrupted run's: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
+	}
+	if !sameParams(got.Opt.M, want.Opt.M) || !sameParams(got.Opt.V, want.Opt.V) {
+		t.Fatal("resumed run: optimizer moments differ from the uninterrupted run's")
+	}
+}
+
+func TestResumeExtendsRun(t *testing.T) {
+	dir := t.TempDir()
+	whole, part := filepath.Join(dir, "whole.ckpt"), filepath.Join(dir, "part.ckpt")
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, "-steps", "6")...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(part, "-steps", "3")...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	// Without -out, the -resume file is rewritten.
+	err, _, stderr := runTrain(context.Background(), "-resume", part, "-steps", "6")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "resuming "+part+" at step 3 of 6") {
+		t.Fatalf("stderr does not announce the resume:\n%s", stderr)
+	}
+	got, want := load(t, part), load(t, whole)
+	if got.Step != 6 || !sameParams(got.Model.Params, want.Model.Params) {
+		t.Fatalf("3 steps then 3 more: step %d; parameters equal to 6 steps: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
+	}
+	err, _, _ = runTrain(context.Background(), "-resume", part, "-steps", "4")
+	if exitCode(err, io.Discard) != 2 || !strings.Contains(err.Error(), "already at step 6") {
+		t.Fatalf("shrinking a finished run: %v, want a usage error", err)
+	}
+}
+
+func TestKeepBest(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.ckpt")
+	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "6", "-eval-every", "2", "-keep-best")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	best := filepath.Join(dir, "m.best.ckpt")
+	c := load(t, best)
+	if c.Step%2 != 0 || c.Step < 2 || c.Step > 6 || !c.Full() {
+		t.Fatalf("best checkpoint at step %d (full %v), want an evaluated step", c.Step, c.Full())
+	}
+	if !strings.Contains(stderr, "best val loss") {
+		t.Fatalf("stderr does not report the best checkpoint:\n%s", stderr)
+	}
+	// A resumed run starts from the best loss so far, not from scratch.
+	err, _, stderr = runTrain(context.Background(), "-resume", out, "-steps", "8", "-keep-best")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "to beat") {
+		t.Fatalf("resumed -keep-best run did not recall the best loss:\n%s", stderr)
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.ckpt")
+	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not a terminal: a line every 40/20 = 2 steps and at every evaluation.
+	for _, want := range []string{"step  2/40  loss", "step 15/40  loss", "val ", "steps/s", "ETA"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"step  1/40", "step 13/40", "\r"} {
+		if strings.Contains(stderr, unwanted) {
+			t.Errorf("progress has %q", unwanted)
+		}
+	}
+
+	// On a terminal the line is rewritten in place; evaluations stay.
+	var live bytes.Buffer
+	r := newReporter(&live, 0, 3)
+	r.live = true
+	for step := 1; step <= 3; step++ {
+		val := math.NaN()
+		if step == 3 {
+			val = 1.5
+		}
+		r.step(minigpt.Progress{Step: step, Steps: 3, Loss: 2, ValLoss: val, LR: 1e-3, Elapsed: 1e9})
+	}
+	r.finishLine()
+	if s := live.String(); !strings.HasPrefix(s, "\rstep 1/3") || !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 || !strings.Contains(s, "val 1.5000") {
+		t.Fatalf("live output %q", s)
+	}
+}
