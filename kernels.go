@@ -43,6 +43,14 @@ func gemmNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M,
 	gemmNTImpl(c, ldc, a, lda, b, ldb, M, N, K)
 }
 
+// kernelImpl is one implementation of the kernel pair (the portable Go or
+// an assembly path); every implementation computes the same bits.
+type kernelImpl struct {
+	name string
+	nn   func(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int)
+	nt   func(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int)
+}
+
 // dot8 is the canonical dot product of x and y (equal lengths): eight
 // interleaved fused multiply-add chains reduced by dot8Reduce.
 func dot8(x, y []float64) float64 {
@@ -79,76 +87,65 @@ func dot8Reduce(s0, s1, s2, s3, s4, s5, s6, s7 float64) float64 {
 	return (t0 + t2) + (t1 + t3)
 }
 
-// gemmNNGo is the portable gemmNN: 4×4 register blocks, every output a
-// k-ascending chain.
+// gemmNNGo is the portable gemmNN: 2×4 register blocks, every output a
+// k-ascending chain. Two rows by four columns keeps the 8 accumulators,
+// 2 values of A and 4 of B within the 15 usable XMM registers, so that
+// with GOAMD64=v3 the loop runs without spills. (With v1 every math.FMA
+// carries a fallback call that forces its result to the stack; see
+// BenchmarkGemm.)
 func gemmNNGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
 	i := 0
-	for ; i+4 <= M; i += 4 {
+	for ; i+2 <= M; i += 2 {
 		c0 := c[i*ldc : i*ldc+N]
 		c1 := c[(i+1)*ldc : (i+1)*ldc+N]
-		c2 := c[(i+2)*ldc : (i+2)*ldc+N]
-		c3 := c[(i+3)*ldc : (i+3)*ldc+N]
 		j := 0
 		for ; j+4 <= N; j += 4 {
-			x00, x01, x02, x03 := c0[j], c0[j+1], c0[j+2], c0[j+3]
-			x10, x11, x12, x13 := c1[j], c1[j+1], c1[j+2], c1[j+3]
-			x20, x21, x22, x23 := c2[j], c2[j+1], c2[j+2], c2[j+3]
-			x30, x31, x32, x33 := c3[j], c3[j+1], c3[j+2], c3[j+3]
+			d0, d1 := (*[4]float64)(c0[j:j+4]), (*[4]float64)(c1[j:j+4])
+			x00, x01, x02, x03 := d0[0], d0[1], d0[2], d0[3]
+			x10, x11, x12, x13 := d1[0], d1[1], d1[2], d1[3]
 			ia := i * ai
 			ib := j
 			for k := 0; k < K; k++ {
-				bk := b[ib : ib+4 : ib+4]
-				b0, b1, b2, b3 := bk[0], bk[1], bk[2], bk[3]
-				a0, a1, a2, a3 := a[ia], a[ia+ai], a[ia+2*ai], a[ia+3*ai]
-				x00 = math.FMA(a0, b0, x00)
-				x01 = math.FMA(a0, b1, x01)
-				x02 = math.FMA(a0, b2, x02)
-				x03 = math.FMA(a0, b3, x03)
-				x10 = math.FMA(a1, b0, x10)
-				x11 = math.FMA(a1, b1, x11)
-				x12 = math.FMA(a1, b2, x12)
-				x13 = math.FMA(a1, b3, x13)
-				x20 = math.FMA(a2, b0, x20)
-				x21 = math.FMA(a2, b1, x21)
-				x22 = math.FMA(a2, b2, x22)
-				x23 = math.FMA(a2, b3, x23)
-				x30 = math.FMA(a3, b0, x30)
-				x31 = math.FMA(a3, b1, x31)
-				x32 = math.FMA(a3, b2, x32)
-				x33 = math.FMA(a3, b3, x33)
+				bk := (*[4]float64)(b[ib : ib+4])
+				a0, a1 := a[ia], a[ia+ai]
+				x00 = math.FMA(a0, bk[0], x00)
+				x01 = math.FMA(a0, bk[1], x01)
+				x02 = math.FMA(a0, bk[2], x02)
+				x03 = math.FMA(a0, bk[3], x03)
+				x10 = math.FMA(a1, bk[0], x10)
+				x11 = math.FMA(a1, bk[1], x11)
+				x12 = math.FMA(a1, bk[2], x12)
+				x13 = math.FMA(a1, bk[3], x13)
 				ia += ak
 				ib += ldb
 			}
-			c0[j], c0[j+1], c0[j+2], c0[j+3] = x00, x01, x02, x03
-			c1[j], c1[j+1], c1[j+2], c1[j+3] = x10, x11, x12, x13
-			c2[j], c2[j+1], c2[j+2], c2[j+3] = x20, x21, x22, x23
-			c3[j], c3[j+1], c3[j+2], c3[j+3] = x30, x31, x32, x33
+			d0[0], d0[1], d0[2], d0[3] = x00, x01, x02, x03
+			d1[0], d1[1], d1[2], d1[3] = x10, x11, x12, x13
 		}
 		for ; j < N; j++ {
-			x0, x1, x2, x3 := c0[j], c1[j], c2[j], c3[j]
+			x0, x1 := c0[j], c1[j]
 			ia := i * ai
 			ib := j
 			for k := 0; k < K; k++ {
 				bk := b[ib]
 				x0 = math.FMA(a[ia], bk, x0)
 				x1 = math.FMA(a[ia+ai], bk, x1)
-				x2 = math.FMA(a[ia+2*ai], bk, x2)
-				x3 = math.FMA(a[ia+3*ai], bk, x3)
 				ia += ak
 				ib += ldb
 			}
-			c0[j], c1[j], c2[j], c3[j] = x0, x1, x2, x3
+			c0[j], c1[j] = x0, x1
 		}
 	}
 	for ; i < M; i++ {
 		ci := c[i*ldc : i*ldc+N]
 		j := 0
 		for ; j+4 <= N; j += 4 {
-			x0, x1, x2, x3 := ci[j], ci[j+1], ci[j+2], ci[j+3]
+			d := (*[4]float64)(ci[j : j+4])
+			x0, x1, x2, x3 := d[0], d[1], d[2], d[3]
 			ia := i * ai
 			ib := j
 			for k := 0; k < K; k++ {
-				bk := b[ib : ib+4 : ib+4]
+				bk := (*[4]float64)(b[ib : ib+4])
 				ak0 := a[ia]
 				x0 = math.FMA(ak0, bk[0], x0)
 				x1 = math.FMA(ak0, bk[1], x1)
@@ -157,7 +154,7 @@ func gemmNNGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb in
 				ia += ak
 				ib += ldb
 			}
-			ci[j], ci[j+1], ci[j+2], ci[j+3] = x0, x1, x2, x3
+			d[0], d[1], d[2], d[3] = x0, x1, x2, x3
 		}
 		for ; j < N; j++ {
 			x := ci[j]

@@ -2,14 +2,104 @@
 
 package minigpt
 
-// Until the assembly lands, amd64 uses the portable kernels too.
+// The amd64 kernels: AVX2+FMA assembly (kernels_amd64.s) for the hot
+// loops, this file for the blocking and the bounds checks, and the
+// portable Go kernels when the CPU lacks AVX2 or FMA.
 
 func gemmNNImpl(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if hasAVX2FMA {
+		gemmNNAVX2(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		return
+	}
 	gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 }
 
 func gemmNTImpl(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if hasAVX2FMA {
+		gemmNTAVX2(c, ldc, a, lda, b, ldb, M, N, K)
+		return
+	}
 	gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 }
 
-func kernelPath() string { return "go" }
+// kernelPath names the kernel implementation in use, for benchmarks and logs.
+func kernelPath() string {
+	if hasAVX2FMA {
+		return "avx2"
+	}
+	return "go"
+}
+
+// kernelImpls lists every kernel implementation this machine can run, the
+// portable one first; tests and benchmarks compare them.
+func kernelImpls() []kernelImpl {
+	impls := []kernelImpl{{"go", gemmNNGo, gemmNTGo}}
+	if hasAVX2FMA {
+		impls = append(impls, kernelImpl{"avx2", gemmNNAVX2, gemmNTAVX2})
+	}
+	return impls
+}
+
+// nnKBlock is the depth of one pass of gemmNNAVX2 over C: a block of B
+// (nnKBlock × N) then stays in L2 while every row block of A sweeps it.
+// Splitting the k loop is exact: the chain continues from the stored c.
+const nnKBlock = 128
+
+// gemmNNAVX2 is gemmNN (M, N >= 1) in blocks of four rows of C.
+func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if K <= 0 {
+		return
+	}
+	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		return
+	}
+	// The assembly trusts its arguments: check the last element each
+	// operand is read or written at, as the Go kernel's indexing would.
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*ai+(K-1)*ak]
+	_ = b[(K-1)*ldb+N-1]
+	for k0 := 0; k0 < K; k0 += nnKBlock {
+		kn := min(nnKBlock, K-k0)
+		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
+		i := 0
+		for ; i+4 <= M; i += 4 {
+			gemmNN4AVX2(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn)
+		}
+		for ; i < M; i++ {
+			gemmNN1AVX2(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn)
+		}
+	}
+}
+
+// gemmNTAVX2 is gemmNT (M, N >= 1) in blocks of two rows of C.
+func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
+		return
+	}
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*lda : (M-1)*lda+K]
+	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+	i := 0
+	for ; i+2 <= M; i += 2 {
+		gemmNT2AVX2(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+	}
+	if i < M {
+		gemmNT1AVX2(c[i*ldc:], a[i*lda:], b, ldb, N, K)
+	}
+}
+
+// The assembly kernels; their comments in kernels_amd64.s give the loops.
+
+//go:noescape
+func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)

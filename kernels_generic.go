@@ -14,3 +14,9 @@ func gemmNTImpl(c []float64, ldc int, a []float64, lda int, b []float64, ldb int
 
 // kernelPath names the kernel implementation in use, for benchmarks and logs.
 func kernelPath() string { return "go" }
+
+// kernelImpls lists every kernel implementation this machine can run, the
+// portable one first; tests and benchmarks compare them.
+func kernelImpls() []kernelImpl {
+	return []kernelImpl{{"go", gemmNNGo, gemmNTGo}}
+}

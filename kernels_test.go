@@ -1,0 +1,349 @@
+package minigpt
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// forEachKernelPath runs fn once for every kernel implementation this
+// machine can execute: always the portable Go kernels, and the assembly
+// when the CPU supports it.
+func forEachKernelPath(t *testing.T, fn func(t *testing.T, k kernelImpl)) {
+	t.Helper()
+	for _, k := range kernelImpls() {
+		t.Run(k.name, func(t *testing.T) { fn(t, k) })
+	}
+}
+
+// naiveNN is gemmNN's definition written out directly, one output at a
+// time: a k-ascending chain of fused multiply-adds from the value in c.
+func naiveNN(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	for i := 0; i < M; i++ {
+		for j := 0; j < N; j++ {
+			x := c[i*ldc+j]
+			for k := 0; k < K; k++ {
+				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
+			}
+			c[i*ldc+j] = x
+		}
+	}
+}
+
+// naiveNT is gemmNT's definition written out directly: element k of the
+// dot product goes to lane k%8, lanes start at +0, then the fixed tree
+// ((s0+s4)+(s2+s6)) + ((s1+s5)+(s3+s7)) and one add into c.
+func naiveNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	for i := 0; i < M; i++ {
+		for j := 0; j < N; j++ {
+			var s [8]float64
+			for k := 0; k < K; k++ {
+				s[k%8] = math.FMA(a[i*lda+k], b[j*ldb+k], s[k%8])
+			}
+			t0, t1, t2, t3 := s[0]+s[4], s[1]+s[5], s[2]+s[6], s[3]+s[7]
+			c[i*ldc+j] += (t0 + t2) + (t1 + t3)
+		}
+	}
+}
+
+// gemmCase is one kernel call with its operands; run copies c so that the
+// case can be replayed on every path.
+type gemmCase struct {
+	nt              bool
+	M, N, K         int
+	ldc, ai, ak, ld int // ai is lda for gemmNT; ld is ldb
+	a, b, c         []float64
+}
+
+func (g *gemmCase) String() string {
+	if g.nt {
+		return fmt.Sprintf("NT M=%d N=%d K=%d ldc=%d lda=%d ldb=%d", g.M, g.N, g.K, g.ldc, g.ai, g.ld)
+	}
+	return fmt.Sprintf("NN M=%d N=%d K=%d ldc=%d ai=%d ak=%d ldb=%d", g.M, g.N, g.K, g.ldc, g.ai, g.ak, g.ld)
+}
+
+// run applies the kernel pair nn/nt to a fresh copy of c and returns it.
+func (g *gemmCase) run(nn func([]float64, int, []float64, int, int, []float64, int, int, int, int),
+	nt func([]float64, int, []float64, int, []float64, int, int, int, int)) []float64 {
+	c := append([]float64(nil), g.c...)
+	if g.M <= 0 || g.N <= 0 {
+		return c // gemmNN and gemmNT return before any implementation runs
+	}
+	if g.nt {
+		nt(c, g.ldc, g.a, g.ai, g.b, g.ld, g.M, g.N, g.K)
+	} else {
+		nn(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+	}
+	return c
+}
+
+// span is the length a strided operand needs: 1 + the largest index used,
+// counting an empty dimension as one (the reference kernels slice rows of
+// length K even when K is 0).
+func span(n0, s0, n1, s1 int) int {
+	return (max(n0, 1)-1)*s0 + (max(n1, 1)-1)*s1 + 1
+}
+
+// randomValue draws values over many binades, with exact zeros of both
+// signs now and then, so that rounding differences cannot hide.
+func randomValue(rng *rand.Rand) float64 {
+	switch rng.IntN(16) {
+	case 0:
+		return 0
+	case 1:
+		return math.Copysign(0, -1)
+	}
+	return math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
+}
+
+func randomSlice(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = randomValue(rng)
+	}
+	return s
+}
+
+// randomGemmCase draws a shape (M, N, K < 41, zero sizes included, every
+// K%8) and a stride pattern: plain, transposed A, broadcast rows or steps
+// (ai=0, ak=0, ldb=0), padded leading dimensions and ldc=0 for one row.
+func randomGemmCase(rng *rand.Rand, nt bool) *gemmCase {
+	g := &gemmCase{nt: nt, M: rng.IntN(41), N: rng.IntN(41), K: rng.IntN(41)}
+	if rng.IntN(8) == 0 {
+		g.M = 1
+	}
+	pad := func() int {
+		if rng.IntN(2) == 0 {
+			return 0
+		}
+		return rng.IntN(5)
+	}
+	g.ldc = g.N + pad()
+	if g.M == 1 && rng.IntN(3) == 0 {
+		g.ldc = 0
+	}
+	var na, nb int
+	if nt {
+		g.ai, g.ld = g.K+pad(), g.K+pad()
+		na, nb = span(g.M, g.ai, g.K, 1), span(g.N, g.ld, g.K, 1)
+	} else {
+		switch rng.IntN(5) {
+		case 0, 1: // A row-major
+			g.ai, g.ak = g.K+pad(), 1
+		case 2: // A transposed
+			g.ai, g.ak = 1, g.M+pad()
+		case 3: // one row of A for every row of C
+			g.ai, g.ak = 0, 1
+		case 4: // one column of A for every step
+			g.ai, g.ak = 1, 0
+		}
+		g.ld = g.N + pad()
+		if rng.IntN(6) == 0 {
+			g.ld = 0
+		}
+		na, nb = span(g.M, g.ai, g.K, g.ak), span(g.K, g.ld, g.N, 1)
+	}
+	g.a, g.b = randomSlice(rng, na), randomSlice(rng, nb)
+	g.c = randomSlice(rng, span(g.M, g.ldc, g.N, 1))
+	return g
+}
+
+// sameBits reports whether x and y are identical to the bit (any NaN
+// equals any NaN: payloads are not part of the contract).
+func sameBits(x, y []float64) (int, bool) {
+	for i := range x {
+		if math.Float64bits(x[i]) != math.Float64bits(y[i]) && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
+			return i, false
+		}
+	}
+	return -1, len(x) == len(y)
+}
+
+func TestGemmGoMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 3000; n++ {
+		g := randomGemmCase(rng, n%2 == 1)
+		want := g.run(naiveNN, naiveNT)
+		got := g.run(gemmNNGo, gemmNTGo)
+		if i, ok := sameBits(got, want); !ok {
+			t.Fatalf("%v: c[%d] = %v, definition gives %v", g, i, got[i], want[i])
+		}
+	}
+}
+
+func TestGemmPathsBitIdentical(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for n := 0; n < 4000; n++ {
+			g := randomGemmCase(rng, n%2 == 1)
+			want := g.run(gemmNNGo, gemmNTGo)
+			got := g.run(k.nn, k.nt)
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("%v: c[%d] = %v, portable kernel gives %v", g, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestGemmTrainingShapes checks the paths on the model's real shapes,
+// large enough to exercise every blocking level.
+func TestGemmTrainingShapes(t *testing.T) {
+	shapes := gemmShapes
+	if testing.Short() {
+		shapes = shapes[:3]
+	}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, s := range shapes {
+			g := s.newCase(rng)
+			want := g.run(gemmNNGo, gemmNTGo)
+			got := g.run(k.nn, k.nt)
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("%s: c[%d] = %v, portable kernel gives %v", s.name, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestGemmNegativeZeroLanes pins a corner of gemmNT's ragged tail: a lane
+// that rounded to -0 must stay -0 when no element of the tail reaches it
+// (adding a masked +0·+0 would turn it into +0).
+func TestGemmNegativeZeroLanes(t *testing.T) {
+	tiny := math.SmallestNonzeroFloat64
+	forEachKernelPath(t, func(t *testing.T, kp kernelImpl) {
+		for _, K := range []int{9, 13, 15, 17} {
+			// Every product is -tiny², which rounds to -0, so every lane
+			// is -0 and (with c = -0) so is the result.
+			a := make([]float64, K)
+			b := make([]float64, K)
+			for k := range a {
+				a[k], b[k] = -tiny, tiny
+			}
+			want := []float64{math.Copysign(0, -1)}
+			naiveNT(want, 0, a, K, b, K, 1, 1, K)
+			got := []float64{math.Copysign(0, -1)}
+			kp.nt(got, 0, a, K, b, K, 1, 1, K)
+			if math.Float64bits(got[0]) != math.Float64bits(want[0]) {
+				t.Errorf("K=%d: got %v (sign %v), want %v (sign %v)", K, got[0], math.Signbit(got[0]), want[0], math.Signbit(want[0]))
+			}
+		}
+	})
+}
+
+func FuzzGemm(f *testing.F) {
+	f.Add(uint64(1), uint8(4), uint8(24), uint8(13), uint8(0))
+	f.Add(uint64(2), uint8(7), uint8(33), uint8(64), uint8(1))
+	f.Add(uint64(3), uint8(1), uint8(17), uint8(9), uint8(2))
+	f.Add(uint64(4), uint8(40), uint8(3), uint8(1), uint8(3))
+	f.Fuzz(func(t *testing.T, seed uint64, m, n, k, mode uint8) {
+		rng := rand.New(rand.NewPCG(seed, uint64(mode)))
+		g := randomGemmCase(rng, mode&1 == 1)
+		// The fuzzer steers the shape; the stride pattern comes from seed.
+		g2 := *g
+		g2.M, g2.N, g2.K = int(m%80), int(n%80), int(k%80)
+		g = resizeCase(rng, &g2)
+		want := g.run(gemmNNGo, gemmNTGo)
+		for _, kp := range kernelImpls() {
+			got := g.run(kp.nn, kp.nt)
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("%s %v: c[%d] = %v, portable kernel gives %v", kp.name, g, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// resizeCase redraws the operands of g for its (possibly changed) shape,
+// keeping the stride pattern.
+func resizeCase(rng *rand.Rand, g *gemmCase) *gemmCase {
+	var na, nb int
+	if g.ldc != 0 || g.M != 1 {
+		g.ldc = g.N + max(g.ldc-g.N, 0)%5
+	}
+	if g.nt {
+		g.ai, g.ld = g.K+max(g.ai-g.K, 0)%5, g.K+max(g.ld-g.K, 0)%5
+		na, nb = span(g.M, g.ai, g.K, 1), span(g.N, g.ld, g.K, 1)
+	} else {
+		switch {
+		case g.ai == 0 || g.ak == 0:
+		case g.ak == 1:
+			g.ai = g.K + 1
+		default:
+			g.ai, g.ak = 1, g.M+1
+		}
+		if g.ld != 0 {
+			g.ld = g.N + 2
+		}
+		na, nb = span(g.M, g.ai, g.K, g.ak), span(g.K, g.ld, g.N, 1)
+	}
+	g.a, g.b = randomSlice(rng, na), randomSlice(rng, nb)
+	g.c = randomSlice(rng, span(g.M, g.ldc, g.N, 1))
+	return g
+}
+
+// gemmShape is one kernel call of training, named after its layer.
+type gemmShape struct {
+	name    string
+	nt      bool
+	trans   bool // gemmNN with A transposed (weight gradients)
+	M, N, K int
+}
+
+// gemmShapes are the calls of one training step: first the default model
+// (B=32, T=32: 1024 rows, C=64, vocabulary 24), then nanoGPT's "baby"
+// configuration (B=12, T=64: 768 rows, C=128).
+var gemmShapes = []gemmShape{
+	{name: "qkv", M: 1024, N: 192, K: 64},
+	{name: "fc", M: 1024, N: 256, K: 64},
+	{name: "fcproj", M: 1024, N: 64, K: 256},
+	{name: "dW_qkv", trans: true, M: 64, N: 192, K: 1024},
+	{name: "dW_fc", trans: true, M: 64, N: 256, K: 1024},
+	{name: "dinp_fc", nt: true, M: 1024, N: 64, K: 256},
+	{name: "dinp_fcproj", nt: true, M: 1024, N: 256, K: 64},
+	{name: "logits", nt: true, M: 1024, N: 24, K: 64},
+	{name: "dlnf", M: 1024, N: 64, K: 24},
+	{name: "baby_qkv", M: 768, N: 384, K: 128},
+	{name: "baby_fc", M: 768, N: 512, K: 128},
+	{name: "baby_dW_fc", trans: true, M: 128, N: 512, K: 768},
+	{name: "baby_dinp_fc", nt: true, M: 768, N: 128, K: 512},
+}
+
+func (s gemmShape) newCase(rng *rand.Rand) *gemmCase {
+	g := &gemmCase{nt: s.nt, M: s.M, N: s.N, K: s.K, ldc: s.N}
+	switch {
+	case s.nt: // dinp (M, N) += dout (M, K) · weight (N, K)ᵀ
+		g.ai, g.ld = s.K, s.K
+		g.a, g.b = randomSlice(rng, s.M*s.K), randomSlice(rng, s.N*s.K)
+	case s.trans: // dweight (M, N) += inp (K, M)ᵀ · dout (K, N)
+		g.ai, g.ak, g.ld = 1, s.M, s.N
+		g.a, g.b = randomSlice(rng, s.K*s.M), randomSlice(rng, s.K*s.N)
+	default: // out (M, N) += inp (M, K) · weight (K, N)
+		g.ai, g.ak, g.ld = s.K, 1, s.N
+		g.a, g.b = randomSlice(rng, s.M*s.K), randomSlice(rng, s.K*s.N)
+	}
+	g.c = randomSlice(rng, s.M*s.N)
+	return g
+}
+
+// BenchmarkGemm times every kernel path on every training shape, single
+// threaded, and reports GFLOP/s (2·M·N·K flops per call).
+func BenchmarkGemm(b *testing.B) {
+	for _, k := range kernelImpls() {
+		for _, s := range gemmShapes {
+			b.Run(k.name+"/"+s.name, func(b *testing.B) {
+				g := s.newCase(rand.New(rand.NewPCG(7, 8)))
+				c := g.c
+				b.ReportAllocs()
+				for b.Loop() {
+					if g.nt {
+						k.nt(c, g.ldc, g.a, g.ai, g.b, g.ld, g.M, g.N, g.K)
+					} else {
+						k.nn(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+					}
+				}
+				flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
