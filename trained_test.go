@@ -20,6 +20,9 @@ var trained struct {
 // Lantern Bay, seed 42), trained once per test binary.
 func trainedLanternBay(t testing.TB) (*Model, *Vocab) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the 1200-step default run is skipped in -short mode")
+	}
 	trained.once.Do(func() {
 		d, err := NewDataset(LanternBay, DefaultConfig().BlockSize)
 		if err != nil {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"example.org/minigpt"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	code = exitCode(err, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestGreedyFromEmbeddedModel(t *testing.T) {
+	out, errOut, code := runCLI(t, "-greedy", "-n", "80")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	text := strings.TrimSuffix(out, "\n")
+	if len([]rune(text)) != 84 || !strings.HasPrefix(text, "the ") {
+		t.Fatalf("output %q: want the prompt and 80 characters", text)
+	}
+	if !strings.Contains(minigpt.LanternBay, text) {
+		t.Errorf("greedy output is not a stretch of the corpus: %q", text)
+	}
+	if !strings.Contains(errOut, "characters/s") {
+		t.Errorf("no timing on stderr: %q", errOut)
+	}
+	again, _, _ := runCLI(t, "-greedy", "-n", "80")
+	if again != out {
+		t.Error("greedy twice differs")
+	}
+}
+
+func TestSamplingIsSeeded(t *testing.T) {
+	a, _, _ := runCLI(t, "-temperature", "1.2", "-seed", "7", "-n", "60")
+	b, _, _ := runCLI(t, "-temperature", "1.2", "-seed", "7", "-n", "60")
+	c, _, _ := runCLI(t, "-temperature", "1.2", "-seed", "8", "-n", "60")
+	d, _, _ := runCLI(t, "-temperature", "1.2", "-seed", "9", "-n", "60")
+	if a != b {
+		t.Error("the same seed gave different text")
+	}
+	if a == c && c == d {
+		t.Error("seeds 7, 8 and 9 gave the same text")
+	}
+}
+
+func TestCompareTable(t *testing.T) {
+	out, errOut, code := runCLI(t, "-compare")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{`prompt: "the "`, "greedy", "temperature=0.8", "top_k=5", "top_p=0.9", "temperature=1.5"}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want it to start with %q", i, lines[i], w)
+		}
+	}
+	// Each line quotes the prompt plus 80 characters.
+	if n := len(lines[1]) - len(`greedy         : ""`); n != 84 {
+		t.Errorf("greedy line holds %d characters, want 84: %q", n, lines[1])
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "-1"}, "-n -1"},
+		{[]string{"-n", "many"}, `invalid value "many" for flag -n`},
+		{[]string{"-temperature", "-0.5"}, "-temperature -0.5"},
+		{[]string{"-temperature", "NaN"}, "-temperature NaN"},
+		{[]string{"-top-k", "-3"}, "-top-k -3"},
+		{[]string{"-top-p", "0"}, "-top-p 0"},
+		{[]string{"-top-p", "1.5"}, "-top-p 1.5"},
+		{[]string{"-repetition-penalty", "0"}, "-repetition-penalty 0"},
+		{[]string{"-repetition-penalty", "-2"}, "-repetition-penalty -2"},
+		{[]string{"-prompt", ""}, "-prompt is empty"},
+		{[]string{"-prompt", "the Keeper"}, `'K' at position 4`},
+		{[]string{"-prompt", "x", "-prompt-file", "p.txt"}, "give one, not both"},
+		{[]string{"-prompt-file", "/nonexistent/prompt.txt"}, "-prompt-file"},
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "generate -h") {
+				t.Fatalf("exit %d, stderr %q: want exit 2 naming %q with a usage hint", code, errOut, tc.want)
+			}
+			if strings.Count(strings.TrimSpace(errOut), "\n") != 1 {
+				t.Errorf("want a one-line error plus the hint, got %q", errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout should be empty, got %q", out)
+			}
+		})
+	}
+}
+
+func TestBadModelFile(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.ckpt")
+	os.WriteFile(garbage, []byte("not a checkpoint at all"), 0o644)
+	for _, path := range []string{filepath.Join(dir, "missing.ckpt"), garbage} {
+		_, errOut, code := runCLI(t, "-model", path, "-greedy")
+		if code != 1 || !strings.Contains(errOut, "-model") {
+			t.Errorf("-model %s: exit %d, stderr %q; want exit 1 with a clear error", path, code, errOut)
+		}
+	}
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	_, errOut, code := runCLI(t, "-h")
+	if code != 0 {
+		t.Fatalf("-h exits %d", code)
+	}
+	var o options
+	newFlagSet(&o).VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(errOut, "-"+f.Name) {
+			t.Errorf("-h does not document -%s", f.Name)
+		}
+	})
+	for _, def := range []string{`(default "the ")`, "(default 200)", "(default 42)", "(default 1)"} {
+		if !strings.Contains(errOut, def) {
+			t.Errorf("-h does not show %s", def)
+		}
+	}
+}
+
+// A model whose vocabulary has a newline takes a multi-line prompt from a
+// file, and -loops reports on stderr.
+func TestPromptFileWithNewlines(t *testing.T) {
+	corpus := strings.Repeat("ROMEO:\nhello there.\n\nJULIET:\nhi again.\n\n", 40)
+	d, err := minigpt.NewDataset(corpus, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := minigpt.Config{VocabSize: d.Vocab.Size(), BlockSize: 16, EmbedDim: 16, Heads: 2, Layers: 1}
+	m, err := minigpt.NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.ckpt")
+	if err := minigpt.SaveCheckpoint(model, &minigpt.Checkpoint{Model: m, Vocab: d.Vocab}); err != nil {
+		t.Fatal(err)
+	}
+	prompt := filepath.Join(dir, "prompt.txt")
+	os.WriteFile(prompt, []byte("ROMEO:\nhello\n"), 0o644)
+	out, errOut, code := runCLI(t, "-model", model, "-prompt-file", prompt, "-n", "30", "-loops", "-loop-window", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "ROMEO:\nhello\n") || len([]rune(out)) != 13+30+1 {
+		t.Errorf("output %q: want the two-line prompt and 30 characters", out)
+	}
+	if !strings.Contains(errOut, "loop onset") {
+		t.Errorf("-loops reported nothing: %q", errOut)
+	}
+}

@@ -1,0 +1,140 @@
+package minigpt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestLanternBayIsTheSeedsCorpus(t *testing.T) {
+	if n := len(LanternBay); n != 10020 {
+		t.Fatalf("corpus has %d characters, the seed's has 10020", n)
+	}
+	v, err := NewVocab(LanternBay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sorted(set(CORPUS)) of the seed, printed by the NumPy reference.
+	if got, want := string(v.Chars()), " .abcdefghiklmnoprstuvwy"; got != want {
+		t.Fatalf("vocabulary %q, want %q", got, want)
+	}
+	d, err := NewDataset(LanternBay, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Train) != 9018 || len(d.Val) != 1002 {
+		t.Fatalf("split %d/%d, the seed's int(len*0.9) gives 9018/1002", len(d.Train), len(d.Val))
+	}
+}
+
+func TestVocabEncodeDecode(t *testing.T) {
+	v, err := NewVocab("bca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := v.Encode("abcab")
+	if err != nil || len(ids) != 5 || ids[0] != 0 || ids[2] != 2 {
+		t.Fatalf("Encode = %v, %v; want sorted ids [0 1 2 0 1]", ids, err)
+	}
+	_, err = v.Encode("abxc")
+	if !errors.Is(err, ErrUnknownChar) || !strings.Contains(err.Error(), `'x' at position 2`) {
+		t.Fatalf("unknown character: %v", err)
+	}
+	if _, err := v.Decode([]int{0, 3}); err == nil || !strings.Contains(err.Error(), "token id 3 at position 1") {
+		t.Fatalf("Decode of an out-of-range id: %v", err)
+	}
+	if _, err := v.Decode([]int{-1}); err == nil {
+		t.Fatal("Decode accepted -1")
+	}
+}
+
+func TestBadCorpora(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       string
+	}{
+		{"empty", "", "empty text"},
+		{"invalid UTF-8", "hello \xff world", "invalid UTF-8 at byte offset 6"},
+		{"truncated rune", strings.Repeat("ab", 40) + "\xe6\x97", "invalid UTF-8 at byte offset 80"},
+		{"too short", "abcdefgh", "block size 32 needs at least 34"},
+		{"shorter than block size + 2", strings.Repeat("x", 33), "needs at least 34"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewDataset(tc.text, 32)
+			if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewDataset error = %v, want ErrBadText mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A corpus of accented and CJK characters goes through the vocabulary,
+// training, a checkpoint and generation without losing a character.
+func TestNonASCIICorpusRoundTrip(t *testing.T) {
+	text := strings.Repeat("café crème, 東京の夜。naïve œuvre — 日本語テキスト. ", 30)
+	d, err := NewDataset(text, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chars := d.Vocab.Chars()
+	if !utf8.ValidString(string(chars)) || d.Vocab.Size() != len(runeSet(text)) {
+		t.Fatalf("vocabulary %q does not hold each distinct character once", string(chars))
+	}
+	ids, _ := d.Vocab.Encode(text)
+	if back, _ := d.Vocab.Decode(ids); back != text {
+		t.Fatal("encode/decode does not round-trip")
+	}
+	cfg := Config{VocabSize: d.Vocab.Size(), BlockSize: 16, EmbedDim: 16, Heads: 2, Layers: 1}
+	m, _ := NewModel(cfg, 3)
+	tc := DefaultTrainConfig()
+	tc.Steps, tc.BatchSize = 5, 4
+	tr, err := NewTrainer(m, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteCheckpoint(&buf, tr.Checkpoint(true)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCheckpoint(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Vocab.Chars()) != string(chars) {
+		t.Fatalf("checkpoint vocabulary %q, want %q", string(c.Vocab.Chars()), string(chars))
+	}
+	out, err := c.Model.GenerateText(context.Background(), c.Vocab, "東京の", GenerateOptions{MaxNewTokens: 30, Temperature: 1, Rand: seeded(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "東京の") || utf8.RuneCountInString(out) != 33 || !utf8.ValidString(out) {
+		t.Fatalf("generated %q: want the prompt and 30 valid characters", out)
+	}
+	for _, r := range out {
+		if !strings.ContainsRune(text, r) {
+			t.Fatalf("generated %q, which is not in the corpus", r)
+		}
+	}
+}
+
+func runeSet(s string) map[rune]bool {
+	m := map[rune]bool{}
+	for _, r := range s {
+		m[r] = true
+	}
+	return m
+}
+
+func TestVocabFromCharsValidates(t *testing.T) {
+	for _, chars := range [][]rune{{}, {'b', 'a'}, {'a', 'a'}, {'a', 0xD800}, {'a', -1}} {
+		if _, err := VocabFromChars(chars); err == nil {
+			t.Errorf("VocabFromChars(%q) accepted", chars)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package minigpt
+
+import (
+	"math"
+	"testing"
+)
+
+// The shipped weights are provably what `go run ./cmd/train` with its
+// defaults produces: retrain (the shared fixture runs exactly that
+// configuration) and compare every bit.
+func TestEmbeddedModelIsReproducible(t *testing.T) {
+	embedded, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, v := trainedLanternBay(t)
+	if embedded.Config != m.Config {
+		t.Fatalf("embedded config %+v, training gives %+v", embedded.Config, m.Config)
+	}
+	if string(vocab.Chars()) != string(v.Chars()) {
+		t.Fatalf("embedded vocabulary %q, corpus gives %q", string(vocab.Chars()), string(v.Chars()))
+	}
+	for i := range m.Params {
+		if math.Float64bits(embedded.Params[i]) != math.Float64bits(m.Params[i]) {
+			t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -out models/lanternbay.ckpt`", i, embedded.Params[i], m.Params[i])
+		}
+	}
+}
