@@ -83,6 +83,7 @@ type options struct {
 	evalEvery, evalBatches       int
 
 	weightsOnly, keepBest bool
+	plot                  string
 }
 
 // presets maps a -preset name to flag values; flags given explicitly win.
@@ -129,6 +130,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.minLR, "min-lr", tc.MinLR, "floor of the -cosine decay")
 	fs.Float64Var(&o.gradClip, "grad-clip", tc.GradClip, "clip the global gradient norm to this; 0 = off")
 	fs.Float64Var(&o.weightDecay, "weight-decay", tc.WeightDecay, "AdamW decoupled weight decay on matrices and embeddings; 0 = off")
+	fs.StringVar(&o.plot, "plot", "", "write the training and validation loss curves to this SVG `file` when training ends")
 	fs.BoolVar(&o.keepBest, "keep-best", false, "also keep the checkpoint with the lowest validation loss so far in the -out file with .best before its extension (minigpt.ckpt → minigpt.best.ckpt)")
 	return fs
 }
@@ -288,10 +290,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		best.recall(tr, stderr)
 	}
 	rep := newReporter(stderr, tr.Step, tr.Config.Steps)
+	var trainCurve, valCurve []point
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = tr.Run(runCtx, func(p minigpt.Progress) {
 		rep.step(p)
+		if o.plot != "" {
+			trainCurve = append(trainCurve, point{p.Step, p.Loss})
+			if !math.IsNaN(p.ValLoss) {
+				valCurve = append(valCurve, point{p.Step, p.ValLoss})
+			}
+		}
 		if o.keepBest && !math.IsNaN(p.ValLoss) {
 			if err := best.offer(tr, p.ValLoss); err != nil {
 				cancel(err)
@@ -332,6 +341,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
 		tr.Step, tr.Config.Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
+	if o.plot != "" {
+		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
+		if err := writePlotFile(o.plot, title, trainCurve, valCurve); err != nil {
+			return fmt.Errorf("-plot: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote the loss curves to %s\n", o.plot)
+	}
 	if o.keepBest && best.saved {
 		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.path)
 	}
