@@ -66,18 +66,41 @@ func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
 //	p -= lr · (m/(1-β1^t)) / (sqrt(v/(1-β2^t)) + ε)
 //
 // preceded, for decayed tensors when WeightDecay > 0, by p -= lr·wd·p.
+// Every element is independent, so the slab is spread over the workers.
 func (o *Adam) Update(params, grads []float64, lr float64) {
 	o.Step++
-	b1, b2, eps, wd := o.Config.Beta1, o.Config.Beta2, o.Config.Eps, o.Config.WeightDecay
-	c1 := 1 - powInt(b1, o.Step)
-	c2 := 1 - powInt(b2, o.Step)
-	shrink := 1 - float64(lr*wd)
-	m, v := o.M[:len(params)], o.V[:len(params)]
-	grads = grads[:len(params)]
+	job := adamJob{
+		o: o, params: params, grads: grads[:len(params)], lr: lr,
+		c1:     1 - powInt(o.Config.Beta1, o.Step),
+		c2:     1 - powInt(o.Config.Beta2, o.Step),
+		shrink: 1 - float64(lr*o.Config.WeightDecay),
+	}
+	if p := pool.acquire(len(params), 512, 16); p > 1 {
+		pool.adam = job
+		pool.dispatch(p, len(params), 512, &pool.adam)
+		return
+	}
+	job.run(0, len(params))
+}
+
+// adamJob updates the parameters with indices in a range.
+type adamJob struct {
+	o                  *Adam
+	params, grads      []float64
+	lr, c1, c2, shrink float64
+}
+
+func (j *adamJob) run(lo, hi int) {
+	o := j.o
+	b1, b2, eps := o.Config.Beta1, o.Config.Beta2, o.Config.Eps
+	lr, c1, c2, shrink := j.lr, j.c1, j.c2, j.shrink
+	m, v, params, grads := o.M, o.V, j.params, j.grads
 	off := 0
 	for ti, n := range o.sizes {
-		decay := wd > 0 && o.decays[ti]
-		for i := off; i < off+n; i++ {
+		from, to := max(off, lo), min(off+n, hi)
+		off += n
+		decay := o.Config.WeightDecay > 0 && o.decays[ti]
+		for i := from; i < to; i++ {
 			g := grads[i]
 			m[i] = float64(b1*m[i]) + float64((1-b1)*g)
 			v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
@@ -88,6 +111,5 @@ func (o *Adam) Update(params, grads []float64, lr float64) {
 			}
 			params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
 		}
-		off += n
 	}
 }

@@ -47,10 +47,72 @@ func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
 
 // layernormForward: out = (inp - mean)·rstd·weight + bias per row, with
 // rstd = 1/sqrt(var + eps); mean and rstd are kept for the backward pass.
+// Rows are independent and spread over the workers.
 func layernormForward(out, mean, rstd, inp, weight, bias []float64, N, C int) {
-	weight, bias = weight[:C], bias[:C]
-	for n := 0; n < N; n++ {
-		x := inp[n*C : n*C+C]
+	job := layernormJob{out: out, mean: mean, rstd: rstd, inp: inp, weight: weight[:C], bias: bias[:C], C: C}
+	if p := pool.acquire(N, 1, 4*C); p > 1 {
+		pool.ln = job
+		pool.dispatch(p, N, 1, &pool.ln)
+		return
+	}
+	job.forwardRows(0, N)
+}
+
+// layernormBackward undoes out = xhat·weight + bias, xhat = (inp-mean)·rstd:
+//
+//	dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)), dxhat = dout·weight
+//	dweight += Σ_n dout·xhat, dbias += Σ_n dout
+//
+// dinp is spread over the workers by rows; dweight and dbias, sums over
+// rows, by columns, each column summed in row order.
+func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []float64, N, C int) {
+	job := layernormJob{dinp: dinp, dweight: dweight[:C], dbias: dbias[:C], dout: dout, inp: inp, weight: weight[:C], mean: mean, rstd: rstd, N: N, C: C}
+	if p := pool.acquire(N, 1, 8*C); p > 1 {
+		job.phase = lnBackwardRows
+		pool.ln = job
+		pool.dispatch(p, N, 1, &pool.ln)
+	} else {
+		job.backwardRows(0, N)
+	}
+	if p := pool.acquire(C, 1, 3*N); p > 1 {
+		job.phase = lnBackwardColumns
+		pool.ln = job
+		pool.dispatch(p, C, 1, &pool.ln)
+	} else {
+		job.backwardColumns(0, C)
+	}
+}
+
+const (
+	lnForward = iota
+	lnBackwardRows
+	lnBackwardColumns
+)
+
+// layernormJob is one LayerNorm pass over a range of rows or columns.
+type layernormJob struct {
+	phase                      int
+	out, mean, rstd, inp       []float64
+	weight, bias               []float64
+	dinp, dweight, dbias, dout []float64
+	N, C                       int
+}
+
+func (j *layernormJob) run(lo, hi int) {
+	switch j.phase {
+	case lnForward:
+		j.forwardRows(lo, hi)
+	case lnBackwardRows:
+		j.backwardRows(lo, hi)
+	default:
+		j.backwardColumns(lo, hi)
+	}
+}
+
+func (j *layernormJob) forwardRows(lo, hi int) {
+	C, weight, bias := j.C, j.weight, j.bias
+	for n := lo; n < hi; n++ {
+		x := j.inp[n*C : n*C+C]
 		s := 0.0
 		for _, v := range x {
 			s += v
@@ -62,26 +124,22 @@ func layernormForward(out, mean, rstd, inp, weight, bias []float64, N, C int) {
 			v = math.FMA(d, d, v)
 		}
 		r := 1 / math.Sqrt(v/float64(C)+layerNormEps)
-		o := out[n*C : n*C+C]
+		o := j.out[n*C : n*C+C]
 		for i, xi := range x {
 			o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
 		}
-		mean[n], rstd[n] = mu, r
+		j.mean[n], j.rstd[n] = mu, r
 	}
 }
 
-// layernormBackward undoes out = xhat·weight + bias, xhat = (inp-mean)·rstd:
-//
-//	dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)), dxhat = dout·weight
-//	dweight += dout·xhat, dbias += dout
-func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []float64, N, C int) {
-	weight, dweight, dbias = weight[:C], dweight[:C], dbias[:C]
+func (j *layernormJob) backwardRows(lo, hi int) {
+	C, weight := j.C, j.weight
 	fc := float64(C)
-	for n := 0; n < N; n++ {
-		x := inp[n*C : n*C+C]
-		d := dout[n*C : n*C+C]
-		di := dinp[n*C : n*C+C]
-		mu, r := mean[n], rstd[n]
+	for n := lo; n < hi; n++ {
+		x := j.inp[n*C : n*C+C]
+		d := j.dout[n*C : n*C+C]
+		di := j.dinp[n*C : n*C+C]
+		mu, r := j.mean[n], j.rstd[n]
 		s1, s2 := 0.0, 0.0
 		for i, xi := range x {
 			xhat := float64((xi - mu) * r)
@@ -94,9 +152,21 @@ func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []flo
 			xhat := float64((xi - mu) * r)
 			dxhat := float64(weight[i] * d[i])
 			di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
-			dweight[i] = math.FMA(d[i], xhat, dweight[i])
-			dbias[i] += d[i]
 		}
+	}
+}
+
+func (j *layernormJob) backwardColumns(lo, hi int) {
+	C := j.C
+	for i := lo; i < hi; i++ {
+		dw, db := j.dweight[i], j.dbias[i]
+		for n := 0; n < j.N; n++ {
+			d := j.dout[n*C+i]
+			xhat := float64((j.inp[n*C+i] - j.mean[n]) * j.rstd[n])
+			dw = math.FMA(d, xhat, dw)
+			db += d
+		}
+		j.dweight[i], j.dbias[i] = dw, db
 	}
 }
 
@@ -140,13 +210,18 @@ func reluForward(out, inp []float64) {
 	}
 }
 
-// reluBackward undoes out = max(inp, 0) in place: d *= (inp > 0).
+// reluBackward undoes out = max(inp, 0) in place: d *= (inp > 0), with
+// +0 where inp <= 0. The mask is applied to the bits, without a branch,
+// because the sign of inp is random and mispredicted branches cost more
+// than the rest of this loop.
 func reluBackward(d, inp []float64) {
 	inp = inp[:len(d)]
 	for i := range d {
-		if !(inp[i] > 0) {
-			d[i] = 0
+		var keep uint64
+		if inp[i] > 0 {
+			keep = ^uint64(0)
 		}
+		d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
 	}
 }
 

@@ -32,6 +32,8 @@ type workerPool struct {
 	nn   gemmNNJob
 	nt   gemmNTJob
 	attn attentionJob
+	ln   layernormJob
+	adam adamJob
 }
 
 var pool workerPool
