@@ -138,3 +138,30 @@ func TestVocabFromCharsValidates(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNewDataset feeds arbitrary bytes as a corpus: it must never panic,
+// must refuse invalid UTF-8, and whatever it accepts must decode back to
+// the text.
+func FuzzNewDataset(f *testing.F) {
+	f.Add("the lamp keeper walks the shore at dusk. ", 4)
+	f.Add("héllo wörld 日本語 ", 3)
+	f.Add("a\xffb", 1)
+	f.Add("", 2)
+	f.Fuzz(func(t *testing.T, text string, block int) {
+		d, err := NewDataset(text, block)
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(text) {
+			t.Fatalf("accepted invalid UTF-8 %q", text)
+		}
+		ids := make([]int, 0, len(d.Train)+len(d.Val))
+		for _, id := range append(append([]int32(nil), d.Train...), d.Val...) {
+			ids = append(ids, int(id))
+		}
+		back, err := d.Vocab.Decode(ids)
+		if err != nil || back != text {
+			t.Fatalf("round trip: %q, %v", back, err)
+		}
+	})
+}
