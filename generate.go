@@ -98,7 +98,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 	if err := m.checkTokens(prompt, "prompt"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
-	ids := make([]int, len(prompt), len(prompt)+opts.MaxNewTokens)
+	// Room for every token up front (so decoding allocates nothing), but
+	// never an unbounded allocation on the caller's say-so.
+	ids := make([]int, len(prompt), len(prompt)+min(opts.MaxNewTokens, 1<<20))
 	copy(ids, prompt)
 	g := m.generator()
 	g.reset(m.Config.VocabSize)
@@ -129,6 +131,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 // unknown character is an error naming it and its position) and decodes
 // the result.
 func (m *Model) GenerateText(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) (string, error) {
+	if vocab == nil {
+		return "", fmt.Errorf("%w: no vocabulary", ErrBadOption)
+	}
 	if vocab.Size() != m.Config.VocabSize {
 		return "", fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.Config.VocabSize)
 	}

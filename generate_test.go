@@ -202,6 +202,20 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
+	if _, err := m.GenerateText(context.Background(), nil, "ab", GenerateOptions{Greedy: true}); !errors.Is(err, ErrBadOption) {
+		t.Fatalf("nil vocabulary: error %v", err)
+	}
+	// A huge token count is not allocated up front: cancel after a few.
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, OnToken: func(int) error {
+		if n++; n == 5 {
+			cancel()
+		}
+		return nil
+	}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("huge token count: error %v", err)
+	}
 	if _, err := m.Generate(context.Background(), []int{1, 9}, GenerateOptions{Greedy: true}); err == nil || !strings.Contains(err.Error(), "token id 9 at position 1") {
 		t.Fatalf("out-of-range prompt id: error %v", err)
 	}

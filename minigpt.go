@@ -171,7 +171,9 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 type Model struct {
 	Config Config
 	// Params holds every parameter, tensor after tensor in the order of
-	// Tensors; Adam and checkpoints treat it as one vector.
+	// Tensors; Adam and checkpoints treat it as one vector. Its values may
+	// be changed freely, but it must not be replaced or resliced: the
+	// model's named views point into it.
 	Params []float64
 	p      params
 	specs  []tensorSpec // Config.layout(), computed once
