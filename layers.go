@@ -14,33 +14,73 @@ import "math"
 const layerNormEps = 1e-5
 
 // encoderForward: out[b,t] = wte[idx[b,t]] + wpe[t] for t in [t0, t1).
+// Rows are spread over the workers.
 func encoderForward(out []float64, idx []int, wte, wpe []float64, B, T, t0, t1, C int) {
-	for b := 0; b < B; b++ {
-		for t := t0; t < t1; t++ {
-			n := b*T + t
-			o := out[n*C : n*C+C]
-			e := wte[idx[n]*C : idx[n]*C+C]
-			p := wpe[t*C : t*C+C]
-			for i := range o {
-				o[i] = e[i] + p[i]
-			}
+	job := encoderJob{out: out, idx: idx, wte: wte, wpe: wpe, T: T, t0: t0, t1: t1, C: C}
+	rows := B * (t1 - t0)
+	if p := pool.acquire(rows, 1, C); p > 1 {
+		pool.enc = job
+		pool.dispatch(p, rows, 1, &pool.enc)
+		return
+	}
+	job.forwardRows(0, rows)
+}
+
+// encoderBackward undoes out[b,t] = wte[idx[b,t]] + wpe[t]: rows are
+// scattered in ascending (b, t) order. Two rows may share a token, so the
+// workers split the columns, never the rows.
+func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
+	job := encoderJob{backward: true, dwte: dwte, dwpe: dwpe, dout: dout, idx: idx, B: B, T: T, C: C}
+	if p := pool.acquire(C, 8, 2*B*T); p > 1 {
+		pool.enc = job
+		pool.dispatch(p, C, 8, &pool.enc)
+		return
+	}
+	job.backwardColumns(0, C)
+}
+
+// encoderJob is the encoder forward over a range of rows (b, t), t in
+// [t0, t1), counted from 0, or its backward over a range of columns.
+type encoderJob struct {
+	backward         bool
+	out, wte, wpe    []float64
+	dwte, dwpe, dout []float64
+	idx              []int
+	B, T, t0, t1, C  int
+}
+
+func (j *encoderJob) run(lo, hi int) {
+	if j.backward {
+		j.backwardColumns(lo, hi)
+	} else {
+		j.forwardRows(lo, hi)
+	}
+}
+
+func (j *encoderJob) forwardRows(lo, hi int) {
+	C, nt := j.C, j.t1-j.t0
+	for r := lo; r < hi; r++ {
+		t := j.t0 + r%nt
+		n := (r/nt)*j.T + t
+		o := j.out[n*C : n*C+C]
+		e := j.wte[j.idx[n]*C : j.idx[n]*C+C]
+		p := j.wpe[t*C : t*C+C]
+		for i := range o {
+			o[i] = e[i] + p[i]
 		}
 	}
 }
 
-// encoderBackward undoes out[b,t] = wte[idx[b,t]] + wpe[t]: rows are
-// scattered in ascending (b, t) order.
-func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
-	for b := 0; b < B; b++ {
-		for t := 0; t < T; t++ {
-			n := b*T + t
-			d := dout[n*C : n*C+C]
-			de := dwte[idx[n]*C : idx[n]*C+C]
-			dp := dwpe[t*C : t*C+C]
-			for i, v := range d {
-				de[i] += v
-				dp[i] += v
-			}
+func (j *encoderJob) backwardColumns(lo, hi int) {
+	C := j.C
+	for n := 0; n < j.B*j.T; n++ {
+		t := n % j.T
+		d := j.dout[n*C+lo : n*C+hi]
+		de := j.dwte[j.idx[n]*C+lo : j.idx[n]*C+hi]
+		dp := j.dwpe[t*C+lo : t*C+hi]
+		for i, v := range d {
+			de[i] += v
+			dp[i] += v
 		}
 	}
 }
@@ -172,42 +212,53 @@ func (j *layernormJob) backwardColumns(lo, hi int) {
 
 // matmulForward: out (N, OC) = inp (N, C) · weight (C, OC) + bias (OC);
 // bias may be nil. Each output is a chain from the bias over the C inputs.
+// The workers set their own rows of out to the bias before the product.
 func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
-	for n := 0; n < N; n++ {
-		o := out[n*OC : n*OC+OC]
-		if bias != nil {
-			copy(o, bias[:OC])
-		} else {
-			clear(o)
-		}
+	if bias != nil {
+		bias = bias[:OC]
 	}
-	gemmNNParallel(out, OC, inp, C, 1, weight, OC, N, OC, C)
+	gemmNNParallelInit(out, OC, bias, inp, C, 1, weight, OC, N, OC, C)
 }
 
 // matmulBackward undoes out = inp·weight + bias:
 //
 //	dinp += dout·weightᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n]
 //
-// dbias may be nil.
+// dbias may be nil; its sums over rows are spread over the workers by
+// columns, each column summed in row order.
 func matmulBackward(dinp, dweight, dbias, dout, inp, weight []float64, N, C, OC int) {
 	gemmNTParallel(dinp, C, dout, OC, weight, OC, N, C, OC)
 	gemmNNParallel(dweight, OC, inp, 1, C, dout, OC, C, OC, N)
 	if dbias != nil {
-		dbias = dbias[:OC]
-		for n := 0; n < N; n++ {
-			for o, v := range dout[n*OC : n*OC+OC] {
-				dbias[o] += v
-			}
+		job := columnSumJob{sum: dbias[:OC], rows: dout, N: N, W: OC}
+		if p := pool.acquire(OC, 8, N); p > 1 {
+			pool.colsum = job
+			pool.dispatch(p, OC, 8, &pool.colsum)
+		} else {
+			job.run(0, OC)
+		}
+	}
+}
+
+// columnSumJob adds to sum[o], for o in a range of columns, the rows'
+// column o in row order: sum[o] += rows[0*W+o] + rows[1*W+o] + ...
+type columnSumJob struct {
+	sum, rows []float64
+	N, W      int
+}
+
+func (j *columnSumJob) run(lo, hi int) {
+	s := j.sum[lo:hi]
+	for n := 0; n < j.N; n++ {
+		for o, v := range j.rows[n*j.W+lo : n*j.W+hi] {
+			s[o] += v
 		}
 	}
 }
 
 // reluForward: out = max(inp, 0).
 func reluForward(out, inp []float64) {
-	out = out[:len(inp)]
-	for i, v := range inp {
-		out[i] = max(v, 0)
-	}
+	elementwise(elementwiseJob{op: opRelu, out: out[:len(inp)], a: inp})
 }
 
 // reluBackward undoes out = max(inp, 0) in place: d *= (inp > 0), with
@@ -215,21 +266,58 @@ func reluForward(out, inp []float64) {
 // because the sign of inp is random and mispredicted branches cost more
 // than the rest of this loop.
 func reluBackward(d, inp []float64) {
-	inp = inp[:len(d)]
-	for i := range d {
-		var keep uint64
-		if inp[i] > 0 {
-			keep = ^uint64(0)
-		}
-		d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
-	}
+	elementwise(elementwiseJob{op: opReluBackward, out: d, a: inp[:len(d)]})
 }
 
 // residualForward: out = a + b.
 func residualForward(out, a, b []float64) {
-	a, b = a[:len(out)], b[:len(out)]
-	for i := range out {
-		out[i] = a[i] + b[i]
+	elementwise(elementwiseJob{op: opResidual, out: out, a: a[:len(out)], b: b[:len(out)]})
+}
+
+const (
+	opRelu = iota
+	opReluBackward
+	opResidual
+)
+
+// elementwiseJob is one of the elementwise layers above over a range of
+// indices; every element is independent.
+type elementwiseJob struct {
+	op        int
+	out, a, b []float64
+}
+
+// elementwise runs job over all of job.out, spread over the workers.
+func elementwise(job elementwiseJob) {
+	n := len(job.out)
+	if p := pool.acquire(n, 512, 1); p > 1 {
+		pool.elem = job
+		pool.dispatch(p, n, 512, &pool.elem)
+		return
+	}
+	job.run(0, n)
+}
+
+func (j *elementwiseJob) run(lo, hi int) {
+	out, a := j.out[lo:hi], j.a[lo:hi]
+	switch j.op {
+	case opRelu:
+		for i, v := range a {
+			out[i] = max(v, 0)
+		}
+	case opReluBackward:
+		for i := range out {
+			var keep uint64
+			if a[i] > 0 {
+				keep = ^uint64(0)
+			}
+			out[i] = math.Float64frombits(math.Float64bits(out[i]) & keep)
+		}
+	default:
+		b := j.b[lo:hi]
+		for i := range out {
+			out[i] = a[i] + b[i]
+		}
 	}
 }
 
@@ -331,17 +419,19 @@ func (j *attentionJob) backwardHead(b, h int) {
 	scale := 1 / math.Sqrt(float64(hs))
 	base := b * T * C3
 	keys, values := j.qkv[base+C+h*hs:], j.qkv[base+2*C+h*hs:]
+	queries := j.qkv[base+h*hs:]
 	dkeys, dvalues := j.dqkv[base+C+h*hs:], j.dqkv[base+2*C+h*hs:]
 	attBase := (b*NH + h) * T * T
+	att, datt := j.att[attBase:attBase+T*T], j.datt[attBase:attBase+T*T]
+	dout := j.out[b*T*C+h*hs:]
+	// Row by row: datt, then dpre in its place, then dq. Each of these
+	// outputs belongs to row t alone.
 	for t := 0; t < T; t++ {
-		p := j.att[attBase+t*T : attBase+t*T+t+1]
-		dp := j.datt[attBase+t*T : attBase+t*T+t+1]
-		q := j.qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
+		p := att[t*T : t*T+t+1]
+		dp := datt[t*T : t*T+t+1]
 		dq := j.dqkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
-		do := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
 		clear(dp)
-		gemmNT(dp, 0, do, hs, values, C3, 1, t+1, hs)   // datt = dout·vᵀ
-		gemmNN(dvalues, C3, p, 1, 0, do, 0, t+1, hs, 1) // dv += attᵀ·dout
+		gemmNT(dp, 0, dout[t*C:t*C+hs], hs, values, C3, 1, t+1, hs) // datt = dout·vᵀ
 		sum := 0.0
 		for s, ps := range p {
 			sum = math.FMA(ps, dp[s], sum)
@@ -350,17 +440,64 @@ func (j *attentionJob) backwardHead(b, h int) {
 			dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
 		}
 		gemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1) // dq += dpre·k
-		gemmNN(dkeys, C3, dp, 1, 0, q, 0, t+1, hs, 1)  // dk += dpreᵀ·q
+	}
+	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
+	// each a chain over t ascending from s: the transposed products, with
+	// the chains kept in registers instead of swept through memory once
+	// per t.
+	transposedCausalNN(dvalues, C3, att, T, dout, C, T, hs)
+	transposedCausalNN(dkeys, C3, datt, T, queries, C3, T, hs)
+}
+
+// transposedCausalNN computes, for s < T and j < hs,
+//
+//	c[s*ldc+j] = fma(a[(T-1)*lda+s], b[(T-1)*ldb+j], ... fma(a[s*lda+s], b[s*ldb+j], c[s*ldc+j]))
+//
+// that is C += Aᵀ·B over the lower triangle of A (rows t >= s of column s),
+// each output a chain over t ascending. Rows of C go in blocks of four:
+// the block's ragged start (t below the block's last row) one row at a
+// time, then the rest of the chains together in one four-row call.
+func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, T, hs int) {
+	const R = 4
+	for s0 := 0; s0 < T; s0 += R {
+		s1 := min(s0+R, T)
+		for s := s0; s < s1-1; s++ {
+			gemmNN(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s)
+		}
+		t := s1 - 1
+		gemmNN(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t)
 	}
 }
 
 // crossEntropyForward computes per-row losses -log softmax(logits)[target]
 // and, in the same pass, dlogits = (softmax - onehot(target)) / N: the
 // gradient of the mean loss. It returns the mean over the N rows, summed
-// in row order.
+// in row order. Rows are spread over the workers; the mean is taken after.
 func crossEntropyForward(losses, dlogits, logits []float64, targets []int, N, V int) float64 {
+	job := crossEntropyJob{losses: losses, dlogits: dlogits, logits: logits, targets: targets, N: N, V: V}
+	if p := pool.acquire(N, 1, 4*V); p > 1 {
+		pool.ce = job
+		pool.dispatch(p, N, 1, &pool.ce)
+	} else {
+		job.run(0, N)
+	}
 	total := 0.0
-	for n := 0; n < N; n++ {
+	for _, l := range losses[:N] {
+		total += l
+	}
+	return total / float64(N)
+}
+
+// crossEntropyJob is crossEntropyForward's per-row work over a range of rows.
+type crossEntropyJob struct {
+	losses, dlogits, logits []float64
+	targets                 []int
+	N, V                    int
+}
+
+func (j *crossEntropyJob) run(lo, hi int) {
+	losses, dlogits, logits, targets, N, V := j.losses, j.dlogits, j.logits, j.targets, j.N, j.V
+	for n := lo; n < hi; n++ {
 		l := logits[n*V : n*V+V]
 		d := dlogits[n*V : n*V+V]
 		maxv := math.Inf(-1)
@@ -375,7 +512,6 @@ func crossEntropyForward(losses, dlogits, logits []float64, targets []int, N, V 
 		}
 		tgt := targets[n]
 		losses[n] = maxv + logDet(sum) - l[tgt]
-		total += losses[n]
 		for i := range d {
 			d[i] /= sum
 		}
@@ -384,5 +520,4 @@ func crossEntropyForward(losses, dlogits, logits []float64, targets []int, N, V 
 			d[i] /= float64(N)
 		}
 	}
-	return total / float64(N)
 }

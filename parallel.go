@@ -29,11 +29,15 @@ type workerPool struct {
 	wg      sync.WaitGroup
 
 	// Job slots, written only while mu is held.
-	nn   gemmNNJob
-	nt   gemmNTJob
-	attn attentionJob
-	ln   layernormJob
-	adam adamJob
+	nn     gemmNNJob
+	nt     gemmNTJob
+	attn   attentionJob
+	ln     layernormJob
+	adam   adamJob
+	elem   elementwiseJob
+	colsum columnSumJob
+	ce     crossEntropyJob
+	enc    encoderJob
 }
 
 var pool workerPool
@@ -87,7 +91,9 @@ func worker(tasks <-chan rangeTask, wg *sync.WaitGroup) {
 	}
 }
 
-// gemmNNJob splits gemmNN over the rows of C (independent outputs).
+// gemmNNJob splits gemmNN over the rows of C (independent outputs). With
+// init set, each chunk first sets its rows of C to bias (to zero when bias
+// is nil).
 type gemmNNJob struct {
 	c      []float64
 	ldc    int
@@ -96,9 +102,21 @@ type gemmNNJob struct {
 	b      []float64
 	ldb    int
 	n, k   int
+	init   bool
+	bias   []float64
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
+	if j.init {
+		for i := lo; i < hi; i++ {
+			row := j.c[i*j.ldc : i*j.ldc+j.n]
+			if j.bias != nil {
+				copy(row, j.bias)
+			} else {
+				clear(row)
+			}
+		}
+	}
 	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
 }
 
@@ -119,12 +137,25 @@ func (j *gemmNTJob) run(lo, hi int) {
 
 // gemmNNParallel is gemmNN with the rows of C spread over the workers.
 func gemmNNParallel(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	p := pool.acquire(M, 4, N*K)
-	if p <= 1 {
-		gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	runGemmNN(gemmNNJob{c: c, ldc: ldc, a: a, ai: ai, ak: ak, b: b, ldb: ldb, n: N, k: K}, M)
+}
+
+// gemmNNParallelInit is gemmNNParallel on a C whose M rows are first set
+// to bias (N wide), or to zero when bias is nil.
+func gemmNNParallelInit(c []float64, ldc int, bias, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	runGemmNN(gemmNNJob{c: c, ldc: ldc, a: a, ai: ai, ak: ak, b: b, ldb: ldb, n: N, k: K, init: true, bias: bias}, M)
+}
+
+func runGemmNN(job gemmNNJob, M int) {
+	if M <= 0 || job.n <= 0 {
 		return
 	}
-	pool.nn = gemmNNJob{c, ldc, a, ai, ak, b, ldb, N, K}
+	p := pool.acquire(M, 4, job.n*job.k)
+	if p <= 1 {
+		job.run(0, M)
+		return
+	}
+	pool.nn = job
 	pool.dispatch(p, M, 4, &pool.nn)
 }
 
