@@ -51,6 +51,11 @@ func expDet(x float64) float64 {
 	poly := p1 + float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))
 	c := r - float64(t*poly)
 	y := 1 - ((lo - float64(r*c)/(2-c)) - hi)
+	if k > -1020 && k < 1020 {
+		// y is in [0.5, 2), so y·2^k is normal: add k to the exponent
+		// bits, exactly what Ldexp does, without its call.
+		return math.Float64frombits(math.Float64bits(y) + uint64(int64(k))<<52)
+	}
 	return math.Ldexp(y, k)
 }
 

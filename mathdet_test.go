@@ -33,6 +33,15 @@ func TestExpLog(t *testing.T) {
 			t.Fatalf("logDet(%v) = %v, math.Log = %v (%.1f ulps)", y, logDet(y), math.Log(y), d)
 		}
 	}
+	// Both sides of the exponent fast path, and subnormal results.
+	for _, x := range []float64{-708.5, -707, -706.9, -745, -740, 705, 706.5, 709.7} {
+		if d := ulps(expDet(x), math.Exp(x)); d > 2 && math.Exp(x) > 1e-300 {
+			t.Errorf("expDet(%v) = %v, math.Exp = %v", x, expDet(x), math.Exp(x))
+		}
+	}
+	if got := expDet(-740); got == 0 || got > 1e-320 {
+		t.Errorf("expDet(-740) = %v, want a subnormal", got)
+	}
 	for _, tc := range []struct{ got, want float64 }{
 		{expDet(0), 1}, {expDet(math.Inf(-1)), 0}, {expDet(-800), 0}, {expDet(800), math.Inf(1)},
 		{logDet(1), 0}, {logDet(0), math.Inf(-1)}, {logDet(math.Inf(1)), math.Inf(1)},
