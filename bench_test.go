@@ -127,3 +127,26 @@ func TestTrainStepAllocatesNothing(t *testing.T) {
 		t.Fatalf("a training step allocates %v times, want 0", allocs)
 	}
 }
+
+// BenchmarkGenerateWithinBlock decodes 28 tokens from a 4-token prompt,
+// never leaving the 32-token block: the regime where the KV cache pays
+// (past the block size every token must rebuild the slid window).
+func BenchmarkGenerateWithinBlock(b *testing.B) {
+	m, err := NewModel(DefaultConfig(), 42)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := []int{0, 1, 2, 3}
+	const n = 28
+	for _, cache := range []string{"cached", "uncached"} {
+		b.Run(cache, func(b *testing.B) {
+			o := GenerateOptions{MaxNewTokens: n, Greedy: true, NoCache: cache == "uncached"}
+			m.Generate(context.Background(), prompt, o)
+			b.ReportAllocs()
+			for b.Loop() {
+				m.Generate(context.Background(), prompt, o)
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
