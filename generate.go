@@ -332,23 +332,6 @@ func applyTopP(row []float64, p float64, order []int, probs []float64) {
 	}
 }
 
-// softmax writes exp(row - max) / sum into probs; -Inf entries get 0.
-func softmax(probs, row []float64) {
-	maxv := math.Inf(-1)
-	for _, v := range row {
-		maxv = max(maxv, v)
-	}
-	sum := 0.0
-	for i, v := range row {
-		e := expDet(v - maxv)
-		probs[i] = e
-		sum += e
-	}
-	for i := range probs[:len(row)] {
-		probs[i] /= sum
-	}
-}
-
 // sampleIndex picks an index from probs with one uniform number u in
 // [0, 1), like NumPy's Generator.choice: the first index whose normalised
 // cumulative probability exceeds u. Zero-probability entries are never

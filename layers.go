@@ -392,21 +392,10 @@ func (j *attentionJob) forwardHead(b, h int) {
 		row := j.att[attBase+t*T : attBase+t*T+t+1]
 		clear(row)
 		gemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
-		maxv := math.Inf(-1)
 		for s, v := range row {
-			v = float64(v * scale)
-			row[s] = v
-			maxv = max(maxv, v)
+			row[s] = float64(v * scale)
 		}
-		sum := 0.0
-		for s, v := range row {
-			e := expDet(v - maxv)
-			row[s] = e
-			sum += e
-		}
-		for s := range row {
-			row[s] /= sum
-		}
+		softmax(row, row)
 		o := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
 		clear(o)
 		gemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
@@ -500,16 +489,7 @@ func (j *crossEntropyJob) run(lo, hi int) {
 	for n := lo; n < hi; n++ {
 		l := logits[n*V : n*V+V]
 		d := dlogits[n*V : n*V+V]
-		maxv := math.Inf(-1)
-		for _, v := range l {
-			maxv = max(maxv, v)
-		}
-		sum := 0.0
-		for i, v := range l {
-			e := expDet(v - maxv)
-			d[i] = e
-			sum += e
-		}
+		maxv, sum := expShifted(d, l)
 		tgt := targets[n]
 		losses[n] = maxv + logDet(sum) - l[tgt]
 		for i := range d {

@@ -138,3 +138,29 @@ func powInt(b float64, n int) float64 {
 	}
 	return r
 }
+
+// expShifted writes exp(x - max(src)) into dst (which may be src) and
+// returns the max and the sum of the exponentials, summed in index order:
+// the one softmax core shared by attention, the loss and the sampler.
+// -Inf entries get 0.
+func expShifted(dst, src []float64) (maxv, sum float64) {
+	dst = dst[:len(src)]
+	maxv = math.Inf(-1)
+	for _, v := range src {
+		maxv = max(maxv, v)
+	}
+	for i, v := range src {
+		e := expDet(v - maxv)
+		dst[i] = e
+		sum += e
+	}
+	return maxv, sum
+}
+
+// softmax writes exp(row - max) / sum into probs (which may be row).
+func softmax(probs, row []float64) {
+	_, sum := expShifted(probs, row)
+	for i := range probs[:len(row)] {
+		probs[i] /= sum
+	}
+}
