@@ -236,22 +236,96 @@ func (o *options) trainConfig() minigpt.TrainConfig {
 	}
 }
 
-// readCorpus returns the training text and a name for messages.
+// maxCorpusBytes bounds what -corpus reads: far more text than a model of
+// this kind can use, far less than the machine's memory.
+const maxCorpusBytes = 1 << 30
+
+// readCorpus returns the training text (without a leading UTF-8 byte-order
+// mark) and a name for messages. It reads only regular files, at most
+// maxCorpusBytes.
 func readCorpus(path string) (text, name string, err error) {
 	if path == "" {
 		return minigpt.LanternBay, "the built-in Lantern Bay text", nil
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", "", fmt.Errorf("corpus: %w", err)
 	}
-	return string(b), path, nil
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", "", fmt.Errorf("corpus %s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCorpusBytes+1))
+	if err != nil {
+		return "", "", fmt.Errorf("corpus: %w", err)
+	}
+	if len(b) > maxCorpusBytes {
+		return "", "", fmt.Errorf("corpus %s: larger than %d bytes", path, maxCorpusBytes)
+	}
+	return strings.TrimPrefix(string(b), "\uFEFF"), path, nil
+}
+
+// checkOutputs refuses, before any training, output paths that would
+// overwrite one another or an input, or that cannot be written: a run must
+// never be lost at its final save.
+func checkOutputs(o *options) error {
+	type file struct{ flag, path string }
+	files := []file{{"out", o.out}, {"plot", o.plot}, {"corpus", o.corpus}, {"resume", o.resume}}
+	if o.keepBest {
+		files = append(files, file{"keep-best", bestPath(o.out)})
+	}
+	for i, a := range files {
+		for _, b := range files[i+1:] {
+			if a.path == "" || b.path == "" || (a.flag == "out" && b.flag == "resume") {
+				continue
+			}
+			if samePath(a.path, b.path) {
+				return usageError{fmt.Errorf("-%s and -%s both name %s: one would overwrite the other", a.flag, b.flag, a.path)}
+			}
+		}
+	}
+	if o.resume != "" && o.weightsOnly && samePath(o.out, o.resume) {
+		return usageError{fmt.Errorf("-weights-only would replace the full checkpoint %s; give -out another file", o.resume)}
+	}
+	for _, f := range files[:2] {
+		if f.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
+			return usageError{fmt.Errorf("invalid value %q for flag -%s: is a directory", f.path, f.flag)}
+		}
+		probe, err := os.CreateTemp(filepath.Dir(f.path), ".train-probe-*")
+		if err != nil {
+			return usageError{fmt.Errorf("invalid value %q for flag -%s: cannot write there: %w", f.path, f.flag, err)}
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+	return nil
+}
+
+// samePath reports whether a and b name the same file, existing or not.
+func samePath(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	o, set, err := parseFlags(args, stdout)
 	if err != nil {
+		return err
+	}
+	if o.resume != "" && !set["out"] {
+		o.out = o.resume
+	}
+	if err := checkOutputs(o); err != nil {
 		return err
 	}
 	text, corpusName, err := readCorpus(o.corpus)
@@ -261,9 +335,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var tr *minigpt.Trainer
 	if o.resume != "" {
-		if !set["out"] {
-			o.out = o.resume
-		}
 		tr, err = resume(o, set, text, corpusName)
 		if err != nil {
 			return err
@@ -377,6 +448,14 @@ func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.
 			return nil, usageError{fmt.Errorf("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)}
 		}
 		c.Train.Steps = o.steps
+	}
+	if o.corpus == "" {
+		// Without -corpus the run continues on Lantern Bay: refuse a
+		// checkpoint that was not trained on it rather than switch texts.
+		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
+		if string(lb.Chars()) != string(c.Vocab.Chars()) {
+			return nil, usageError{fmt.Errorf("-resume %s was not trained on the built-in text (its vocabulary differs); pass the -corpus it was trained on", o.resume)}
+		}
 	}
 	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)
 	if err != nil {

@@ -105,6 +105,11 @@ func TestRunErrors(t *testing.T) {
 	}
 	corrupt := write("corrupt.ckpt", "\x89GPT\r\n\x1a\n\x01\x00\x00\x00 and then nonsense")
 	out := filepath.Join(dir, "out.ckpt")
+	other := write("other.txt", strings.Repeat("zebra quartz vexing jumps. ", 20))
+	otherFull := filepath.Join(dir, "other.ckpt")
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(otherFull, "-corpus", other)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -129,6 +134,14 @@ func TestRunErrors(t *testing.T) {
 		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 1, "no such file"},
 		{"weights-only resume", []string{"-resume", weights}, 1, "weights-only checkpoint; -resume needs a full one"},
 		{"corrupt resume file", []string{"-resume", corrupt}, 1, "bad checkpoint"},
+		{"out is the plot", tinyArgs(out, "-plot", out), 2, "-out and -plot both name"},
+		{"out is the corpus", tinyArgs(other, "-corpus", other), 2, "-out and -corpus both name"},
+		{"out in a missing directory", tinyArgs(filepath.Join(dir, "no", "such", "m.ckpt")), 2, "cannot write there"},
+		{"out is a directory", tinyArgs(dir), 2, "is a directory"},
+		{"plot in a missing directory", tinyArgs(out, "-plot", filepath.Join(dir, "no", "p.svg")), 2, "flag -plot: cannot write there"},
+		{"corpus is a directory", tinyArgs(out, "-corpus", dir), 1, "not a regular file"},
+		{"weights-only over the resumed file", []string{"-resume", otherFull, "-corpus", other, "-weights-only"}, 2, "would replace the full checkpoint"},
+		{"resume without its corpus", []string{"-resume", otherFull}, 2, "was not trained on the built-in text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err, _, _ := runTrain(context.Background(), tc.args...)
@@ -324,5 +337,19 @@ func TestProgressLines(t *testing.T) {
 	r.finishLine()
 	if s := live.String(); !strings.HasPrefix(s, "\rstep 1/3") || !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 || !strings.Contains(s, "val 1.5000") {
 		t.Fatalf("live output %q", s)
+	}
+}
+
+// A byte-order mark at the start of a corpus is not a character of it.
+func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "bom.txt")
+	os.WriteFile(corpus, []byte("\uFEFF"+strings.Repeat("the lamp keeper. ", 30)), 0o644)
+	out := filepath.Join(dir, "m.ckpt")
+	if err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if chars := string(load(t, out).Vocab.Chars()); strings.ContainsRune(chars, '\uFEFF') {
+		t.Fatalf("vocabulary %q holds the byte-order mark", chars)
 	}
 }
