@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -29,7 +30,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
@@ -44,12 +45,46 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "generate: %v\nRun 'generate -h' for usage.\n", err)
+		fmt.Fprintf(stderr, "generate: %v (run 'generate -h' for usage)\n", err)
 		return 2
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "generate: interrupted")
+		return 130
 	default:
 		fmt.Fprintf(stderr, "generate: %v\n", err)
 		return 1
 	}
+}
+
+// maxPromptBytes bounds -prompt-file.
+const maxPromptBytes = 1 << 20
+
+// readPrompt reads a prompt file: a regular file of valid UTF-8, at most
+// maxPromptBytes, without a leading byte-order mark.
+func readPrompt(path string) (string, error) {
+	bad := func(why string) error { return usageError{fmt.Errorf("-prompt-file %s: %s", path, why)} }
+	f, err := os.Open(path)
+	if err != nil {
+		return "", usageError{fmt.Errorf("-prompt-file: %w", err)}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", bad("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPromptBytes+1))
+	switch {
+	case err != nil:
+		return "", bad(err.Error())
+	case len(b) > maxPromptBytes:
+		return "", bad(fmt.Sprintf("larger than %d bytes", maxPromptBytes))
+	case !utf8.Valid(b):
+		return "", bad("not valid UTF-8")
+	}
+	prompt := strings.TrimPrefix(string(b), "\uFEFF")
+	if prompt == "" {
+		return "", bad("is empty")
+	}
+	return prompt, nil
 }
 
 type options struct {
@@ -85,8 +120,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(&o)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprintf(stderr, "Usage: generate [flags]\n\nGenerates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\nFlags:\n")
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "Usage: generate [flags]\n\nGenerates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\nFlags:\n")
 			fs.PrintDefaults()
 			return nil
 		}
@@ -100,25 +135,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := o.validate(set); err != nil {
 		return usageError{err}
 	}
+	promptFlag := fmt.Sprintf("-prompt %q", o.prompt)
 	if o.promptFile != "" {
-		b, err := os.ReadFile(o.promptFile)
+		p, err := readPrompt(o.promptFile)
 		if err != nil {
-			return usageError{fmt.Errorf("-prompt-file: %w", err)}
+			return err
 		}
-		if !utf8.Valid(b) {
-			return usageError{fmt.Errorf("-prompt-file %s: not valid UTF-8", o.promptFile)}
-		}
-		o.prompt = string(b)
-		if o.prompt == "" {
-			return usageError{fmt.Errorf("-prompt-file %s is empty", o.promptFile)}
-		}
+		o.prompt, promptFlag = p, "-prompt-file "+o.promptFile
 	}
 	m, vocab, err := loadModel(o.model)
 	if err != nil {
 		return err
 	}
 	if _, err := vocab.Encode(o.prompt); err != nil {
-		return usageError{fmt.Errorf("-prompt %q: %w", o.prompt, err)}
+		return usageError{fmt.Errorf("%s: %w", promptFlag, err)}
 	}
 	if o.compare {
 		n := o.n
@@ -136,15 +166,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RepetitionPenalty: o.rep,
 		Rand:              rand.New(rand.NewPCG(o.seed, 0)),
 	}
-	var out strings.Builder
-	out.WriteString(o.prompt)
+	var out strings.Builder // the whole text, kept only for -loops
+	if o.loops {
+		out.WriteString(o.prompt)
+	}
 	if _, err := io.WriteString(stdout, o.prompt); err != nil {
 		return err
 	}
 	chars := vocab.Chars()
 	gen.OnToken = func(id int) error {
 		_, err := io.WriteString(stdout, string(chars[id]))
-		out.WriteRune(chars[id])
+		if o.loops {
+			out.WriteRune(chars[id])
+		}
 		return err
 	}
 	start := time.Now()
@@ -180,6 +214,8 @@ func (o *options) validate(set map[string]bool) error {
 		return fmt.Errorf("-repetition-penalty %v: must be finite and > 0", o.rep)
 	case o.loopWindow < 1:
 		return fmt.Errorf("-loop-window %d: must be >= 1", o.loopWindow)
+	case o.compare && (set["greedy"] || set["temperature"] || set["top-k"] || set["top-p"] || set["repetition-penalty"] || set["loops"]):
+		return fmt.Errorf("-compare runs its own five settings: it takes only -prompt, -prompt-file, -n, -seed and -model")
 	case set["prompt"] && set["prompt-file"]:
 		return fmt.Errorf("-prompt and -prompt-file: give one, not both")
 	case o.prompt == "" && o.promptFile == "":

@@ -93,6 +93,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-prompt", "the Keeper"}, `'K' at position 4`},
 		{[]string{"-prompt", "x", "-prompt-file", "p.txt"}, "give one, not both"},
 		{[]string{"-prompt-file", "/nonexistent/prompt.txt"}, "-prompt-file"},
+		{[]string{"-prompt-file", "/dev/zero"}, "-prompt-file /dev/zero: not a regular file"},
+		{[]string{"-prompt-file", "/tmp"}, "-prompt-file /tmp: not a regular file"},
+		{[]string{"-compare", "-temperature", "0.5"}, "-compare runs its own five settings"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
@@ -101,8 +104,8 @@ func TestBadFlags(t *testing.T) {
 			if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "generate -h") {
 				t.Fatalf("exit %d, stderr %q: want exit 2 naming %q with a usage hint", code, errOut, tc.want)
 			}
-			if strings.Count(strings.TrimSpace(errOut), "\n") != 1 {
-				t.Errorf("want a one-line error plus the hint, got %q", errOut)
+			if strings.Count(errOut, "\n") != 1 {
+				t.Errorf("want a one-line error with the hint, got %q", errOut)
 			}
 			if out != "" {
 				t.Errorf("stdout should be empty, got %q", out)
@@ -124,7 +127,7 @@ func TestBadModelFile(t *testing.T) {
 }
 
 func TestHelpListsEveryFlag(t *testing.T) {
-	_, errOut, code := runCLI(t, "-h")
+	errOut, _, code := runCLI(t, "-h") // usage goes to stdout
 	if code != 0 {
 		t.Fatalf("-h exits %d", code)
 	}
@@ -170,5 +173,30 @@ func TestPromptFileWithNewlines(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "loop onset") {
 		t.Errorf("-loops reported nothing: %q", errOut)
+	}
+}
+
+func TestPromptFileErrorsNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("the Zoo"), 0o644)
+	_, errOut, code := runCLI(t, "-prompt-file", bad)
+	if code != 2 || !strings.Contains(errOut, "-prompt-file "+bad) || !strings.Contains(errOut, `'Z' at position 4`) {
+		t.Fatalf("exit %d, %q: want exit 2 naming -prompt-file and the character", code, errOut)
+	}
+	bom := filepath.Join(dir, "bom.txt")
+	os.WriteFile(bom, []byte("\uFEFFthe "), 0o644)
+	out, errOut, code := runCLI(t, "-prompt-file", bom, "-greedy", "-n", "5")
+	if code != 0 || !strings.HasPrefix(out, "the ") {
+		t.Fatalf("byte-order mark: exit %d, out %q, err %q", code, out, errOut)
+	}
+}
+
+func TestInterruptExits130(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	if code := exitCode(run(ctx, []string{"-n", "50"}, &out, &errOut), &errOut); code != 130 || !strings.Contains(errOut.String(), "interrupted") {
+		t.Fatalf("exit %d, %q: want 130 and 'interrupted'", code, errOut.String())
 	}
 }
