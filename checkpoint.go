@@ -276,6 +276,8 @@ type ckptReader struct {
 	section      string // the section being read
 	sectionStart int64  // its offset
 	sectionSize  int    // its length
+
+	partial []byte // what a read that hit the end did receive
 }
 
 // bad returns an ErrBadCheckpoint error.
@@ -301,6 +303,7 @@ func (cr *ckptReader) bytes(n int) ([]byte, error) {
 		out = out[:len(out)+got]
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				cr.partial = out
 				size := ""
 				if cr.size > 0 {
 					size = fmt.Sprintf(" of the %d the header implies", cr.size)
@@ -345,6 +348,11 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	cr.begin("header", headerSize)
 	hdr, err := cr.bytes(16)
 	if err != nil {
+		// Say "not a checkpoint" rather than "truncated" when even the bytes
+		// that did arrive are not the magic number.
+		if n := min(len(cr.partial), len(checkpointMagic)); string(cr.partial[:n]) != checkpointMagic[:n] {
+			return nil, bad("magic number is %q, want %q: not a minigpt checkpoint", cr.partial[:n], checkpointMagic)
+		}
 		return nil, err
 	}
 	if string(hdr[:8]) != checkpointMagic {
@@ -512,6 +520,12 @@ func (c *Checkpoint) check() error {
 	}
 	if c.Step < 0 {
 		return bad("step %d is negative", c.Step)
+	}
+	if full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil; !full && !none {
+		return bad("a checkpoint holds the training config, optimizer and sampler state all together or none of them")
+	}
+	if c.Opt != nil && c.Opt.Step != c.Step {
+		return bad("optimizer step %d differs from the training step %d", c.Opt.Step, c.Step)
 	}
 	if c.Train != nil {
 		if err := c.Train.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -327,6 +328,9 @@ func TestWriteCheckpointRefusesWhatCannotBeRead(t *testing.T) {
 		{"NaN param", func(c *Checkpoint) { c.Model.Params[0] = math.NaN() }, "parameter token_embedding[0 0]"},
 		{"short moments", func(c *Checkpoint) { c.Opt.V = c.Opt.V[:1] }, "optimizer moments have lengths"},
 		{"bad train config", func(c *Checkpoint) { c.Train.LR = 0 }, "learning rate 0"},
+		{"optimizer without config", func(c *Checkpoint) { c.Train = nil }, "all together or none"},
+		{"config without optimizer", func(c *Checkpoint) { c.Opt = nil }, "all together or none"},
+		{"steps disagree", func(c *Checkpoint) { c.Step = 1 << 40 }, "optimizer step 1 differs from the training step 1099511627776"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tr.Checkpoint(true)
@@ -584,4 +588,23 @@ func FuzzReadCheckpoint(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Bytes too short for a header are reported as what they are.
+func TestShortNonCheckpoint(t *testing.T) {
+	for _, in := range []string{"abc", "hello world!", ""} {
+		_, err := ReadCheckpoint(strings.NewReader(in))
+		want := "not a minigpt checkpoint"
+		if in == "" {
+			want = "truncated in the header"
+		}
+		if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadCheckpoint(%q) = %v, want one mentioning %q", in, err, want)
+		}
+	}
+	// A true prefix of a checkpoint is truncated, not foreign.
+	_, err := ReadCheckpoint(strings.NewReader(checkpointMagic[:5]))
+	if !strings.Contains(fmt.Sprint(err), "truncated") {
+		t.Errorf("a cut magic number: %v, want truncated", err)
+	}
 }
