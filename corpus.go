@@ -161,6 +161,9 @@ func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, er
 	if blockSize < 1 {
 		return nil, fmt.Errorf("%w: block size %d must be positive", ErrBadText, blockSize)
 	}
+	if vocab.Size() < 2 {
+		return nil, fmt.Errorf("%w: the text has only %d distinct character; a model needs at least 2", ErrBadText, vocab.Size())
+	}
 	if off := invalidUTF8Offset(text); off >= 0 {
 		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
 	}

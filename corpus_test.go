@@ -60,7 +60,8 @@ func TestBadCorpora(t *testing.T) {
 		{"invalid UTF-8", "hello \xff world", "invalid UTF-8 at byte offset 6"},
 		{"truncated rune", strings.Repeat("ab", 40) + "\xe6\x97", "invalid UTF-8 at byte offset 80"},
 		{"too short", "abcdefgh", "block size 32 needs at least 34"},
-		{"shorter than block size + 2", strings.Repeat("x", 33), "needs at least 34"},
+		{"shorter than block size + 2", strings.Repeat("xy", 16), "needs at least 34"},
+		{"one distinct character", strings.Repeat("a", 1000), "only 1 distinct character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewDataset(tc.text, 32)

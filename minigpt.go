@@ -33,7 +33,10 @@ var ErrBadConfig = errors.New("invalid config")
 // sane; a config beyond them is refused rather than attempted.
 const (
 	maxDim    = 1 << 16
-	maxParams = 1 << 31
+	maxParams = 1 << 28 // 2 GiB a slab; training keeps four
+	// maxSequenceFloats bounds one sequence's activations (the generator
+	// allocates them for BlockSize positions).
+	maxSequenceFloats = 1 << 28
 )
 
 // Validate reports the first thing wrong with c, or nil.
@@ -60,7 +63,19 @@ func (c Config) Validate() error {
 	if n := c.numParams(); n > maxParams {
 		return fmt.Errorf("%w: %d parameters exceed the limit of %d", ErrBadConfig, n, maxParams)
 	}
+	if n := c.activationFloats(1, c.BlockSize); n > maxSequenceFloats {
+		return fmt.Errorf("%w: one %d-token sequence needs %.0f activations, above the limit of %d", ErrBadConfig, c.BlockSize, n, maxSequenceFloats)
+	}
 	return nil
+}
+
+// activationFloats is the number of float64s a (B, T) batch's activations
+// and their gradients take (see newActivations), computed in float64 so
+// that no size can overflow.
+func (c Config) activationFloats(B, T int) float64 {
+	L, C, NH, V := float64(c.Layers), float64(c.EmbedDim), float64(c.Heads), float64(c.VocabSize)
+	BT, att := float64(B)*float64(T), float64(B)*NH*float64(T)*float64(T)
+	return L*(BT*(16*C+4)+att) + BT*(12*C+2*V+3) + att
 }
 
 // NumParams returns the number of parameters of a model with this config.

@@ -146,6 +146,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero layers", func(c *Config) { c.Layers = 0 }, "layers 0"},
 		{"indivisible", func(c *Config) { c.Heads = 5 }, "not divisible by 5 heads"},
 		{"huge", func(c *Config) { c.EmbedDim, c.Heads, c.Layers = 60000, 1, 1000 }, "parameters exceed"},
+		{"huge attention", func(c *Config) { c.BlockSize, c.Heads, c.EmbedDim = 60000, 64, 64 }, "activations, above the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good
@@ -247,6 +248,7 @@ func TestTrainerErrors(t *testing.T) {
 		{"negative clip", func(c *TrainConfig) { c.GradClip = -1 }},
 		{"inf decay", func(c *TrainConfig) { c.WeightDecay = math.Inf(1) }},
 		{"no eval batches", func(c *TrainConfig) { c.EvalBatches = 0 }},
+		{"batch beyond memory", func(c *TrainConfig) { c.BatchSize, c.EvalBatches = 65536, 4096 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultTrainConfig()

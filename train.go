@@ -92,6 +92,10 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	if len(d.Train) < T+2 || len(d.Val) < T+2 {
 		return nil, fmt.Errorf("%w: %d training and %d validation tokens; block size %d needs at least %d in each", ErrBadText, len(d.Train), len(d.Val), T, T+2)
 	}
+	if need := trainingBytes(m.Config, tc); need > MaxTrainingBytes {
+		return nil, fmt.Errorf("training needs about %.1f GiB (parameters, gradients, Adam moments, activations of a batch of %d × %d, %d validation batches), above the limit of %d GiB",
+			need/(1<<30), tc.BatchSize, T, tc.EvalBatches, MaxTrainingBytes>>30)
+	}
 	ac := DefaultAdamConfig()
 	ac.WeightDecay = tc.WeightDecay
 	opt, err := NewAdam(ac, m)
@@ -112,6 +116,18 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 		sampleBatch(t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], d.Val, B, T, valRNG)
 	}
 	return t, nil
+}
+
+// MaxTrainingBytes bounds the memory NewTrainer will commit to, so that an
+// oversized config or batch is an error rather than an out-of-memory crash.
+const MaxTrainingBytes = 16 << 30
+
+// trainingBytes estimates a trainer's memory: four parameter-sized slabs
+// (parameters, gradients, two moments), one batch's activations and
+// gradients, and the fixed validation windows.
+func trainingBytes(c Config, tc TrainConfig) float64 {
+	T := c.BlockSize
+	return 8 * (4*float64(c.numParams()) + c.activationFloats(tc.BatchSize, T) + 2*float64(tc.EvalBatches)*float64(tc.BatchSize)*float64(T))
 }
 
 // sampleBatch fills x and y with B windows of T tokens from data and their
