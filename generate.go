@@ -73,7 +73,7 @@ func (o *GenerateOptions) Validate() error {
 	case o.TopK < 0:
 		return bad("top-k %d is negative (0 means off)", o.TopK)
 	case !(o.TopP >= 0 && o.TopP <= 1):
-		return bad("top-p %v is outside (0, 1]", o.TopP)
+		return bad("top-p %v is outside [0, 1] (0 and 1 mean off)", o.TopP)
 	case !o.greedy() && o.Rand == nil:
 		return bad("sampling needs a random generator (Rand is nil)")
 	}
@@ -115,7 +115,10 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 		if !isFinite(row) {
 			return ids, fmt.Errorf("%w at position %d", ErrNonFinite, len(ids))
 		}
-		id := g.s.choose(row, g.seen, &opts)
+		id, err := g.s.choose(row, g.seen, &opts)
+		if err != nil {
+			return ids, fmt.Errorf("%w at position %d", err, len(ids))
+		}
 		ids = append(ids, id)
 		g.seen[id] = true
 		if opts.OnToken != nil {
@@ -227,13 +230,20 @@ type sampler struct {
 }
 
 // choose applies the pipeline to logits (which it does not modify).
-func (s *sampler) choose(logits []float64, seen []bool, o *GenerateOptions) int {
+func (s *sampler) choose(logits []float64, seen []bool, o *GenerateOptions) (int, error) {
 	if o.greedy() {
-		return argmax(logits)
+		return argmax(logits), nil
 	}
 	row := s.filter(logits, seen, o)
+	for _, v := range row {
+		if math.IsNaN(v) || math.IsInf(v, 1) {
+			// A tiny temperature or penalty can push a logit past the
+			// largest float; the softmax would then be NaN.
+			return 0, fmt.Errorf("%w: temperature %v with repetition penalty %v overflows the logits", ErrNonFinite, o.Temperature, o.RepetitionPenalty)
+		}
+	}
 	softmax(s.probs[:len(row)], row)
-	return sampleIndex(s.probs[:len(row)], o.Rand.Float64())
+	return sampleIndex(s.probs[:len(row)], o.Rand.Float64()), nil
 }
 
 // filter runs temperature, repetition penalty, top-k and top-p, in that

@@ -354,6 +354,19 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 	}
 }
 
+func TestGenerateRefusesOverflowingTemperature(t *testing.T) {
+	m := randomizedModel(t, tinyConfig(false), 1)
+	for _, o := range []GenerateOptions{
+		{MaxNewTokens: 3, Temperature: 5e-324, Rand: seeded(1)},
+		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Rand: seeded(1)},
+	} {
+		_, err := m.Generate(context.Background(), []int{1, 2, 3, 4, 5, 6}, o)
+		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "overflows the logits") {
+			t.Errorf("temperature %v, penalty %v: err = %v, want ErrNonFinite", o.Temperature, o.RepetitionPenalty, err)
+		}
+	}
+}
+
 func TestGenerateRefusesNonFiniteLogits(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	m.Params[len(m.Params)-1] = math.Inf(1) // a head bias

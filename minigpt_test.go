@@ -192,6 +192,12 @@ func TestBadBatches(t *testing.T) {
 // and its loss curve.
 func trainTiny(t testing.TB, seed uint64, steps int) (*Trainer, []float64) {
 	t.Helper()
+	return trainTinyWith(t, seed, steps, nil)
+}
+
+// trainTinyWith is trainTiny with the configs edited first.
+func trainTinyWith(t testing.TB, seed uint64, steps int, edit func(*Config, *TrainConfig)) (*Trainer, []float64) {
+	t.Helper()
 	cfg := Config{VocabSize: 24, BlockSize: 16, EmbedDim: 32, Heads: 4, Layers: 2}
 	d, err := NewDataset(LanternBay, cfg.BlockSize)
 	if err != nil {
@@ -203,6 +209,12 @@ func trainTiny(t testing.TB, seed uint64, steps int) (*Trainer, []float64) {
 	}
 	tc := DefaultTrainConfig()
 	tc.Steps, tc.BatchSize, tc.Seed = steps, 8, seed
+	if edit != nil {
+		edit(&cfg, &tc)
+		if m, err = NewModel(cfg, seed); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tr, err := NewTrainer(m, d, tc)
 	if err != nil {
 		t.Fatal(err)

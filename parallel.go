@@ -73,6 +73,12 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	}
 	units := (n + grain - 1) / grain
 	wp.wg.Add(p - 1)
+	// Even if the caller's own chunk panics, wait for the workers (they
+	// write into the caller's buffers) and release the pool.
+	defer func() {
+		wp.wg.Wait()
+		wp.mu.Unlock()
+	}()
 	lo := 0
 	for w := 0; w < p-1; w++ {
 		hi := (units * (w + 1) / p) * grain
@@ -80,8 +86,6 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 		lo = hi
 	}
 	job.run(lo, n)
-	wp.wg.Wait()
-	wp.mu.Unlock()
 }
 
 func worker(tasks <-chan rangeTask, wg *sync.WaitGroup) {

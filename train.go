@@ -154,7 +154,10 @@ func (t *Trainer) LearningRate(step int) float64 {
 	}
 	progress := float64(step-c.WarmupSteps) / float64(c.Steps-1-c.WarmupSteps)
 	progress = min(progress, 1)
-	return c.MinLR + float64(float64(0.5*(c.LR-c.MinLR))*(1+cosDet(math.Pi*progress)))
+	// The conversion rounds π·progress before cosDet subtracts π/2 from
+	// it: once inlined, the compiler would otherwise fuse the two on
+	// arm64 (a review found the learning rates differing there).
+	return c.MinLR + float64(float64(0.5*(c.LR-c.MinLR))*(1+cosDet(float64(math.Pi*progress))))
 }
 
 // TrainStep draws a batch, computes the loss and gradient, and updates the
@@ -245,7 +248,7 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 // rounding: cos(x) = -sin(x - π/2), by its Taylor series, every product
 // rounded explicitly.
 func cosDet(x float64) float64 {
-	y := x - math.Pi/2
+	y := float64(x) - math.Pi/2 // callers pass products: keep them rounded
 	y2 := float64(y * y)
 	term, sum := y, y
 	for n := 1; n <= 12; n++ {
