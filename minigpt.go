@@ -71,7 +71,9 @@ func (c Config) Validate() error {
 
 // activationFloats is the number of float64s a (B, T) batch's activations
 // and their gradients take (see newActivations), computed in float64 so
-// that no size can overflow.
+// that no size can overflow. Fused or not, the result is the same near the
+// limits it is compared with: every term is then an integer below 2^53,
+// exactly representable, and only far larger totals can round.
 func (c Config) activationFloats(B, T int) float64 {
 	L, C, NH, V := float64(c.Layers), float64(c.EmbedDim), float64(c.Heads), float64(c.VocabSize)
 	BT, att := float64(B)*float64(T), float64(B)*NH*float64(T)*float64(T)
