@@ -161,6 +161,9 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		Model: req.model.name, SystemFingerprint: req.model.fingerprint, Seed: req.seed,
 	}
 	w.Header().Set("Minigpt-Seed", strconv.FormatUint(req.seed, 10))
+	if s.generationStart != nil {
+		s.generationStart(gctx)
+	}
 	if req.stream {
 		s.stream(gctx, w, req, &resp)
 	} else {

@@ -52,7 +52,8 @@ func (m *metrics) request(path string, code int, d time.Duration) {
 	m.requests[requestKey{path, code}]++
 	if path == "/v1/completions" {
 		sec := d.Seconds()
-		if i, found := slices.BinarySearch(latencyBuckets, sec); found || i < len(latencyBuckets) {
+		// The first bound >= sec; above the last bound only +Inf counts it.
+		if i, _ := slices.BinarySearch(latencyBuckets, sec); i < len(latencyBuckets) {
 			m.latency.counts[i]++
 		}
 		m.latency.sum += sec

@@ -152,9 +152,11 @@ type Server struct {
 	closed bool           // Close was called: no request may enter
 	active sync.WaitGroup // requests inside a slot
 
-	// generationDone, if set (tests only), is called when a request's
-	// generation returns, with its error.
-	generationDone func(error)
+	// Test hooks, nil outside tests: generationStart is called when a
+	// request has its slot, before it generates (a test can hold the slot
+	// there); generationDone when its generation returns, with its error.
+	generationStart func(context.Context)
+	generationDone  func(error)
 }
 
 // servedModel is a Model with what the server derives from it once.

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"example.org/minigpt"
+)
+
+// lanternBay loads the embedded model once for every test.
+var lanternBay = sync.OnceValues(func() (*minigpt.Model, *minigpt.Vocab) {
+	m, v, err := minigpt.DefaultModel()
+	if err != nil {
+		panic(err)
+	}
+	return m, v
+})
+
+// newTestServer starts a Server serving the embedded model as
+// "lanternbay"; edit adjusts the config before New.
+func newTestServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
+	m, v := lanternBay()
+	cfg := Config{Models: []Model{{Name: "lanternbay", Model: m, Vocab: v}}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+// response is a decoded HTTP response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("status %d, body is not JSON: %v\n%s", r.status, err, r.body)
+	}
+	return m
+}
+
+func do(t testing.TB, method, url, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+func post(t testing.TB, ts *httptest.Server, body string, header ...string) response {
+	t.Helper()
+	return do(t, "POST", ts.URL+"/v1/completions", body, header...)
+}
+
+// completionJSON mirrors the response for decoding in tests.
+type completionJSON struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	Model             string `json:"model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	Seed              uint64 `json:"seed"`
+	Choices           []struct {
+		Text         string  `json:"text"`
+		Index        int     `json:"index"`
+		FinishReason *string `json:"finish_reason"`
+		Logprobs     *struct {
+			Tokens        []string             `json:"tokens"`
+			TokenLogprobs []*float64           `json:"token_logprobs"`
+			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+			TextOffset    []int                `json:"text_offset"`
+		} `json:"logprobs"`
+		Trace []traceJSON `json:"trace"`
+	} `json:"choices"`
+	Usage *usage `json:"usage"`
+}
+
+func (r response) completion(t testing.TB) completionJSON {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var c completionJSON
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+	return c
+}
+
+// text is the first choice's text.
+func text(t testing.TB, ts *httptest.Server, body string) string {
+	t.Helper()
+	c := post(t, ts, body).completion(t)
+	if len(c.Choices) == 0 {
+		t.Fatalf("no choices")
+	}
+	return c.Choices[0].Text
+}
+
+// sseEvents splits a text/event-stream body into its data payloads,
+// checking the framing: every event is a single "data: " line followed
+// by a blank line.
+func sseEvents(t testing.TB, body []byte) []string {
+	t.Helper()
+	var events []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<22)
+	expectBlank := false
+	for sc.Scan() {
+		line := sc.Text()
+		if expectBlank {
+			if line != "" {
+				t.Fatalf("event not followed by a blank line: %q", line)
+			}
+			expectBlank = false
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("line %q is not a data line", line)
+		}
+		events = append(events, data)
+		expectBlank = true
+	}
+	if expectBlank {
+		t.Fatalf("stream ends without the blank line after its last event")
+	}
+	return events
+}
+
+// errorJSON is the OpenAI error object.
+type errorJSON struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func (r response) apiError(t testing.TB) errorJSON {
+	t.Helper()
+	var e errorJSON
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("status %d: body is not an OpenAI error object: %s", r.status, r.body)
+	}
+	return e
+}
