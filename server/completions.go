@@ -89,8 +89,13 @@ type usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// traceJSON is one generated character's step in the playground trace.
+// traceJSON is one generated character's step in the playground trace:
+// the stages that ran and the most likely candidates under the raw
+// distribution, each with its probability after every stage.
 type traceJSON struct {
+	Token      string          `json:"token"`
+	Logprob    float64         `json:"logprob"`     // of the token, under the distribution it was drawn from
+	RawLogprob float64         `json:"raw_logprob"` // of the token, under the model's raw distribution
 	Stages     []string        `json:"stages"`
 	Candidates []candidateJSON `json:"candidates"`
 }
@@ -258,13 +263,7 @@ func (s *Server) appendTokens(c *choiceState, req *completionRequest, toks []tok
 			c.lp.TextOffset = append(c.lp.TextOffset, len(c.text))
 		}
 		if t.trace != nil {
-			tj := traceJSON{Stages: t.trace.stages}
-			for _, cand := range t.trace.candidates {
-				tj.Candidates = append(tj.Candidates, candidateJSON{
-					Token: string(chars[cand.id]), ID: cand.id, Probs: cand.probs, CutBy: cand.cutBy, Chosen: cand.id == t.id,
-				})
-			}
-			c.trace = append(c.trace, tj)
+			c.trace = append(c.trace, *t.trace)
 		}
 		c.text = append(c.text, chars[t.id])
 		c.nTokens++

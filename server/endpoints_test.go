@@ -126,8 +126,8 @@ func TestMetrics(t *testing.T) {
 		`minigpt_prompt_tokens_total{model="lanternbay"}`:                12,
 		`minigpt_completion_duration_seconds_count`:                      4,
 		`minigpt_completion_duration_seconds_bucket{le="+Inf"}`:          4,
-		`minigpt_queue_depth`:                                            0,
-		`minigpt_slots_busy`:                                             0,
+		`minigpt_queue_depth`: 0,
+		`minigpt_slots_busy`:  0,
 	} {
 		if got, ok := values[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %t), want %v", key, got, ok, want)

@@ -36,27 +36,15 @@ func newEngine(m *minigpt.Model, v *minigpt.Vocab, slots int) *engine {
 // token is one generated token as the client sees it.
 type token struct {
 	id      int
-	logprob float64   // natural log of its probability (with logprobs)
-	top     []altProb // the most likely alternatives (with logprobs)
-	trace   *traceStep
+	logprob float64    // natural log of its probability (with logprobs)
+	top     []altProb  // the most likely alternatives (with logprobs)
+	trace   *traceJSON // with trace
 }
 
 // altProb is a candidate token and its log-probability.
 type altProb struct {
 	id      int
 	logprob float64
-}
-
-// traceStep is one step of the playground's trace.
-type traceStep struct {
-	stages     []string
-	candidates []traceCandidate
-}
-
-type traceCandidate struct {
-	id    int
-	probs []float64 // after each stage
-	cutBy string    // stage that removed it, or ""
 }
 
 // result is one finished sample.
