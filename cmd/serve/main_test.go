@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"example.org/minigpt"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server goroutine
+// and read from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serving is a run() in progress on a loopback port the OS chose.
+type serving struct {
+	url            string
+	cancel         context.CancelFunc
+	done           chan error
+	stdout, stderr *syncBuffer
+}
+
+func startServe(t *testing.T, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{cancel: cancel, done: make(chan error, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	go func() { s.done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), s.stdout, s.stderr) }()
+	addr := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := addr.FindStringSubmatch(s.stdout.String()); m != nil {
+			s.url = m[1]
+			break
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("run returned %v before serving; stderr: %s", err, s.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no address printed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+	})
+	return s
+}
+
+func (s *serving) stop(t *testing.T) error {
+	t.Helper()
+	s.cancel()
+	select {
+	case err := <-s.done:
+		s.done <- err // for Cleanup
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after cancellation")
+		return nil
+	}
+}
+
+func TestServesEmbeddedModel(t *testing.T) {
+	s := startServe(t)
+	resp, err := http.Post(s.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"lanternbay","prompt":"the ","max_tokens":20,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct{ Text string }
+	}
+	json.NewDecoder(resp.Body).Decode(&c)
+	// cmd/generate -greedy -n 20 prints "the boats wait outside t".
+	if resp.StatusCode != 200 || len(c.Choices) != 1 || c.Choices[0].Text != "boats wait outside t" {
+		t.Errorf("status %d, choices %+v", resp.StatusCode, c.Choices)
+	}
+	if err := s.stop(t); err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if !strings.Contains(s.stderr.String(), "stopped") {
+		t.Errorf("stderr %q", s.stderr)
+	}
+	// The listener is closed.
+	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(s.url, "http://"), time.Second); err == nil {
+		t.Error("still accepting connections after shutdown")
+	}
+}
+
+// TestGracefulShutdown: a stream in progress when the signal arrives
+// finishes (to data: [DONE]) before run returns.
+func TestGracefulShutdown(t *testing.T) {
+	s := startServe(t, "-drain-timeout", "30s")
+	resp, err := http.Post(s.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"the ","max_tokens":600,"stream":true,"seed":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop(t) }()
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("reading the rest of the stream: %v", err)
+	}
+	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Errorf("the stream in progress did not finish: ends %q", tail(string(rest)))
+	}
+	if n := strings.Count(string(rest), "data: "); n < 600 {
+		t.Errorf("only %d more events", n)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
+// TestDrainDeadline: requests still running at the drain deadline are
+// cancelled, and run returns soon after.
+func TestDrainDeadline(t *testing.T) {
+	s := startServe(t, "-drain-timeout", "100ms", "-max-tokens", "100000", "-request-timeout", "10m")
+	resp, err := http.Post(s.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"the ","max_tokens":100000,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	r.ReadString('\n')
+	start := time.Now()
+	if err := s.stop(t); err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("run took %v to return after a 100ms drain deadline", d)
+	}
+	if !strings.Contains(s.stderr.String(), "drain deadline passed") {
+		t.Errorf("stderr %q", s.stderr)
+	}
+	rest, _ := io.ReadAll(r)
+	if strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Error("a 100000-token stream finished within the drain deadline")
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 80 {
+		return s[len(s)-80:]
+	}
+	return s
+}
+
+func TestModelFlag(t *testing.T) {
+	dir := t.TempDir()
+	m, err := minigpt.NewModel(minigpt.Config{VocabSize: 3, BlockSize: 8, EmbedDim: 8, Heads: 2, Layers: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := minigpt.NewVocab("xyz")
+	path := filepath.Join(dir, "tiny.ckpt")
+	if err := minigpt.SaveCheckpoint(path, &minigpt.Checkpoint{Model: m, Vocab: v}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "-model", "tiny="+path, "-api-key", "k")
+	req, _ := http.NewRequest("GET", s.url+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct{ ID string }
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	if len(list.Data) != 2 || list.Data[0].ID != "tiny" || list.Data[1].ID != "lanternbay" {
+		t.Errorf("models %+v", list.Data)
+	}
+	if !strings.Contains(s.stdout.String(), "Authorization: Bearer") {
+		t.Errorf("stdout does not mention the key: %q", s.stdout)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "-api-key") {
+		t.Errorf("-h: %v, %q", err, out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-slots", "0"}, 2, "-slots"},
+		{[]string{"-queue", "-1"}, 2, "-queue"},
+		{[]string{"-max-tokens", "0"}, 2, "-max-tokens"},
+		{[]string{"-drain-timeout", "0s"}, 2, "-drain-timeout"},
+		{[]string{"-addr", "nocolon"}, 2, "-addr"},
+		{[]string{"-model", "justapath.ckpt"}, 2, "name=path"},
+		{[]string{"-model", "lanternbay=x.ckpt"}, 2, "embedded"},
+		{[]string{"-model", "a=x", "-model", "a=y"}, 2, "twice"},
+		{[]string{"-model", "a b=x"}, 2, "spaces"},
+		{[]string{"extra"}, 2, "unexpected argument"},
+		{[]string{"-nope"}, 2, "-nope"},
+		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 1, "-model a"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &errOut)
+		if code := exitCode(err, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut.String(), tc.code, tc.msg)
+		}
+	}
+	// A busy address is a plain error (status 1).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard)
+	if code := exitCode(err, io.Discard); code != 1 {
+		t.Errorf("busy address: exit %d (%v)", code, err)
+	}
+}
