@@ -1,0 +1,180 @@
+// The official openai npm package as a real client of cmd/serve.
+//
+// e2e.sh starts the server and sets MINIGPT_URL (the /v1 base URL) and
+// MINIGPT_KEY (the API key it was started with). Run by hand:
+//
+//	go run ./cmd/serve -addr 127.0.0.1:8080 -api-key k &
+//	MINIGPT_URL=http://127.0.0.1:8080/v1 MINIGPT_KEY=k node --test client.test.mjs
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+
+const baseURL = process.env.MINIGPT_URL;
+const apiKey = process.env.MINIGPT_KEY;
+if (!baseURL || !apiKey) throw new Error("set MINIGPT_URL and MINIGPT_KEY (see e2e.sh)");
+
+// No retries: a 429 or 5xx must show, not be papered over.
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+const model = "lanternbay";
+
+// Pinned from real runs of cmd/generate (prompt included):
+//   go run ./cmd/generate -greedy -n 40                    -> GREEDY
+//   go run ./cmd/generate -temperature 0.8 -seed 42 -n 60  -> SEEDED
+const GREEDY = "the boats wait outside the bay when the fog ";
+const SEEDED = "the boats and writes the count in a book. the lantern burns all ";
+
+test("completion: the OpenAI response shape, greedy text equal to cmd/generate's", async () => {
+  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0 });
+  assert.equal(r.object, "text_completion");
+  assert.equal(r.model, model);
+  assert.match(r.id, /^cmpl-/);
+  assert.equal(r.choices.length, 1);
+  assert.equal("the " + r.choices[0].text, GREEDY);
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.deepEqual(r.usage, { prompt_tokens: 4, completion_tokens: 40, total_tokens: 44 });
+  assert.match(r.system_fingerprint, /^fp_[0-9a-f]{16}$/);
+});
+
+test("seed: the same text as cmd/generate -seed, and a chosen seed reproduces", async () => {
+  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 60, temperature: 0.8, seed: 42 });
+  assert.equal("the " + r.choices[0].text, SEEDED);
+  assert.equal(r.seed, 42);
+
+  // Without a seed the server picks one and returns it (body and header).
+  const { data, response } = await client.completions
+    .create({ model, prompt: "the ", max_tokens: 50, temperature: 1.4 })
+    .withResponse();
+  assert.ok(Number.isSafeInteger(data.seed), `seed ${data.seed} is not exact in JavaScript`);
+  assert.equal(response.headers.get("minigpt-seed"), String(data.seed));
+  const again = await client.completions.create({ model, prompt: "the ", max_tokens: 50, temperature: 1.4, seed: data.seed });
+  assert.equal(again.choices[0].text, data.choices[0].text);
+});
+
+test("streaming: chunks concatenate to the non-streamed text", async () => {
+  const params = { model, prompt: "the keeper ", max_tokens: 50, temperature: 1.1, seed: 7 };
+  const whole = await client.completions.create(params);
+  const stream = await client.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  let text = "", finish = null, chunks = 0, usage = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, "text_completion");
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    chunks++;
+  }
+  assert.equal(text, whole.choices[0].text);
+  assert.equal(finish, "length");
+  assert.ok(chunks >= 50, `only ${chunks} chunks for 50 characters`);
+  assert.deepEqual(usage, whole.usage);
+});
+
+test("stream can be aborted by the client", async () => {
+  const stream = await client.completions.create({ model, prompt: "the ", max_tokens: 4000, stream: true });
+  let n = 0;
+  for await (const chunk of stream) {
+    n += chunk.choices.length;
+    if (n >= 5) break; // breaking out aborts the request
+  }
+  assert.equal(n, 5);
+});
+
+test("logprobs: tokens, token_logprobs, top_logprobs, text_offset", async () => {
+  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 30, temperature: 0, logprobs: 3 });
+  const lp = r.choices[0].logprobs;
+  const text = r.choices[0].text;
+  assert.equal(lp.tokens.join(""), text);
+  assert.equal(lp.token_logprobs.length, 30);
+  assert.equal(lp.top_logprobs.length, 30);
+  for (let i = 0; i < 30; i++) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    const top = Object.entries(lp.top_logprobs[i]);
+    assert.ok(top.length >= 3 && top.length <= 4, `step ${i}: ${top.length} alternatives`);
+    // Greedy takes the most likely character: the first alternative.
+    const best = top.reduce((a, b) => (b[1] > a[1] ? b : a));
+    assert.equal(best[0], lp.tokens[i], `step ${i}: greedy chose ${lp.tokens[i]}, most likely is ${best[0]}`);
+    assert.equal(lp.text_offset[i], i);
+    // The probabilities of the alternatives are a part of one distribution.
+    assert.ok(top.reduce((s, [, l]) => s + Math.exp(l), 0) <= 1 + 1e-9);
+  }
+});
+
+test("stop: the text ends before the stop string", async () => {
+  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: ["fog", "zzz"] });
+  assert.equal("the " + r.choices[0].text, "the boats wait outside the bay when the ");
+  assert.equal(r.choices[0].finish_reason, "stop");
+  const s = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: "fog", stream: true });
+  let text = "";
+  for await (const c of s) text += c.choices.map((x) => x.text).join("");
+  assert.equal(text, r.choices[0].text);
+});
+
+test("n and an array of prompts", async () => {
+  const r = await client.completions.create({ model, prompt: ["the ", "a small "], n: 2, max_tokens: 20, seed: 3 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
+  // Sample 0 of each prompt is what a single request with that seed gives.
+  const one = await client.completions.create({ model, prompt: "a small ", max_tokens: 20, seed: 3 });
+  assert.equal(r.choices[2].text, one.choices[0].text);
+});
+
+test("extension fields, sent as the SDK's undocumented body params", async () => {
+  // The SDK sends parameters it has no type for as they are.
+  const base = { model, prompt: "the ", max_tokens: 60, seed: 11, temperature: 1.3 };
+  const plain = await client.completions.create(base);
+  const k1 = await client.completions.create({ ...base, top_k: 1 });
+  const greedy = await client.completions.create({ ...base, temperature: 0 });
+  // top_k 1 keeps only the most likely character: greedy.
+  assert.equal(k1.choices[0].text, greedy.choices[0].text);
+  assert.notEqual(plain.choices[0].text, greedy.choices[0].text);
+  const r = await client.completions.create({ ...base, min_p: 0.2, repetition_penalty: 1.2, no_repeat_ngram_size: 6 });
+  assert.equal(r.choices[0].text.length, 60);
+  // no_repeat_ngram_size 6: no 6-character string occurs twice in prompt + text.
+  const full = "the " + r.choices[0].text;
+  const seen = new Set();
+  for (let i = 0; i + 6 <= full.length; i++) {
+    const g = full.slice(i, i + 6);
+    assert.ok(!seen.has(g), `6-gram ${JSON.stringify(g)} repeats in ${JSON.stringify(full)}`);
+    seen.add(g);
+  }
+  // An unknown field is refused, not ignored.
+  await assert.rejects(client.completions.create({ ...base, top_kk: 3 }), (e) => e instanceof OpenAI.BadRequestError && e.param === "top_kk");
+});
+
+test("errors: the SDK raises its own classes for 400, 401 and 404", async () => {
+  await assert.rejects(
+    client.completions.create({ model, prompt: "the ", temperature: -1 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "temperature" && /temperature -1/.test(e.message),
+  );
+  await assert.rejects(
+    client.completions.create({ model, prompt: "The Keeper" }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "unknown_character" && /'T' at position 0/.test(e.message),
+  );
+  await assert.rejects(
+    client.completions.create({ model, prompt: "the ", suffix: "x" }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "suffix",
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }),
+    (e) => e instanceof OpenAI.BadRequestError && /no chat format/.test(e.message),
+  );
+  const wrongKey = new OpenAI({ baseURL, apiKey: "wrong", maxRetries: 0 });
+  await assert.rejects(
+    wrongKey.completions.create({ model, prompt: "the " }),
+    (e) => e instanceof OpenAI.AuthenticationError && e.status === 401,
+  );
+  await assert.rejects(
+    client.completions.create({ model: "gpt-4", prompt: "the " }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === "model_not_found",
+  );
+});
+
+test("models: list and retrieve", async () => {
+  const list = [];
+  for await (const m of client.models.list()) list.push(m.id);
+  assert.ok(list.includes(model));
+  const m = await client.models.retrieve(model);
+  assert.equal(m.id, model);
+  assert.equal(m.object, "model");
+  await assert.rejects(client.models.retrieve("nope"), (e) => e instanceof OpenAI.NotFoundError);
+});

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# End-to-end tests of cmd/serve with real clients, on loopback only:
+#
+#   1. the official openai npm package (client.test.mjs),
+#   2. Debian's chromium driven by playwright-core on the playground
+#      (browser.test.mjs), which saves screenshots,
+#   3. the bounded load test (go test ./server -run TestLoad -load).
+#
+# It installs what it needs (npm ci from the committed package-lock.json;
+# apt-get install chromium). If a package registry is unreachable it says
+# so LOUDLY and skips that part only, exiting 0 for it; a test that runs
+# and fails fails the script.
+#
+#   server/testdata/e2e/e2e.sh               # screenshots go to a temporary folder
+#   SHOTS=docs server/testdata/e2e/e2e.sh    # ... or refresh the README's
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+cd "$root"
+
+loud() {
+  echo
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+  echo "!!! WARNING: $*"
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+  echo
+}
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== load test (Go, loopback): 500 requests from 32 clients"
+go test ./server -run '^TestLoad$' -count=1 -v -load 2>&1 | grep -E '^(=== RUN|--- |    load_test|ok|FAIL|PASS)|load:' || true
+go test ./server -run '^TestLoad$' -count=1 -load >/dev/null
+
+echo "== building cmd/serve and a model whose vocabulary holds HTML"
+go build -o "$work/serve" ./cmd/serve
+# A tiny model trained for a few steps on text full of markup: the browser
+# test checks that what it writes is shown as text, never parsed as HTML.
+html='<img src=x onerror=alert(1)> <b>bold</b> <script>alert("x")</script> & "quotes" '
+for _ in $(seq 40); do printf '%s' "$html"; done > "$work/html.txt"
+go run ./cmd/train -corpus "$work/html.txt" -steps 30 -weights-only -out "$work/html.ckpt" >/dev/null 2>&1
+
+key="e2e-$RANDOM$RANDOM"
+"$work/serve" -addr 127.0.0.1:0 -api-key "$key" -model "html=$work/html.ckpt" >"$work/serve.out" 2>"$work/serve.err" &
+server_pid=$!
+for _ in $(seq 100); do
+  grep -q 'on http://' "$work/serve.out" 2>/dev/null && break
+  sleep 0.1
+done
+url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/serve.out" | head -1)
+if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
+echo "server at $url"
+
+echo "== installing the Node test tools (npm ci, versions pinned in package-lock.json)"
+node_ok=1
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null) || true
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  loud "node/npm could not be installed (Debian registry unreachable?): the openai client and browser tests were NOT run"
+  node_ok=0
+elif ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error); then
+  loud "npm ci failed (npm registry unreachable?): the openai client and browser tests were NOT run"
+  node_ok=0
+fi
+
+if [ "$node_ok" = 1 ]; then
+  echo "== the official openai npm package against cmd/serve"
+  (cd "$here" && MINIGPT_URL="$url/v1" MINIGPT_KEY="$key" node --test client.test.mjs)
+
+  echo "== headless Chromium on the playground"
+  if ! command -v chromium >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    for try in 1 2 3; do
+      if apt-get update -qq && apt-get install -y -qq chromium >/dev/null; then break; fi
+      echo "apt-get failed (try $try of 3)"; sleep 5
+    done
+  fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    loud "chromium could not be installed (Debian registry unreachable?): the browser test was NOT run"
+  else
+    shots="${SHOTS:-$work/shots}"
+    mkdir -p "$shots"
+    shots=$(cd "$shots" && pwd)
+    (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
+      CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
+    echo "screenshots: $shots"
+  fi
+fi
+
+# The server must still be healthy after all that, and stop cleanly.
+curl -fsS "$url/health" >/dev/null 2>&1 || { echo "server unhealthy after the tests"; cat "$work/serve.err"; exit 1; }
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=
+grep -q 'stopped' "$work/serve.err" || { echo "cmd/serve did not stop cleanly:"; cat "$work/serve.err"; exit 1; }
+echo "e2e: done"
