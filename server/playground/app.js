@@ -370,26 +370,30 @@ async function compare() {
   $("compare-run").disabled = false;
 }
 
-// renderCompare writes the text: the prompt dimmed, the first repeated
-// window marked, and everything after it shaded as the loop.
+// renderCompare writes the text with the prompt dimmed, the window where
+// the loop starts marked, and its first repeat outlined.
 function renderCompare(box, chars, promptLen, onset, w) {
   box.replaceChildren();
-  const piece = (from, to, cls) => {
-    if (to <= from) return;
-    const s = cls === "mark" ? el("mark") : el("span", cls || null);
-    s.textContent = chars.slice(from, to).join("");
-    box.append(s);
-  };
-  if (onset < 0) {
-    piece(0, promptLen, "prompt");
-    piece(promptLen, chars.length, null);
-    return;
+  const marks = []; // [from, to, class]
+  if (onset >= 0) {
+    const win = chars.slice(onset, onset + w).join("");
+    let again = -1;
+    for (let j = onset + w; j + w <= chars.length && again < 0; j++) {
+      if (chars.slice(j, j + w).join("") === win) again = j;
+    }
+    marks.push([onset, onset + w, "onset"]);
+    if (again >= 0) marks.push([again, again + w, "again"]);
   }
-  const cuts = [0, promptLen, onset, onset + w, chars.length].sort((a, b) => a - b);
-  for (let k = 0; k + 1 < cuts.length; k++) {
-    const from = cuts[k], to = cuts[k + 1];
-    const cls = from < promptLen ? "prompt" : from >= onset && from < onset + w ? "mark" : from >= onset + w ? "repeat" : null;
-    piece(from, to, cls);
+  const cuts = new Set([0, promptLen, chars.length]);
+  for (const [f, t] of marks) { cuts.add(f); cuts.add(t); }
+  const sorted = [...cuts].filter((c) => c <= chars.length).sort((a, b) => a - b);
+  for (let k = 0; k + 1 < sorted.length; k++) {
+    const from = sorted[k], to = sorted[k + 1];
+    const m = marks.find(([f, t]) => from >= f && from < t);
+    const s = m ? el("mark", m[2]) : el("span", from < promptLen ? "prompt" : null);
+    s.textContent = chars.slice(from, to).join("");
+    if (m) s.title = m[2] === "onset" ? `the loop starts here (character ${onset})` : "the same window again";
+    box.append(s);
   }
 }
 
