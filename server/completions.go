@@ -205,6 +205,15 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, emit func
 			choices[c.index] = c
 		}
 		if req.echo {
+			if req.logprobs >= 0 {
+				scored, err := req.model.engine.promptLogprobs(req.promptIDs[p], req.logprobs)
+				if err != nil {
+					return choices, err
+				}
+				for i := range n {
+					s.echoLogprobs(choices[p*n+i], req, scored)
+				}
+			}
 			for i := range n {
 				if err := emit(choices[p*n+i], mark{}); err != nil {
 					return choices, err
@@ -267,6 +276,30 @@ func (s *Server) appendTokens(c *choiceState, req *completionRequest, toks []tok
 		}
 		c.text = append(c.text, chars[t.id])
 		c.nTokens++
+	}
+}
+
+// echoLogprobs adds the echoed prompt's tokens to a choice's logprobs:
+// the first has no context, so its logprob and alternatives are null, as
+// in OpenAI's API.
+func (s *Server) echoLogprobs(c *choiceState, req *completionRequest, scored []token) {
+	chars := req.model.engine.chars
+	for i, id := range req.promptIDs[c.promptID] {
+		c.lp.Tokens = append(c.lp.Tokens, string(chars[id]))
+		c.lp.TextOffset = append(c.lp.TextOffset, i)
+		if i == 0 {
+			c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, nil)
+			c.lp.TopLogprobs = append(c.lp.TopLogprobs, nil)
+			continue
+		}
+		t := scored[i-1]
+		lp := t.logprob
+		c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, &lp)
+		top := make(orderedProbs, 0, len(t.top))
+		for _, a := range t.top {
+			top = append(top, altJSON{string(chars[a.id]), a.logprob})
+		}
+		c.lp.TopLogprobs = append(c.lp.TopLogprobs, top)
 	}
 }
 

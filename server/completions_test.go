@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http/httptest"
 	"strconv"
@@ -332,5 +333,50 @@ func TestStreamingChunks(t *testing.T) {
 	st = streamed(t, ts, `{"prompt":"the ","max_tokens":5,"stream":true,"echo":true,"seed":1}`)
 	if !strings.HasPrefix(st.text[0], "the ") || st.chunks[0].Choices[0].Text != "the " {
 		t.Errorf("echo: first chunk %q, text %q", st.chunks[0].Choices[0].Text, st.text[0])
+	}
+}
+
+// TestEchoLogprobs scores the prompt. Each echoed token's log-probability
+// is checked against the library's cross-entropy (Model.Loss, an
+// independent computation): on the generator's window w before token j,
+// causality makes the last position's loss T·Loss(w) − (T−1)·Loss(w[:T−1]).
+// The first token has null logprobs, as in OpenAI's API.
+func TestEchoLogprobs(t *testing.T) {
+	_, ts := newTestServer(t, nil)
+	m, vocab := lanternBay()
+	m = m.Clone()
+	bs := m.Config.BlockSize
+	for _, prompt := range []string{"the lamp keeper walks", strings.Repeat("the boats wait outside the bay. ", 3)} {
+		c := post(t, ts, fmt.Sprintf(`{"prompt":%q,"max_tokens":0,"echo":true,"logprobs":2}`, prompt)).completion(t)
+		lp := c.Choices[0].Logprobs
+		n := len([]rune(prompt))
+		if lp == nil || len(lp.Tokens) != n || lp.TokenLogprobs[0] != nil || lp.TopLogprobs[0] != nil {
+			t.Fatalf("%q: logprobs %+v", prompt, lp)
+		}
+		ids, _ := vocab.Encode(prompt)
+		loss := func(T, start int) float64 {
+			if T == 0 {
+				return 0
+			}
+			l, err := m.Loss(ids[start:start+T], ids[start+1:start+T+1], 1, T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l * float64(T)
+		}
+		for j := 1; j < n; j++ {
+			start := max(0, j-bs)
+			T := j - start
+			want := -(loss(T, start) - loss(T-1, start))
+			if got := *lp.TokenLogprobs[j]; math.Abs(got-want) > 1e-9 {
+				t.Errorf("%q token %d: logprob %v, from Model.Loss %v", prompt, j, got, want)
+			}
+			if lp.TextOffset[j] != j || lp.Tokens[j] != string([]rune(prompt)[j]) {
+				t.Errorf("token %d: %q at offset %d", j, lp.Tokens[j], lp.TextOffset[j])
+			}
+			if len(lp.TopLogprobs[j]) != 2 {
+				t.Errorf("top_logprobs[%d] has %d entries", j, len(lp.TopLogprobs[j]))
+			}
+		}
 	}
 }

@@ -5,9 +5,12 @@ package server
 // released tokens and results.
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"example.org/minigpt"
@@ -15,6 +18,7 @@ import (
 
 // engine generates for one model.
 type engine struct {
+	model *minigpt.Model
 	vocab *minigpt.Vocab
 	chars []rune
 	// models holds one copy of the model per slot: Model.Generate keeps
@@ -22,10 +26,13 @@ type engine struct {
 	// time. The copies share nothing, and a generation's bits do not
 	// depend on which copy runs it.
 	models chan *minigpt.Model
+	// scorers are copies of the model for scoring echoed prompts, made
+	// on demand, at most one per slot kept.
+	scorers chan *minigpt.Model
 }
 
 func newEngine(m *minigpt.Model, v *minigpt.Vocab, slots int) *engine {
-	e := &engine{vocab: v, chars: v.Chars(), models: make(chan *minigpt.Model, slots)}
+	e := &engine{model: m, vocab: v, chars: v.Chars(), models: make(chan *minigpt.Model, slots), scorers: make(chan *minigpt.Model, slots)}
 	e.models <- m
 	for range slots - 1 {
 		e.models <- m.Clone()
@@ -66,7 +73,7 @@ func (e *engine) unsupported(sp *sampling, echo bool) string {
 		return "logit_bias"
 	case sp.noRepeatNgram != 0:
 		return "no_repeat_ngram_size"
-	case sp.logprobs >= 0:
+	case sp.logprobs >= 0 && sp.maxTokens > 0:
 		return "logprobs"
 	case sp.trace > 0:
 		return "trace"
@@ -185,4 +192,93 @@ func (s *stopper) release(done bool) []token {
 	s.held = s.held[n:]
 	s.released += n
 	return out
+}
+
+// scoreBatch is the number of context windows scored together.
+const scoreBatch = 16
+
+// promptLogprobs scores a prompt for echo with logprobs: token j (j >= 1)
+// gets its log-probability under the model's raw distribution (temperature
+// 1, no filter) given the BlockSize tokens before it, as the generator
+// sees it, and the top alternatives. The first token has no context and
+// is left out.
+func (e *engine) promptLogprobs(prompt []int, top int) ([]token, error) {
+	m := e.scorer()
+	defer e.putScorer(m)
+	bs, V := m.Config.BlockSize, m.Config.VocabSize
+	out := make([]token, 0, len(prompt)-1)
+	score := func(row []float64, id int) {
+		out = append(out, logprobToken(row, id, top))
+	}
+	// Tokens 1..BlockSize-1 share one window starting at 0.
+	if n := min(len(prompt), bs); n > 1 {
+		logits, err := m.Logits(prompt[:n], 1, n)
+		if err != nil {
+			return nil, err
+		}
+		for j := 1; j < n; j++ {
+			score(logits[(j-1)*V:j*V], prompt[j])
+		}
+	}
+	// Every later token has its own window: the BlockSize tokens before it.
+	idx := make([]int, scoreBatch*bs)
+	for j0 := bs; j0 < len(prompt); j0 += scoreBatch {
+		for b := range scoreBatch {
+			j := min(j0+b, len(prompt)-1) // the last batch repeats its last window
+			copy(idx[b*bs:(b+1)*bs], prompt[j-bs:j])
+		}
+		logits, err := m.Logits(idx, scoreBatch, bs)
+		if err != nil {
+			return nil, err
+		}
+		for b := range min(scoreBatch, len(prompt)-j0) {
+			last := (b*bs + bs - 1) * V
+			score(logits[last:last+V], prompt[j0+b])
+		}
+	}
+	return out, nil
+}
+
+// logprobToken is the log-softmax of row at id, and its top alternatives
+// (ties to the lower id).
+func logprobToken(row []float64, id, top int) token {
+	mx := math.Inf(-1)
+	for _, x := range row {
+		mx = max(mx, x)
+	}
+	sum := 0.0
+	for _, x := range row {
+		sum += math.Exp(x - mx)
+	}
+	lse := mx + math.Log(sum)
+	t := token{id: id, logprob: row[id] - lse}
+	if top > 0 {
+		order := make([]int, len(row))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
+		for _, a := range order[:min(top, len(order))] {
+			t.top = append(t.top, altProb{a, row[a] - lse})
+		}
+	}
+	return t
+}
+
+// scorer lends a copy of the model for Logits, which keeps its buffers in
+// the Model and so needs one copy per concurrent caller.
+func (e *engine) scorer() *minigpt.Model {
+	select {
+	case m := <-e.scorers:
+		return m
+	default:
+		return e.model.Clone()
+	}
+}
+
+func (e *engine) putScorer(m *minigpt.Model) {
+	select {
+	case e.scorers <- m:
+	default:
+	}
 }

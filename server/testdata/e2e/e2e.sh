@@ -35,8 +35,10 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== load test (Go, loopback): 500 requests from 32 clients"
-go test ./server -run '^TestLoad$' -count=1 -v -load 2>&1 | grep -E '^(=== RUN|--- |    load_test|ok|FAIL|PASS)|load:' || true
-go test ./server -run '^TestLoad$' -count=1 -load >/dev/null
+if ! go test ./server -run '^TestLoad$' -count=1 -v -load >"$work/load.txt" 2>&1; then
+  cat "$work/load.txt"; exit 1
+fi
+grep -E 'load:|^ok' "$work/load.txt"
 
 echo "== building cmd/serve and a model whose vocabulary holds HTML"
 go build -o "$work/serve" ./cmd/serve
