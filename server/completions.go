@@ -33,6 +33,7 @@ type choice struct {
 	Index        int         `json:"index"`
 	Logprobs     *logprobs   `json:"logprobs"`
 	FinishReason *string     `json:"finish_reason"`
+	Seed         *uint64     `json:"seed,omitempty"`  // extension: this sample's own seed (n = 1 with it gives the same text)
 	Trace        []traceJSON `json:"trace,omitempty"` // extension, for the playground
 }
 
@@ -115,8 +116,9 @@ type choiceState struct {
 	lp       *logprobs
 	trace    []traceJSON
 	finish   string
-	nTokens  int // generated tokens released
-	promptID int // which prompt
+	nTokens  int     // generated tokens released
+	promptID int     // which prompt
+	seed     *uint64 // the sample's own seed, when sampling
 }
 
 func newCompletionID() string {
@@ -220,7 +222,7 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, emit func
 				}
 			}
 		}
-		results, err := req.model.engine.complete(ctx, req.promptIDs[p], &req.sampling, func(i int, toks []token) error {
+		results, err := req.model.engine.complete(ctx, prompt, &req.sampling, func(i int, toks []token) error {
 			c := choices[p*n+i]
 			from := c.mark()
 			s.appendTokens(c, req, toks)
@@ -228,6 +230,10 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, emit func
 		})
 		for i, res := range results {
 			choices[p*n+i].finish = res.finish
+			if req.temperature > 0 && req.numBeams <= 1 {
+				seed := res.seed
+				choices[p*n+i].seed = &seed
+			}
 		}
 		s.metrics.tokens(req.model.name, len(req.promptIDs[p]), countTokens(choices[p*n:p*n+len(results)]))
 		if err != nil {
@@ -324,7 +330,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, req *compl
 		if finish == "" {
 			finish = "length" // the request's time ran out
 		}
-		resp.Choices = append(resp.Choices, choice{Text: string(c.text), Index: c.index, Logprobs: c.lp, FinishReason: &finish, Trace: c.trace})
+		resp.Choices = append(resp.Choices, choice{Text: string(c.text), Index: c.index, Logprobs: c.lp, FinishReason: &finish, Seed: c.seed, Trace: c.trace})
 		u.CompletionTokens += c.nTokens
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
@@ -396,7 +402,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req *complet
 		if finish == "" {
 			finish = "length"
 		}
-		if chunk(choice{Index: c.index, FinishReason: &finish}) != nil {
+		if chunk(choice{Index: c.index, FinishReason: &finish, Seed: c.seed}) != nil {
 			return
 		}
 		u.CompletionTokens += c.nTokens

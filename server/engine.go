@@ -58,6 +58,7 @@ type altProb struct {
 type result struct {
 	tokens []token
 	finish string // "length" or "stop"
+	seed   uint64 // the sample's own seed (sampling only)
 }
 
 // unsupported names a field the library cannot honour yet, or "".
@@ -77,6 +78,10 @@ func (e *engine) unsupported(sp *sampling, echo bool) string {
 		return "logprobs"
 	case sp.trace > 0:
 		return "trace"
+	case sp.numBeams > 1:
+		return "num_beams"
+	case sp.lengthPenalty != 0:
+		return "length_penalty"
 	}
 	return ""
 }
@@ -86,7 +91,11 @@ func (e *engine) unsupported(sp *sampling, echo bool) string {
 // i). release is called with each sample's tokens as soon as they are
 // final (with stop strings, once they cannot begin one). On an error the
 // results so far are returned with it.
-func (e *engine) complete(ctx context.Context, prompt []int, sp *sampling, release func(sample int, toks []token) error) ([]result, error) {
+func (e *engine) complete(ctx context.Context, text string, sp *sampling, release func(sample int, toks []token) error) ([]result, error) {
+	prompt, err := e.vocab.Encode(text)
+	if err != nil {
+		return nil, err
+	}
 	m := <-e.models
 	defer func() { e.models <- m }()
 	results := make([]result, sp.n)
@@ -102,6 +111,7 @@ func (e *engine) complete(ctx context.Context, prompt []int, sp *sampling, relea
 		}
 		st := stopper{stops: sp.stop, chars: e.chars}
 		res := &results[i]
+		res.seed = sampleSeed(sp.seed, i)
 		opts.OnToken = func(id int) error {
 			done := st.add(token{id: id})
 			if out := st.release(done); len(out) > 0 {

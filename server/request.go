@@ -39,6 +39,8 @@ type sampling struct {
 	frequencyPenalty  float64
 	logitBias         map[int]float64 // token id -> added to its logit
 	noRepeatNgram     int             // 0 means off
+	numBeams          int             // beam search with this many beams; 0 and 1 mean off
+	lengthPenalty     float64         // beam search's length exponent
 	stop              []string
 	seed              uint64
 	n                 int // samples per prompt
@@ -53,6 +55,7 @@ var knownFields = []string{
 	"frequency_penalty", "logit_bias", "best_of", "suffix", "user",
 	// Extensions that llama.cpp and vLLM accept.
 	"top_k", "min_p", "repetition_penalty", "no_repeat_ngram_size",
+	"num_beams", "length_penalty",
 	// The playground's extension.
 	"trace",
 }
@@ -64,6 +67,7 @@ const (
 	maxLogprobs    = 20 // as vLLM; OpenAI allows 5
 	maxTemperature = 1e6
 	maxSeed        = 1<<53 - 1 // seeds the server picks stay exact in JavaScript
+	maxBeams       = 64        // as the library's MaxBeams
 )
 
 // parseCompletion reads and validates a completion request. It never
@@ -123,6 +127,8 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 		f.number("min_p", &sp.minP, 0, 1, "in [0, 1]; 0 means off"),
 		f.number("repetition_penalty", &sp.repetitionPenalty, math.SmallestNonzeroFloat64, maxTemperature, "> 0; 1 means off"),
 		f.integer("no_repeat_ngram_size", &sp.noRepeatNgram, 0, 1<<10),
+		f.integer("num_beams", &sp.numBeams, 0, maxBeams),
+		f.number("length_penalty", &sp.lengthPenalty, -10, 10, "in [-10, 10]; 0 means no length normalisation"),
 		f.integer("trace", &sp.trace, 0, V),
 		f.str("user", new(string)),
 	} {
