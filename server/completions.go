@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"example.org/minigpt"
 )
 
 // completion is the response body of POST /v1/completions, and (with
@@ -318,7 +316,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, req *compl
 			s.metrics.cancel()
 			return // the client is gone
 		}
-		writeError(w, generationError(err))
+		writeError(w, generationError(req, err))
 		return
 	}
 	u := usage{}
@@ -346,13 +344,11 @@ func (s *Server) finished(err error) {
 	}
 }
 
-// generationError turns a library error into an API error.
-func generationError(err error) *apiError {
-	switch {
-	case errors.Is(err, minigpt.ErrNonFinite):
-		return badParam("temperature", "invalid_value", "the settings overflow the model's logits: %v", err)
-	case errors.Is(err, minigpt.ErrBadOption):
-		return badParam("", "invalid_value", "%v", err)
+// generationError turns a library error into an API error: a 400 naming
+// the field when the settings are at fault, a 500 otherwise.
+func generationError(req *completionRequest, err error) *apiError {
+	if param, ok := req.model.engine.errorParam(err, &req.sampling); ok {
+		return badParam(param, "invalid_value", "%v", err)
 	}
 	return errorWithStatus(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
 }
@@ -386,7 +382,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req *complet
 		}
 		// The status line is gone already: report the error as an event,
 		// as OpenAI-compatible servers do, and end the stream.
-		e := generationError(err)
+		e := generationError(req, err)
 		sse.data(struct {
 			Error *apiError `json:"error"`
 		}{e})

@@ -86,6 +86,19 @@ func (e *engine) unsupported(sp *sampling, echo bool) string {
 	return ""
 }
 
+// errorParam reports whether a generation error is the request's fault,
+// and which field it is about ("" if none in particular).
+func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
+	switch {
+	case errors.Is(err, minigpt.ErrNonFinite):
+		// A tiny temperature or a large penalty overflowed the logits.
+		return "temperature", true
+	case errors.Is(err, minigpt.ErrBadOption):
+		return "", true
+	}
+	return "", false
+}
+
 // complete generates sp.n samples continuing prompt. Sample i is exactly
 // what cmd/generate prints for the same settings and seed sampleSeed(seed,
 // i). release is called with each sample's tokens as soon as they are
