@@ -273,8 +273,11 @@ func (f fields) number(name string, dst *float64, lo, hi float64, rule string) *
 		return nil
 	}
 	var v float64
-	if jsonKind(raw) != "a number" || json.Unmarshal(raw, &v) != nil {
+	if jsonKind(raw) != "a number" {
 		return wrongType(name, "a number", raw)
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return badParam(name, "invalid_value", "%s %s is out of range: it must be %s", name, raw, rule)
 	}
 	if !(v >= lo && v <= hi) {
 		return badParam(name, "invalid_value", "%s %s is out of range: it must be %s", name, raw, rule)
@@ -291,8 +294,11 @@ func (f fields) integer(name string, dst *int, lo, hi int) *apiError {
 		return nil
 	}
 	var v float64
-	if jsonKind(raw) != "a number" || json.Unmarshal(raw, &v) != nil {
+	if jsonKind(raw) != "a number" {
 		return wrongType(name, "an integer", raw)
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return badParam(name, "invalid_value", "%s %s is out of range: it must be in [%d, %d]", name, raw, lo, hi)
 	}
 	if v != math.Trunc(v) {
 		return badParam(name, "invalid_type", "%s must be an integer, got %s", name, raw)
