@@ -15,12 +15,17 @@ func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
 
 // survivors returns the ids whose filtered logit is finite.
 func survivors(logits []float64, seen []bool, o GenerateOptions) []int {
-	s := sampler{row: make([]float64, len(logits)), order: make([]int, len(logits)), probs: make([]float64, len(logits))}
+	s := newSampler(len(logits))
+	st := seqState{seen: seen, counts: make([]int32, len(logits))}
 	if seen == nil {
-		seen = make([]bool, len(logits))
+		st.seen = make([]bool, len(logits))
+	}
+	row, err := s.filter(logits, nil, &st, &o, false)
+	if err != nil {
+		panic(err)
 	}
 	var ids []int
-	for id, v := range s.filter(logits, seen, &o) {
+	for id, v := range row {
 		if !math.IsInf(v, -1) {
 			ids = append(ids, id)
 		}
@@ -102,8 +107,8 @@ func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
 	logits := []float64{2, -1, 0.5, -0.5}
 	seen := []bool{true, true, false, false}
 	probsOf := func(penalty float64) []float64 {
-		s := sampler{row: make([]float64, 4), order: make([]int, 4), probs: make([]float64, 4)}
-		row := s.filter(logits, seen, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty})
+		s := newSampler(4)
+		row, _ := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, 4)}, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty}, false)
 		p := make([]float64, 4)
 		softmax(p, row)
 		return p
@@ -265,11 +270,10 @@ func testKVCache(t *testing.T, m *Model) {
 	rng := seeded(9)
 	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7} {
 		seq := randomTokens(rng, plen, m.Config.VocabSize)
-		g := m.generator()
-		g.reset(m.Config.VocabSize)
+		d := newDecoder(m.Config, 1)
 		full := m.Clone()
 		for step := 0; step < 3*bs; step++ {
-			cached := g.dec.nextLogits(seq, false)
+			cached := d.next(m, [][]int{seq}, false)
 			start := max(0, len(seq)-bs)
 			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
 			V := m.Config.VocabSize
@@ -437,5 +441,160 @@ func TestTrainedModelGenerates(t *testing.T) {
 	}
 	if last != "" && !slices.ContainsFunc(slices.Collect(maps.Keys(words)), func(w string) bool { return strings.HasPrefix(w, last) }) {
 		t.Errorf("passage ends in %q, which begins no corpus word", last)
+	}
+}
+
+// Issue 10, defect 3: generation on one Model from many goroutines gives
+// every goroutine the serial result (run with -race: the per-call state
+// must not be shared).
+func TestConcurrentGenerateMatchesSerial(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := func(i int) GenerateOptions {
+		if i%3 == 0 {
+			return GenerateOptions{MaxNewTokens: 50, Greedy: true}
+		}
+		return GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Rand: seeded(uint64(i))}
+	}
+	prompts := []string{"the ", "the keeper rings the bell when a boat ", "a small boat drifts near the rocks at dawn. the "}
+	const goroutines, calls = 8, 6
+	want := make([]string, goroutines*calls)
+	for i := range want {
+		want[i], err = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]string, len(want))
+	done := make(chan bool)
+	for g := range goroutines {
+		go func() {
+			defer func() { done <- true }()
+			for c := range calls {
+				i := g*calls + c
+				got[i], _ = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+			}
+		}()
+	}
+	for range goroutines {
+		<-done
+	}
+	bad := 0
+	for i := range want {
+		if got[i] != want[i] {
+			bad++
+			if bad <= 3 {
+				t.Errorf("call %d: concurrent %q, serial %q", i, got[i], want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d concurrent results differ from the serial ones", bad, len(want))
+	}
+}
+
+// Issue 10, defect 4: a zero Temperature is temperature 1, not greedy.
+func TestZeroTemperatureSamples(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 21)
+	prompt := []int{1, 2, 3}
+	r := seeded(5)
+	a, err := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, TopK: 5, Rand: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Uint64() == seeded(5).Uint64() {
+		t.Error("TopK with a zero Temperature drew no random number: it was greedy")
+	}
+	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Rand: seeded(5)})
+	if !slices.Equal(a, b) {
+		t.Error("zero Temperature differs from Temperature 1")
+	}
+	g, _ := m.GreedyDecode(prompt, 40)
+	if slices.Equal(a, g) {
+		t.Error("zero Temperature gave the greedy text")
+	}
+}
+
+// Issue 15, item 1: ties go to the lowest index, as NumPy's argmax.
+func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want int
+	}{
+		{[]float64{0, 0, 0}, 0},
+		{[]float64{1, 3, 3, 2}, 1},
+		{[]float64{-1, -2, -1}, 0},
+		{[]float64{2, 5, 1, 5, 5}, 1},
+		{[]float64{math.Inf(-1), 7, 7}, 1},
+	} {
+		if got := argmax(tc.xs); got != tc.want {
+			t.Errorf("argmax(%v) = %d, want %d", tc.xs, got, tc.want)
+		}
+	}
+	// A model whose parameters are all zero has equal logits everywhere:
+	// greedy decoding must choose id 0 every time.
+	m, err := NewModel(DefaultConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(m.Params)
+	out, err := m.GreedyDecode([]int{5, 9}, 40) // past the block size too
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range out[2:] {
+		if id != 0 {
+			t.Fatalf("token %d of greedy decoding on equal logits is %d, want 0: %v", i, id, out)
+		}
+	}
+}
+
+// Issue 15, item 2: the draw is the first index whose cumulative
+// probability is strictly above u (searchsorted side='right'). The
+// probabilities are exact binary fractions, so the boundaries are exact.
+func TestSampleIndexBoundaries(t *testing.T) {
+	probs := []float64{0.25, 0, 0.25, 0.5}
+	for _, tc := range []struct {
+		u    float64
+		want int
+	}{
+		{0, 0},
+		{math.Nextafter(0.25, 0), 0},
+		{0.25, 2}, // cdf[0] == u is not above it; id 1 has probability 0
+		{math.Nextafter(0.25, 1), 2},
+		{0.5, 3},
+		{math.Nextafter(0.5, 0), 2},
+		{math.Nextafter(1, 0), 3},
+	} {
+		if got := sampleIndex(probs, tc.u); got != tc.want {
+			t.Errorf("sampleIndex(%v, %v) = %d, want %d", probs, tc.u, got, tc.want)
+		}
+	}
+}
+
+// Issue 15, item 3: a call never reuses the KV cache an earlier call
+// left behind, even when the earlier one ended inside the block with
+// exactly one position fewer than the new prompt.
+func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
+	m := randomizedModel(t, DefaultConfig(), 31)
+	ctx := context.Background()
+	for i := range 8 { // the scratch pool hands the same buffers back
+		first := randomTokens(seeded(uint64(100+i)), 3, m.Config.VocabSize)
+		if _, err := m.Generate(ctx, first, GenerateOptions{MaxNewTokens: 5, Greedy: true}); err != nil {
+			t.Fatal(err)
+		}
+		// The first call cached 7 positions; this prompt has 8.
+		second := randomTokens(seeded(uint64(200+i)), 8, m.Config.VocabSize)
+		got, err := m.Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := m.Clone().Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true, NoCache: true})
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: second call gave %v, a fresh recomputation %v", i, got, want)
+		}
 	}
 }

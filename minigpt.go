@@ -185,6 +185,10 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 }
 
 // Model is a MiniGPT: its config and its parameters in one flat slab.
+//
+// Generation (Generate, GenerateText, Complete) only reads the model and
+// is safe for concurrent use: its KV cache and buffers are per call. Every
+// other method, and any change to Params (training), needs exclusive use.
 type Model struct {
 	Config Config
 	// Params holds every parameter, tensor after tensor in the order of
@@ -195,8 +199,7 @@ type Model struct {
 	p      params
 	specs  []tensorSpec // Config.layout(), computed once
 
-	batch *activations    // training/evaluation buffers, kept for reuse
-	gen   *generatorState // decoding buffers and KV cache, kept for reuse
+	batch *activations // training/evaluation buffers, kept for reuse
 }
 
 // NewModel returns a model with freshly initialised parameters: weights

@@ -102,7 +102,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file instead of -prompt (keeps newlines)")
 	fs.IntVar(&o.n, "n", 200, "number of characters to generate (-compare defaults to 80, as in the seed)")
 	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
-	fs.Float64Var(&o.temperature, "temperature", 1.0, "divide logits by this before sampling; 0 means greedy")
+	fs.Float64Var(&o.temperature, "temperature", 1.0, "divide logits by this before sampling; 0 means greedy (the same as -greedy)")
 	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
 	fs.Float64Var(&o.topP, "top-p", 1.0, "sample from the smallest set of characters with this much probability, in (0, 1]; 1 = off")
 	fs.Float64Var(&o.rep, "repetition-penalty", 1.0, "penalise characters already in the text, > 0; 1 = off, above 1 discourages repeats")
@@ -159,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	gen := minigpt.GenerateOptions{
 		MaxNewTokens:      o.n,
-		Greedy:            o.greedy,
+		Greedy:            o.greedy || o.temperature == 0, // the library's zero Temperature means 1
 		Temperature:       o.temperature,
 		TopK:              o.topK,
 		TopP:              o.topP,

@@ -1,0 +1,411 @@
+package minigpt
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// sampler turns one row of logits into a token id. Its buffers are
+// allocated once per vocabulary size and reused for every step of every
+// sequence of a call.
+type sampler struct {
+	row   []float64 // (V) filtered logits
+	order []int     // (V) ids by descending value
+	probs []float64 // (V) the final distribution
+
+	// Trace buffers, allocated by the first traced step.
+	raw    []float64            // (V) raw probabilities at temperature 1
+	stages [NumStages][]float64 // (NumStages, V) probabilities after each stage
+	at     [NumStages][]float64 // at[s] is stages[s] or, for a stage that is off, the last one that ran
+	active [NumStages]bool      // which stages ran in the traced step
+	cut    []Stage              // (V) the stage that removed each id
+	picked []bool               // (V) scratch of the top-N selection
+}
+
+func newSampler(V int) sampler {
+	return sampler{row: make([]float64, V), order: make([]int, V), probs: make([]float64, V)}
+}
+
+// seqState is what the pipeline needs to know of one sequence's past.
+type seqState struct {
+	seen   []bool  // (V) tokens anywhere in the sequence, prompt included
+	counts []int32 // (V) occurrences in the generated tokens only
+}
+
+func (st *seqState) reset(prompt []int) {
+	clear(st.seen)
+	clear(st.counts)
+	for _, id := range prompt {
+		st.seen[id] = true
+	}
+}
+
+func (st *seqState) add(id int) {
+	st.seen[id] = true
+	st.counts[id]++
+}
+
+// choose picks the next token of seq from logits (which it does not
+// modify): greedy argmax, or the pipeline and one draw from r. With tr
+// not nil it also fills tr's token fields and candidates.
+func (s *sampler) choose(logits []float64, seq []int, st *seqState, o *GenerateOptions, r *rand.Rand, tr *Step) (int, error) {
+	if !o.sampled() {
+		id := argmax(logits)
+		if tr != nil {
+			s.traceGreedy(logits, id, o.TraceTopN, tr)
+		}
+		return id, nil
+	}
+	row, err := s.filter(logits, seq, st, o, tr != nil)
+	if err != nil {
+		return 0, err
+	}
+	maxv, sum := expShifted(s.probs, row) // softmax, spelled out for the log-probability
+	probs := s.probs[:len(row)]
+	for i := range probs {
+		probs[i] /= sum
+	}
+	id := sampleIndex(probs, r.Float64())
+	if tr != nil {
+		s.trace(logits, id, float64(row[id]-maxv)-logDet(sum), o.TraceTopN, tr)
+	}
+	return id, nil
+}
+
+// filter runs the stages of the pipeline (see GenerateOptions) in order
+// and returns the filtered logits (-Inf for removed tokens). With trace,
+// it records the distribution after each stage and which stage removed
+// each token.
+func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateOptions, trace bool) ([]float64, error) {
+	row := s.row[:len(logits)]
+	copy(row, logits)
+	if trace {
+		s.startTrace(logits)
+	}
+	after := func(stage Stage, on bool) {
+		if trace {
+			s.mark(stage, on, row)
+		}
+	}
+	on := len(o.LogitBias) > 0
+	if on {
+		applyLogitBias(row, o.LogitBias)
+	}
+	after(StageLogitBias, on)
+	on = o.PresencePenalty != 0 || o.FrequencyPenalty != 0
+	if on {
+		applyPresenceFrequency(row, st.counts, o.PresencePenalty, o.FrequencyPenalty)
+	}
+	after(StagePenalties, on)
+	t := o.temperature()
+	applyTemperature(row, row, t)
+	after(StageTemperature, t != 1)
+	on = o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1
+	if on {
+		applyRepetitionPenalty(row, st.seen, o.RepetitionPenalty)
+	}
+	after(StageRepetitionPenalty, on)
+	on = o.NoRepeatNGramSize > 0
+	if on {
+		applyNoRepeatNGram(row, seq, o.NoRepeatNGramSize)
+	}
+	after(StageNoRepeatNGram, on)
+	on = o.TopK > 0 && o.TopK < len(row)
+	if on {
+		applyTopK(row, o.TopK, s.order)
+	}
+	after(StageTopK, on)
+	on = o.TopP > 0 && o.TopP < 1
+	if on {
+		applyTopP(row, o.TopP, s.order, s.probs)
+	}
+	after(StageTopP, on)
+	on = o.MinP > 0
+	if on {
+		applyMinP(row, o.MinP, s.probs)
+	}
+	after(StageMinP, on)
+
+	best := math.Inf(-1)
+	for _, v := range row {
+		if math.IsNaN(v) || math.IsInf(v, 1) {
+			// A tiny temperature or penalty can push a logit past the
+			// largest float; the softmax would then be NaN.
+			return nil, fmt.Errorf("%w: temperature %v with repetition penalty %v overflows the logits", ErrNonFinite, o.Temperature, o.RepetitionPenalty)
+		}
+		best = max(best, v)
+	}
+	if math.IsInf(best, -1) {
+		return nil, fmt.Errorf("%w: logit bias and no-repeat n-gram leave no token", ErrAllBanned)
+	}
+	return row, nil
+}
+
+// argmax returns the index of the largest value, the lowest on ties
+// (NumPy's argmax).
+func argmax(xs []float64) int {
+	best := 0
+	for i, x := range xs {
+		if x > xs[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// applyLogitBias adds bias[id] to row[id]. A bias of -100 bans the token
+// (-Inf); if any bias is +100, every token without +100 is banned, so
+// that the forced tokens are the only candidates (OpenAI's "ban or
+// exclusive selection", made exact).
+func applyLogitBias(row []float64, bias map[int]float64) {
+	force := false
+	for id, b := range bias {
+		switch {
+		case b >= 100:
+			force = true
+		case b <= -100:
+			row[id] = math.Inf(-1)
+		default:
+			row[id] += b
+		}
+	}
+	if force {
+		for id := range row {
+			if bias[id] < 100 {
+				row[id] = math.Inf(-1)
+			}
+		}
+	}
+}
+
+// applyPresenceFrequency is OpenAI's penalty on the generated tokens'
+// counts: logit -= presence·[count > 0] + frequency·count.
+func applyPresenceFrequency(row []float64, counts []int32, presence, frequency float64) {
+	for id, c := range counts {
+		if c > 0 {
+			row[id] -= float64(float64(c)*frequency) + presence
+		}
+	}
+}
+
+// applyTemperature: row = logits / temperature (row may be logits).
+func applyTemperature(row, logits []float64, temperature float64) {
+	for i, v := range logits {
+		row[i] = v / temperature
+	}
+}
+
+// applyRepetitionPenalty divides the positive logits of seen tokens by
+// penalty and multiplies their negative logits by it (exercise 1).
+func applyRepetitionPenalty(row []float64, seen []bool, penalty float64) {
+	for id, was := range seen {
+		if !was {
+			continue
+		}
+		if row[id] > 0 {
+			row[id] /= penalty
+		} else {
+			row[id] *= penalty
+		}
+	}
+}
+
+// applyNoRepeatNGram bans (-Inf) every token that would complete an
+// n-gram already in seq: the token after each earlier occurrence of seq's
+// last n-1 tokens (Hugging Face's NoRepeatNGramLogitsProcessor; n = 1
+// bans every token of seq).
+func applyNoRepeatNGram(row []float64, seq []int, n int) {
+	if len(seq) < n {
+		return
+	}
+	prefix := seq[len(seq)-(n-1):]
+	for i := 0; i+n-1 < len(seq); i++ {
+		if slices.Equal(seq[i:i+n-1], prefix) {
+			row[seq[i+n-1]] = math.Inf(-1)
+		}
+	}
+}
+
+// sortByValue fills order with the ids of row by descending value, lower
+// id first among equals, so that every cut is deterministic.
+func sortByValue(order []int, row []float64) {
+	order = order[:len(row)]
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(row[b], row[a]); c != 0 {
+			return c
+		}
+		return a - b
+	})
+}
+
+// applyTopK keeps exactly the k largest logits (ties at the boundary to
+// the lower id) and sets the rest to -Inf.
+func applyTopK(row []float64, k int, order []int) {
+	sortByValue(order, row)
+	for _, id := range order[k:len(row)] {
+		row[id] = math.Inf(-1)
+	}
+}
+
+// applyTopP keeps the smallest prefix of tokens, by descending
+// probability, whose cumulative probability reaches p (the seed's
+// searchsorted(csum, p) + 1: the token that crosses p is kept), and sets
+// the rest to -Inf.
+func applyTopP(row []float64, p float64, order []int, probs []float64) {
+	sortByValue(order, row)
+	probs = probs[:len(row)]
+	softmax(probs, row)
+	cum := 0.0
+	keep := len(row)
+	for i, id := range order[:len(row)] {
+		cum += probs[id]
+		if cum >= p {
+			keep = i + 1
+			break
+		}
+	}
+	for _, id := range order[keep:len(row)] {
+		row[id] = math.Inf(-1)
+	}
+}
+
+// applyMinP keeps the tokens whose probability is at least minP times
+// the largest (Hugging Face's MinPLogitsWarper: remove probs < min_p ·
+// max prob), which always keeps the most probable token.
+func applyMinP(row []float64, minP float64, probs []float64) {
+	probs = probs[:len(row)]
+	softmax(probs, row)
+	top := 0.0
+	for _, p := range probs {
+		top = max(top, p)
+	}
+	threshold := float64(minP * top)
+	for id, p := range probs {
+		if p < threshold {
+			row[id] = math.Inf(-1)
+		}
+	}
+}
+
+// sampleIndex picks an index from probs with one uniform number u in
+// [0, 1), like NumPy's Generator.choice: the first index whose normalised
+// cumulative probability is strictly above u (searchsorted(cdf, u,
+// side='right')). Zero-probability entries are never chosen.
+func sampleIndex(probs []float64, u float64) int {
+	total := 0.0
+	for _, p := range probs {
+		total += p
+	}
+	cum, last := 0.0, 0
+	for i, p := range probs {
+		if p == 0 {
+			continue
+		}
+		cum += p
+		last = i
+		if cum/total > u {
+			return i
+		}
+	}
+	return last // u within rounding of 1
+}
+
+// startTrace computes the raw distribution and resets the stage records.
+func (s *sampler) startTrace(logits []float64) {
+	V := len(logits)
+	if len(s.raw) != V {
+		s.raw = make([]float64, V)
+		for i := range s.stages {
+			s.stages[i] = make([]float64, V)
+		}
+		s.cut = make([]Stage, V)
+		s.picked = make([]bool, V)
+	}
+	softmax(s.raw, logits)
+	s.at[StageRaw] = s.raw
+	s.active = [NumStages]bool{StageRaw: true}
+	clear(s.cut)
+}
+
+// mark records the distribution after stage (recomputed only if the
+// stage ran) and the tokens it removed.
+func (s *sampler) mark(stage Stage, on bool, row []float64) {
+	s.active[stage] = on
+	if !on {
+		s.at[stage] = s.at[stage-1]
+		return
+	}
+	softmax(s.stages[stage], row)
+	s.at[stage] = s.stages[stage]
+	for id, v := range row {
+		if math.IsInf(v, -1) && s.cut[id] == StageRaw {
+			s.cut[id] = stage
+		}
+	}
+}
+
+// trace fills tr for the chosen id after a sampled step.
+func (s *sampler) trace(logits []float64, id int, logprob float64, topN int, tr *Step) {
+	tr.ID, tr.Logprob = id, logprob
+	tr.RawLogprob = rawLogprob(logits, id)
+	tr.Active = s.active
+	s.candidates(logits, topN, tr)
+}
+
+// traceGreedy fills tr after a greedy step: no stage ran.
+func (s *sampler) traceGreedy(logits []float64, id, topN int, tr *Step) {
+	s.startTrace(logits)
+	for st := StageLogitBias; st < NumStages; st++ {
+		s.at[st] = s.raw
+	}
+	lp := rawLogprob(logits, id)
+	tr.ID, tr.Logprob, tr.RawLogprob = id, lp, lp
+	tr.Active = [NumStages]bool{StageRaw: true}
+	s.candidates(logits, topN, tr)
+}
+
+// rawLogprob is log softmax(logits)[id], computed as (x - max) - log Σ.
+func rawLogprob(logits []float64, id int) float64 {
+	maxv := math.Inf(-1)
+	for _, v := range logits {
+		maxv = max(maxv, v)
+	}
+	sum := 0.0
+	for _, v := range logits {
+		sum += expDet(v - maxv)
+	}
+	return float64(logits[id]-maxv) - logDet(sum)
+}
+
+// candidates fills tr.Chosen and tr.Top (the topN most probable ids under
+// the raw distribution, ties to the lower id) from the recorded stages.
+func (s *sampler) candidates(logits []float64, topN int, tr *Step) {
+	fill := func(c *Candidate, id int) {
+		c.ID, c.Logit, c.CutBy = id, logits[id], s.cut[id]
+		for st := range c.Probs {
+			c.Probs[st] = s.at[st][id]
+		}
+	}
+	fill(&tr.Chosen, tr.ID)
+	if cap(tr.Top) < topN {
+		tr.Top = make([]Candidate, topN, len(logits))
+	}
+	tr.Top = tr.Top[:topN]
+	clear(s.picked)
+	for j := range tr.Top {
+		best := -1
+		for id, p := range s.raw {
+			if !s.picked[id] && (best < 0 || p > s.raw[best]) {
+				best = id
+			}
+		}
+		s.picked[best] = true
+		fill(&tr.Top[j], best)
+	}
+}

@@ -1,0 +1,88 @@
+package minigpt
+
+// Stage names a step of the sampling pipeline (see GenerateOptions), in
+// the order the stages run. Candidate.Probs is indexed by Stage.
+type Stage uint8
+
+// The stages, in pipeline order. StageRaw is the model's distribution at
+// temperature 1 before any stage; as Candidate.CutBy it means "not
+// removed".
+const (
+	StageRaw Stage = iota
+	StageLogitBias
+	StagePenalties // presence and frequency penalties
+	StageTemperature
+	StageRepetitionPenalty
+	StageNoRepeatNGram
+	StageTopK
+	StageTopP
+	StageMinP
+	// NumStages is the number of stages, StageRaw included.
+	NumStages
+)
+
+var stageNames = [NumStages]string{"raw", "logit-bias", "penalties", "temperature", "repetition-penalty", "no-repeat-ngram", "top-k", "top-p", "min-p"}
+
+// String returns the stage's name as the CLI flags spell it ("top-k").
+func (s Stage) String() string {
+	if s < NumStages {
+		return stageNames[s]
+	}
+	return "stage?"
+}
+
+// Candidate is one token of a step's trace.
+type Candidate struct {
+	// ID is the token id.
+	ID int
+	// Logit is the model's raw logit.
+	Logit float64
+	// Probs[s] is the token's probability after stage s: Probs[StageRaw]
+	// under the raw distribution at temperature 1, then after each stage
+	// in order (a stage that is off repeats the previous value; 0 once
+	// the token is removed). Probs[NumStages-1] is the distribution the
+	// token was drawn from.
+	Probs [NumStages]float64
+	// CutBy is the stage that removed the token, or StageRaw if it
+	// survived them all.
+	CutBy Stage
+}
+
+// Step is the trace of one generated token. The values a Step's slices
+// hold are reused between calls of GenerateOptions.OnStep; Clone copies.
+type Step struct {
+	// Sample is the sample index (0 outside Complete).
+	Sample int
+	// Pos is the token's index in the sequence, prompt included.
+	Pos int
+	// ID is the chosen token.
+	ID int
+	// Logprob is the natural log of ID's probability under the final,
+	// filtered distribution it was drawn from. Greedy decoding reports
+	// the raw distribution's (greedy ignores every filter).
+	Logprob float64
+	// RawLogprob is the natural log of ID's probability under the
+	// model's raw distribution at temperature 1.
+	RawLogprob float64
+	// Active reports which stages ran (Active[StageRaw] is always true).
+	Active [NumStages]bool
+	// Chosen is ID's candidate record.
+	Chosen Candidate
+	// Top lists the GenerateOptions.TraceTopN most probable tokens under
+	// the raw distribution, most probable first (ties to the lower id).
+	Top []Candidate
+}
+
+// Clone returns a deep copy of s.
+func (s *Step) Clone() Step {
+	c := *s
+	c.Top = append([]Candidate(nil), s.Top...)
+	return c
+}
+
+// copyStep copies src into dst, reusing dst's Top buffer.
+func copyStep(dst, src *Step) {
+	top := dst.Top
+	*dst = *src
+	dst.Top = append(top[:0], src.Top...)
+}
