@@ -9,41 +9,30 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"example.org/minigpt"
 )
 
 // engine generates for one model.
 type engine struct {
-	model *minigpt.Model
+	model *minigpt.Model // generation is safe for concurrent use on it
 	vocab *minigpt.Vocab
 	chars []rune
-	// models holds one copy of the model per slot: Model.Generate keeps
-	// its KV cache in the Model, so one copy serves one generation at a
-	// time. The copies share nothing, and a generation's bits do not
-	// depend on which copy runs it.
-	models chan *minigpt.Model
-	// scorers are copies of the model for scoring echoed prompts, made
-	// on demand, at most one per slot kept.
+	// scorers are copies of the model for scoring echoed prompts
+	// (Model.Logits keeps its buffers in the Model), made on demand, at
+	// most one per slot kept.
 	scorers chan *minigpt.Model
 }
 
 func newEngine(m *minigpt.Model, v *minigpt.Vocab, slots int) *engine {
-	e := &engine{model: m, vocab: v, chars: v.Chars(), models: make(chan *minigpt.Model, slots), scorers: make(chan *minigpt.Model, slots)}
-	e.models <- m
-	for range slots - 1 {
-		e.models <- m.Clone()
-	}
-	return e
+	return &engine{model: m, vocab: v, chars: v.Chars(), scorers: make(chan *minigpt.Model, slots)}
 }
 
 // token is one generated token as the client sees it.
 type token struct {
 	id      int
-	logprob float64    // natural log of its probability (with logprobs)
+	logprob float64    // natural log of its raw probability (with logprobs)
 	top     []altProb  // the most likely alternatives (with logprobs)
 	trace   *traceJSON // with trace
 }
@@ -56,40 +45,69 @@ type altProb struct {
 
 // result is one finished sample.
 type result struct {
-	tokens []token
 	finish string // "length" or "stop"
 	seed   uint64 // the sample's own seed (sampling only)
 }
 
-// unsupported names a field the library cannot honour yet, or "".
+// unsupported names a field this build cannot honour with the others
+// given, or returns "".
 func (e *engine) unsupported(sp *sampling, echo bool) string {
-	switch {
-	case sp.minP != 0:
-		return "min_p"
-	case sp.presencePenalty != 0:
-		return "presence_penalty"
-	case sp.frequencyPenalty != 0:
-		return "frequency_penalty"
-	case len(sp.logitBias) > 0:
-		return "logit_bias"
-	case sp.noRepeatNgram != 0:
-		return "no_repeat_ngram_size"
-	case sp.logprobs >= 0 && sp.maxTokens > 0:
-		return "logprobs"
-	case sp.trace > 0:
-		return "trace"
-	case sp.numBeams > 1:
+	if sp.numBeams > 1 && !beamSearchAvailable {
 		return "num_beams"
-	case sp.lengthPenalty != 0:
-		return "length_penalty"
+	}
+	if sp.numBeams > 1 {
+		switch {
+		case sp.logprobs >= 0 && sp.maxTokens > 0:
+			return "logprobs"
+		case sp.trace > 0:
+			return "trace"
+		case sp.n > sp.numBeams:
+			return "n"
+		}
 	}
 	return ""
+}
+
+// beamSearchAvailable is false while the library's beam search is not
+// implemented: num_beams is then refused by name rather than ignored.
+const beamSearchAvailable = false
+
+// options maps a request's knobs onto the library's.
+func (e *engine) options(sp *sampling) minigpt.GenerateOptions {
+	o := minigpt.GenerateOptions{
+		MaxNewTokens: sp.maxTokens,
+		// OpenAI's temperature 0 is greedy; the library's zero
+		// Temperature means 1, and greedy is asked for by name.
+		Greedy:            sp.temperature == 0,
+		Temperature:       sp.temperature,
+		RepetitionPenalty: sp.repetitionPenalty,
+		PresencePenalty:   sp.presencePenalty,
+		FrequencyPenalty:  sp.frequencyPenalty,
+		LogitBias:         sp.logitBias,
+		NoRepeatNGramSize: sp.noRepeatNgram,
+		TopK:              sp.topK,
+		TopP:              sp.topP,
+		MinP:              sp.minP,
+		Stop:              sp.stop,
+		NumBeams:          sp.numBeams,
+		LengthPenalty:     sp.lengthPenalty,
+	}
+	if (sp.logprobs >= 0 || sp.trace > 0) && sp.numBeams <= 1 {
+		o.Trace = true
+		o.TraceTopN = max(sp.logprobs, sp.trace)
+	}
+	return o
 }
 
 // errorParam reports whether a generation error is the request's fault,
 // and which field it is about ("" if none in particular).
 func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 	switch {
+	case errors.Is(err, minigpt.ErrAllBanned):
+		if len(sp.logitBias) == 0 {
+			return "no_repeat_ngram_size", true
+		}
+		return "logit_bias", true
 	case errors.Is(err, minigpt.ErrNonFinite):
 		// A tiny temperature or a large penalty overflowed the logits.
 		return "temperature", true
@@ -99,122 +117,83 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 	return "", false
 }
 
-// complete generates sp.n samples continuing prompt. Sample i is exactly
-// what cmd/generate prints for the same settings and seed sampleSeed(seed,
-// i). release is called with each sample's tokens as soon as they are
-// final (with stop strings, once they cannot begin one). On an error the
-// results so far are returned with it.
-func (e *engine) complete(ctx context.Context, text string, sp *sampling, release func(sample int, toks []token) error) ([]result, error) {
-	prompt, err := e.vocab.Encode(text)
-	if err != nil {
-		return nil, err
-	}
-	m := <-e.models
-	defer func() { e.models <- m }()
-	results := make([]result, sp.n)
-	for i := range sp.n {
-		opts := minigpt.GenerateOptions{
-			MaxNewTokens:      sp.maxTokens,
-			Greedy:            sp.temperature == 0,
-			Temperature:       sp.temperature,
-			TopK:              sp.topK,
-			TopP:              sp.topP,
-			RepetitionPenalty: sp.repetitionPenalty,
-			Rand:              rand.New(rand.NewPCG(sampleSeed(sp.seed, i), 0)),
+// complete generates sp.n samples continuing prompt with
+// minigpt.Model.Complete: sample i is the text cmd/generate prints with
+// -seed minigpt.SampleSeed(seed, i) and the same settings. release is
+// called with each sample's tokens as soon as they are final (with stop
+// strings, once they cannot begin one). On an error the results so far
+// are returned with it.
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token) error) ([]result, error) {
+	opts := e.options(sp)
+	var toks []token
+	res, err := e.model.Complete(ctx, e.vocab, prompt, sp.n, sp.seed, opts, func(c *minigpt.Chunk) error {
+		toks = toks[:0]
+		for j, id := range c.IDs {
+			t := token{id: id}
+			if opts.Trace {
+				e.fromStep(&t, &c.Steps[j], sp)
+			}
+			toks = append(toks, t)
 		}
-		st := stopper{stops: sp.stop, chars: e.chars}
-		res := &results[i]
-		res.seed = sampleSeed(sp.seed, i)
-		opts.OnToken = func(id int) error {
-			done := st.add(token{id: id})
-			if out := st.release(done); len(out) > 0 {
-				res.tokens = append(res.tokens, out...)
-				if err := release(i, out); err != nil {
-					return err
-				}
-			}
-			if done {
-				return errStopped
-			}
+		if len(toks) == 0 {
 			return nil
 		}
-		_, err := m.Generate(ctx, prompt, opts)
-		switch {
-		case errors.Is(err, errStopped):
-			res.finish = "stop"
-		case err != nil && !errors.Is(err, context.DeadlineExceeded):
-			return results[:i+1], err
-		default:
-			res.finish = "length"
-			if out := st.release(true); len(out) > 0 {
-				res.tokens = append(res.tokens, out...)
-				if err := release(i, out); err != nil {
-					return results[:i+1], err
-				}
-			}
-			if err != nil {
-				return results[:i+1], err
-			}
-		}
+		return release(c.Sample, toks)
+	})
+	out := make([]result, len(res))
+	for i, r := range res {
+		out[i] = result{finish: string(r.Finish), seed: r.Seed}
 	}
-	return results, nil
+	return out, err
 }
 
-// sampleSeed is the seed of sample i of a request with seed seed.
-func sampleSeed(seed uint64, i int) uint64 { return seed + uint64(i) }
-
-var errStopped = errors.New("stop string reached")
-
-// stopper holds back generated tokens that may begin a stop string and
-// cuts the text before the first stop string that appears.
-type stopper struct {
-	stops    []string
-	chars    []rune
-	text     []rune  // every generated character
-	held     []token // tokens not yet released
-	released int     // characters released
-	found    bool    // a stop string ends text
-	cut      int     // with found: the characters before the stop string
-}
-
-// add appends a token and reports whether a stop string now ends the text.
-func (s *stopper) add(t token) bool {
-	s.text = append(s.text, s.chars[t.id])
-	s.held = append(s.held, t)
-	str := string(s.text)
-	for _, stop := range s.stops {
-		if strings.HasSuffix(str, stop) {
-			s.found, s.cut = true, len(s.text)-len([]rune(stop))
-			return true
+// fromStep fills a token's logprobs and trace from the library's step.
+func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
+	if sp.logprobs >= 0 {
+		// Raw log-probabilities (the model's distribution at temperature
+		// 1), as vLLM reports by default and as echo scores the prompt:
+		// they describe the model, whatever the sampling settings.
+		t.logprob = st.RawLogprob
+		in := false
+		for _, c := range st.Top[:min(sp.logprobs, len(st.Top))] {
+			t.top = append(t.top, altProb{c.ID, math.Log(c.Probs[minigpt.StageRaw])})
+			in = in || c.ID == st.ID
+		}
+		if !in && sp.logprobs > 0 {
+			// As OpenAI: the sampled token is listed even when it is not
+			// among the most likely.
+			t.top = append(t.top, altProb{st.ID, st.RawLogprob})
 		}
 	}
-	return false
-}
-
-// release returns the tokens that are now final: up to the stop string
-// once one is found, all of them when done, and otherwise those that
-// cannot begin a stop string.
-func (s *stopper) release(done bool) []token {
-	keep := len(s.text)
-	switch {
-	case s.found:
-		keep = s.cut
-	case !done:
-		for _, stop := range s.stops {
-			r := []rune(stop)
-			for k := min(len(r)-1, len(s.text)); k > 0; k-- {
-				if string(s.text[len(s.text)-k:]) == string(r[:k]) {
-					keep = min(keep, len(s.text)-k)
-					break
-				}
+	if sp.trace > 0 {
+		tj := &traceJSON{Token: string(e.chars[st.ID]), Logprob: st.Logprob, RawLogprob: st.RawLogprob}
+		var active []minigpt.Stage
+		for s := range minigpt.NumStages {
+			if st.Active[s] {
+				active = append(active, s)
+				tj.Stages = append(tj.Stages, s.String())
 			}
 		}
+		cands := st.Top[:min(sp.trace, len(st.Top))]
+		chosenIn := false
+		for _, c := range cands {
+			chosenIn = chosenIn || c.ID == st.ID
+		}
+		if !chosenIn {
+			cands = append(cands[:len(cands):len(cands)], st.Chosen)
+		}
+		for _, c := range cands {
+			cj := candidateJSON{Token: string(e.chars[c.ID]), ID: c.ID, Chosen: c.ID == st.ID}
+			for _, s := range active {
+				cj.Probs = append(cj.Probs, c.Probs[s])
+			}
+			if c.CutBy != minigpt.StageRaw {
+				cj.CutBy = c.CutBy.String()
+			}
+			tj.Candidates = append(tj.Candidates, cj)
+		}
+		t.trace = tj
 	}
-	n := max(keep-s.released, 0)
-	out := s.held[:n:n]
-	s.held = s.held[n:]
-	s.released += n
-	return out
 }
 
 // scoreBatch is the number of context windows scored together.
