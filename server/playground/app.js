@@ -70,9 +70,13 @@ async function loadModels() {
   const list = await resp.json();
   state.models = list.data;
   const sel = $("model");
+  // Keep the model already chosen if the list is loaded again.
+  const keep = state.models.some((m) => m.id === sel.value) ? sel.value : state.models[0].id;
   sel.replaceChildren();
   for (const m of state.models) sel.append(new Option(m.id, m.id));
-  selectModel(state.models[0].id);
+  sel.value = keep;
+  selectModel(keep);
+  $("status").textContent = "Ready.";
 }
 
 function selectModel(id) {
