@@ -94,6 +94,7 @@ type options struct {
 	models             modelFlags
 	limits             server.Limits
 	drain              time.Duration
+	headerTimeout      time.Duration
 	logRequests        bool
 }
 
@@ -113,6 +114,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.limits.MaxChoices, "max-choices", d.MaxChoices, "most choices (prompts × n) in one request")
 	fs.DurationVar(&o.limits.RequestTimeout, "request-timeout", d.RequestTimeout, "longest generation of one request (it then ends with finish_reason \"length\")")
 	fs.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "on SIGTERM, how long requests in progress may take to finish")
+	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "a client must send its request headers within this time (no slowloris)")
 	fs.BoolVar(&o.logRequests, "log", false, "log every request to standard error")
 	fs.SetOutput(io.Discard)
 	return fs
@@ -126,7 +128,7 @@ func (o *options) validate() error {
 	}{
 		{"-slots", l.Slots >= 1}, {"-queue", l.Queue >= 0}, {"-queue-timeout", l.QueueTimeout > 0},
 		{"-max-body", l.MaxBodyBytes >= 1}, {"-max-tokens", l.MaxTokens >= 1}, {"-max-prompt", l.MaxPromptChars >= 1},
-		{"-max-choices", l.MaxChoices >= 1}, {"-request-timeout", l.RequestTimeout > 0}, {"-drain-timeout", o.drain > 0},
+		{"-max-choices", l.MaxChoices >= 1}, {"-request-timeout", l.RequestTimeout > 0}, {"-drain-timeout", o.drain > 0}, {"-header-timeout", o.headerTimeout > 0},
 	} {
 		if !c.ok {
 			return fmt.Errorf("%s: must be positive", c.name)
@@ -190,10 +192,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hs := &http.Server{
 		Handler: srv,
 		// Slow clients cannot hold a connection: the headers must arrive
-		// within 5 s and the body within 30 s; a response (a stream
-		// included) may take as long as the longest allowed generation.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		// within -header-timeout and the body within 30 s more; a
+		// response (a stream included) may take as long as the longest
+		// allowed generation.
+		ReadHeaderTimeout: o.headerTimeout,
+		ReadTimeout:       o.headerTimeout + 30*time.Second,
 		WriteTimeout:      o.limits.QueueTimeout + o.limits.RequestTimeout + 10*time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,

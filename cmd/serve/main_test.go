@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -179,6 +182,37 @@ func tail(s string) string {
 		return s[len(s)-80:]
 	}
 	return s
+}
+
+// TestSlowloris: a client that trickles its headers is disconnected
+// after -header-timeout instead of holding the connection.
+func TestSlowloris(t *testing.T) {
+	s := startServe(t, "-header-timeout", "200ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+	buf := make([]byte, 512)
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	for {
+		// One more header line every 50 ms: never finishing.
+		if _, err := fmt.Fprintf(conn, "X-Slow: 1\r\n"); err != nil {
+			break
+		}
+		conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := conn.Read(buf); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			break // closed by the server
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the server still holds a connection whose headers never end")
+		}
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("closed after %v, before the header timeout", d)
+	}
 }
 
 func TestModelFlag(t *testing.T) {
