@@ -189,6 +189,14 @@ func (o *options) modelConfig(vocabSize int) minigpt.Config {
 	return minigpt.Config{VocabSize: vocabSize, BlockSize: o.block, EmbedDim: o.embd, Heads: o.heads, Layers: o.layers, TiedHead: o.tied}
 }
 
+// kind is the checkpoint the run writes.
+func (o *options) kind() minigpt.CheckpointKind {
+	if o.weightsOnly {
+		return minigpt.WeightsOnly
+	}
+	return minigpt.FullCheckpoint
+}
+
 func (o *options) trainConfig() minigpt.TrainConfig {
 	return minigpt.TrainConfig{
 		Steps: o.steps, BatchSize: o.batch, LR: o.lr, Seed: o.seed,
@@ -290,7 +298,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step, tr.Config.Steps, describe(tr, corpusName))
+		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, corpusName))
 	} else {
 		d, err := minigpt.NewDataset(text, o.block)
 		if err != nil {
@@ -310,11 +318,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
 	}
 
-	best := bestKeeper{path: bestPath(o.out), full: !o.weightsOnly, bestLoss: math.Inf(1)}
+	best := bestKeeper{path: bestPath(o.out), kind: o.kind(), bestLoss: math.Inf(1)}
 	if o.keepBest && o.resume != "" {
 		best.recall(tr, stderr)
 	}
-	rep := newReporter(stderr, tr.Step, tr.Config.Steps)
+	rep := newReporter(stderr, tr.Step(), tr.Config().Steps)
 	var trainCurve, valCurve []point
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -338,7 +346,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case err == nil:
 	case ctx.Err() != nil:
 		interrupted = true
-		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the checkpoint\n", tr.Step)
+		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the checkpoint\n", tr.Step())
 	case runCtx.Err() != nil: // keep-best failed: save what was learned, then report
 		err = context.Cause(runCtx)
 	default:
@@ -349,14 +357,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.weightsOnly {
 		kind = "weights-only"
 	}
-	if serr := minigpt.SaveCheckpoint(o.out, tr.Checkpoint(!o.weightsOnly)); serr != nil {
-		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step, tr.Config.Steps, serr)
+	if serr := minigpt.SaveCheckpoint(o.out, tr.Checkpoint(o.kind())); serr != nil {
+		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step(), tr.Config().Steps, serr)
 	}
 	if err != nil && !interrupted {
 		return fmt.Errorf("checkpoint saved to %s, but %w", o.out, err)
 	}
 	val := rep.lastVal
-	if rep.lastValStep != tr.Step {
+	if rep.lastValStep != tr.Step() {
 		val = tr.Evaluate()
 	}
 	trainLoss, n := rep.meanLoss()
@@ -365,7 +373,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lossText = fmt.Sprintf("train loss %.4f (mean of the last %d steps)", trainLoss, n)
 	}
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
-		tr.Step, tr.Config.Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
+		tr.Step(), tr.Config().Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
 	if o.plot != "" {
 		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
 		if err := writePlotFile(o.plot, title, trainCurve, valCurve); err != nil {
@@ -378,9 +386,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if interrupted {
 		if o.weightsOnly {
-			return fmt.Errorf("%w at step %d of %d; weights saved to %s (weights-only: cannot be resumed)", errInterrupted, tr.Step, tr.Config.Steps, o.out)
+			return fmt.Errorf("%w at step %d of %d; weights saved to %s (weights-only: cannot be resumed)", errInterrupted, tr.Step(), tr.Config().Steps, o.out)
 		}
-		return fmt.Errorf("%w at step %d of %d; continue with: train -resume %s", errInterrupted, tr.Step, tr.Config.Steps, o.out)
+		return fmt.Errorf("%w at step %d of %d; continue with: train -resume %s", errInterrupted, tr.Step(), tr.Config().Steps, o.out)
 	}
 	return nil
 }
@@ -417,14 +425,14 @@ func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.
 
 // describe summarises the model and the run in one line.
 func describe(tr *minigpt.Trainer, corpusName string) string {
-	c, tc := tr.Model.Config, tr.Config
+	c, tc := tr.Model().Config, tr.Config()
 	head := "untied"
 	if c.TiedHead {
 		head = "tied"
 	}
 	s := fmt.Sprintf("%d parameters (vocab %d, block %d, width %d, %d heads, %d layers, %s head) on %s (%d training, %d validation characters); %d steps of batch %d, lr %g",
-		tr.Model.NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
-		corpusName, len(tr.Data.Train), len(tr.Data.Val), tc.Steps, tc.BatchSize, tc.LR)
+		tr.Model().NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
+		corpusName, len(tr.Dataset().Train), len(tr.Dataset().Val), tc.Steps, tc.BatchSize, tc.LR)
 	if tc.WarmupSteps > 0 {
 		s += fmt.Sprintf(", warmup %d", tc.WarmupSteps)
 	}
@@ -449,7 +457,7 @@ func bestPath(out string) string {
 // bestKeeper saves the checkpoint with the lowest validation loss.
 type bestKeeper struct {
 	path     string
-	full     bool
+	kind     minigpt.CheckpointKind
 	bestLoss float64
 	bestStep int
 	saved    bool
@@ -463,12 +471,12 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, stderr io.Writer) {
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	if err == nil && c.Model.Config != tr.Model.Config {
+	if err == nil && c.Model.Config != tr.Model().Config {
 		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config)
 	}
 	var judge *minigpt.Trainer
 	if err == nil {
-		judge, err = minigpt.NewTrainer(c.Model, tr.Data, tr.Config)
+		judge, err = minigpt.NewTrainer(c.Model, tr.Dataset(), tr.Config())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "keep-best: ignoring %s: %v\n", b.path, err)
@@ -483,10 +491,10 @@ func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
 	if !(loss < b.bestLoss) {
 		return nil
 	}
-	if err := minigpt.SaveCheckpoint(b.path, tr.Checkpoint(b.full)); err != nil {
+	if err := minigpt.SaveCheckpoint(b.path, tr.Checkpoint(b.kind)); err != nil {
 		return fmt.Errorf("keep-best: %w", err)
 	}
-	b.bestLoss, b.bestStep, b.saved = loss, tr.Step, true
+	b.bestLoss, b.bestStep, b.saved = loss, tr.Step(), true
 	return nil
 }
 
