@@ -143,4 +143,3 @@ func tensorIndex(shape []int, i int) []int {
 	}
 	return idx
 }
-

@@ -493,4 +493,3 @@ func toInt(u uint64) int {
 	}
 	return int(v)
 }
-
