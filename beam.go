@@ -1,11 +1,163 @@
 package minigpt
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"slices"
 )
 
-// beamSearch is a placeholder until beam search lands.
+// beamSearch runs Hugging Face's beam search (num_beams = o.NumBeams,
+// length_penalty = o.LengthPenalty, early_stopping=False) on the raw
+// log-probabilities and returns the n best hypotheses, best first. A
+// stop string plays the part of Hugging Face's end-of-sequence token: a
+// beam that completes one becomes a finished hypothesis of its length.
 func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions, chars []rune, n int) ([]Completion, error) {
-	return nil, fmt.Errorf("%w: beam search is not implemented yet", ErrBadOption)
+	var stops [][]int
+	if len(o.Stop) > 0 {
+		stops = newStopper(o.Stop, chars, 0, false).stops
+	}
+	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.NoCache)
+}
+
+// hypothesis is a finished beam.
+type hypothesis struct {
+	ids    []int // generated tokens, the stop string included
+	score  float64
+	finish FinishReason
+	stop   int // length of the stop string at the end of ids
+}
+
+func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool) ([]Completion, error) {
+	V, P := m.Config.VocabSize, len(prompt)
+	dec := newDecoder(m.Config, K)
+	seqs, next := make([][]int, K), make([][]int, K)
+	for b := range seqs {
+		seqs[b] = append(make([]int, 0, P+maxNew), prompt...)
+		next[b] = make([]int, 0, P+maxNew)
+	}
+	// Every beam starts as the prompt; only beam 0 may be continued at the
+	// first step, so that the K beams are K different sequences (Hugging
+	// Face starts the others at -1e9).
+	scores := make([]float64, K)
+	for b := 1; b < K; b++ {
+		scores[b] = math.Inf(-1)
+	}
+	logp := make([]float64, K*V)
+	order := make([]int, K*V)
+	parents, tokens, nextScores := make([]int, K), make([]int, K), make([]float64, K)
+	var finished []hypothesis
+	// score of a hypothesis of sum log-probability sum and length L.
+	score := func(sum float64, L int) float64 {
+		if L == 0 {
+			return sum
+		}
+		return sum / math.Pow(float64(L), lengthPenalty)
+	}
+	addHyp := func(h hypothesis) {
+		finished = append(finished, h)
+		slices.SortStableFunc(finished, func(a, b hypothesis) int { return cmp.Compare(b.score, a.score) })
+		if len(finished) > K {
+			finished = finished[:K]
+		}
+	}
+	endsWithStop := func(gen []int) int {
+		for _, s := range stops {
+			if len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
+				return len(s)
+			}
+		}
+		return 0
+	}
+	running := true
+	for step := 0; step < maxNew && running; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		logits := dec.next(m, seqs, noCache)
+		if !isFinite(logits) {
+			return nil, fmt.Errorf("%w at position %d", ErrNonFinite, len(seqs[0]))
+		}
+		for b := range K {
+			row := logits[b*V : (b+1)*V]
+			maxv, sum := math.Inf(-1), 0.0
+			for _, v := range row {
+				maxv = max(maxv, v)
+			}
+			for _, v := range row {
+				sum += expDet(v - maxv)
+			}
+			lse := logDet(sum)
+			for v, x := range row {
+				logp[b*V+v] = scores[b] + (float64(x-maxv) - lse)
+			}
+		}
+		// Candidates by descending score, the lower (beam, token) first
+		// among equals.
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			if c := cmp.Compare(logp[b], logp[a]); c != 0 {
+				return c
+			}
+			return a - b
+		})
+		filled := 0
+		for rank, c := range order[:min(2*K, len(order))] {
+			b, tok := c/V, c%V
+			if math.IsInf(logp[c], -1) {
+				break
+			}
+			gen := append(seqs[b][P:len(seqs[b]):len(seqs[b])], tok) // a copy: the cap forces it
+			if s := endsWithStop(gen); s > 0 {
+				// Hugging Face keeps an end-of-sequence candidate only if it
+				// ranks among the best num_beams.
+				if rank < K {
+					addHyp(hypothesis{ids: gen, score: score(logp[c], len(gen)), finish: FinishStop, stop: s})
+				}
+				continue
+			}
+			parents[filled], tokens[filled], nextScores[filled] = b, tok, logp[c]
+			if filled++; filled == K {
+				break
+			}
+		}
+		if filled < K {
+			// Fewer than K live continuations (a tiny vocabulary): keep
+			// the rest dead.
+			for b := filled; b < K; b++ {
+				parents[b], tokens[b], nextScores[b] = parents[0], tokens[0], math.Inf(-1)
+			}
+		}
+		for b := range K {
+			next[b] = append(append(next[b][:0], seqs[parents[b]]...), tokens[b])
+		}
+		seqs, next = next, seqs
+		copy(scores, nextScores)
+		dec.reorder(parents[:K])
+		// Hugging Face's stopping rule (early_stopping=False): done once K
+		// hypotheses are finished and the best running beam, at its
+		// current length, cannot beat the worst of them.
+		if len(finished) == K {
+			L := len(seqs[0]) - P
+			running = score(scores[0], L) > finished[K-1].score
+		}
+	}
+	if running {
+		for b := range K {
+			if !math.IsInf(scores[b], -1) {
+				addHyp(hypothesis{ids: slices.Clone(seqs[b][P:]), score: score(scores[b], len(seqs[b])-P), finish: FinishLength})
+			}
+		}
+	}
+	if len(finished) > n {
+		finished = finished[:n]
+	}
+	res := make([]Completion, len(finished))
+	for i, h := range finished {
+		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
+	}
+	return res, nil
 }

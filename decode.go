@@ -115,9 +115,45 @@ func (d *decoder) rebuild(m *Model, seqs [][]int) {
 	for b, seq := range seqs {
 		copy(d.window[b*T:(b+1)*T], seq[start:])
 	}
-	m.forward(d.full, d.window, 0, T, 0)
-	for b := range seqs {
-		copy(d.logits[b*V:(b+1)*V], d.full.logits[(b*T+T-1)*V:(b*T+T)*V])
+	d.forwardWindows(m)
+}
+
+// forwardWindows is Model.forward over the B full windows in d.window
+// with outFrom = T-1: every layer but the last runs on all B·T rows;
+// the last computes every row's keys and values and then, like step, only
+// each sequence's last row.
+func (d *decoder) forwardWindows(m *Model) {
+	c, p, a := d.cfg, m.p, d.full
+	B, T, C, L, NH := d.B, c.BlockSize, c.EmbedDim, c.Layers, c.Heads
+	BT, C3 := B*T, 3*c.EmbedDim
+	layer := func(buf []float64, l, width int) []float64 { return buf[l*BT*width : (l+1)*BT*width] }
+	encoderForward(a.encoded, d.window, p.tokenEmbedding, p.positionEmbedding, B, T, 0, T, C)
+	in := a.encoded
+	for l := 0; l < L; l++ {
+		ln1, qkv := layer(a.ln1, l, C), layer(a.qkv, l, C3)
+		layernormForward(ln1, layer(a.ln1Mean, l, 1), layer(a.ln1Rstd, l, 1), in, p.ln1Gain[l*C:], p.ln1Bias[l*C:], BT, C)
+		matmulForward(qkv, ln1, p.qkvWeight[l*C*C3:], nil, BT, C, C3)
+		if l == L-1 {
+			attentionForward(d.attOut, d.att, qkv, B, T, T-1, T, C, NH)
+			for b := range B {
+				copy(d.heads[b*C:(b+1)*C], d.attOut[(b*T+T-1)*C:(b*T+T)*C])
+				copy(d.x[b*C:(b+1)*C], in[(b*T+T-1)*C:(b*T+T)*C])
+			}
+			d.tail(m, l, d.x)
+			d.head(m, d.resid3)
+			return
+		}
+		attnOut, resid2 := layer(a.attnOut, l, C), layer(a.resid2, l, C)
+		ln2, fcPre, fcAct, resid3 := layer(a.ln2, l, C), layer(a.fcPre, l, 4*C), layer(a.fcAct, l, 4*C), layer(a.resid3, l, C)
+		attentionForward(attnOut, layer(a.att, l, NH*T), qkv, B, T, 0, T, C, NH)
+		matmulForward(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, BT, C, C)
+		residualForward(resid2, in, resid2)
+		layernormForward(ln2, layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1), resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], BT, C)
+		matmulForward(fcPre, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], BT, C, 4*C)
+		reluForward(fcAct, fcPre)
+		matmulForward(resid3, fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], BT, 4*C, C)
+		residualForward(resid3, resid2, resid3)
+		in = resid3
 	}
 }
 
@@ -125,7 +161,7 @@ func (d *decoder) rebuild(m *Model, seqs [][]int) {
 // [0, t): Model.forward's layers, one row per sequence.
 func (d *decoder) step(m *Model, seqs [][]int, t int) {
 	c, p := d.cfg, m.p
-	B, T, C, L, NH, V := d.B, c.BlockSize, c.EmbedDim, c.Layers, c.Heads, c.VocabSize
+	B, T, C, L, NH := d.B, c.BlockSize, c.EmbedDim, c.Layers, c.Heads
 	C3 := 3 * C
 	for b, seq := range seqs {
 		// encoded = wte[id] + wpe[t]
@@ -146,18 +182,33 @@ func (d *decoder) step(m *Model, seqs [][]int, t int) {
 		for b := range B {
 			copy(d.heads[b*C:(b+1)*C], d.attOut[(b*T+t)*C:(b*T+t+1)*C])
 		}
-		matmulForward(d.resid2, d.heads, p.attnProjWeight[l*C*C:], nil, B, C, C)
-		residualForward(d.resid2, in, d.resid2)
-		layernormForward(d.ln, d.mean, d.rstd, d.resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], B, C)
-		matmulForward(d.fcPre, d.ln, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], B, C, 4*C)
-		reluForward(d.fcAct, d.fcPre)
-		matmulForward(d.resid3, d.fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], B, 4*C, C)
-		residualForward(d.resid3, d.resid2, d.resid3)
+		d.tail(m, l, in)
 		in = d.resid3
 	}
-	layernormForward(d.ln, d.mean, d.rstd, in, p.lnfGain, p.lnfBias, B, C)
+	d.head(m, in)
+}
+
+// tail finishes layer l for the B new rows, whose attention heads are in
+// d.heads and whose residual input is in: projection, residual,
+// feed-forward network, residual into d.resid3.
+func (d *decoder) tail(m *Model, l int, in []float64) {
+	c, p := d.cfg, m.p
+	B, C := d.B, c.EmbedDim
+	matmulForward(d.resid2, d.heads, p.attnProjWeight[l*C*C:], nil, B, C, C)
+	residualForward(d.resid2, in, d.resid2)
+	layernormForward(d.ln, d.mean, d.rstd, d.resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], B, C)
+	matmulForward(d.fcPre, d.ln, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], B, C, 4*C)
+	reluForward(d.fcAct, d.fcPre)
+	matmulForward(d.resid3, d.fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], B, 4*C, C)
+	residualForward(d.resid3, d.resid2, d.resid3)
+}
+
+// head: logits = layernorm(x)·head + bias (or ·wteᵀ when tied), B rows.
+func (d *decoder) head(m *Model, x []float64) {
+	c, p := d.cfg, m.p
+	B, C, V := d.B, c.EmbedDim, c.VocabSize
+	layernormForward(d.ln, d.mean, d.rstd, x, p.lnfGain, p.lnfBias, B, C)
 	if c.TiedHead {
-		// logits = lnf · wteᵀ
 		clear(d.logits)
 		gemmNTParallel(d.logits, V, d.ln, C, p.tokenEmbedding, C, B, V, C)
 	} else {

@@ -325,6 +325,9 @@ func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 	for _, o := range []GenerateOptions{
 		{Greedy: true},
 		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Rand: seeded(1)},
+		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Rand: seeded(1)},
+		// A trace with a reused Step costs nothing per token either.
+		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Rand: seeded(1)},
 	} {
 		allocs := func(n int) float64 {
 			o.MaxNewTokens = n

@@ -4,6 +4,10 @@
 //	go run ./cmd/generate -greedy
 //	go run ./cmd/generate -temperature 0.8 -top-k 10 -prompt "the keeper "
 //	go run ./cmd/generate -compare
+//	go run ./cmd/generate -explain -top-k 5 -temperature 1.5 -n 20
+//	go run ./cmd/generate -logprobs 3 -n 10
+//	go run ./cmd/generate -samples 4 -min-p 0.05 -stop . -seed 7
+//	go run ./cmd/generate -beams 4 -n 40
 //	go run ./cmd/generate -model shakespeare.ckpt -prompt-file prompt.txt
 //
 // The text streams to standard output as it is generated; timings and
@@ -13,48 +17,21 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
+func main() { cli.Main("generate", run) }
 
-// usageError is a bad flag or flag value: exit status 2.
-type usageError struct{ error }
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "generate: %v (run 'generate -h' for usage)\n", err)
-		return 2
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "generate: interrupted")
-		return 130
-	default:
-		fmt.Fprintf(stderr, "generate: %v\n", err)
-		return 1
-	}
-}
+// exitCode reports err on stderr and returns the exit status (see
+// cli.ExitCode): 0 done, 1 runtime error, 2 bad flags, 130 interrupted.
+func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("generate", err, stderr) }
 
 // maxPromptBytes bounds -prompt-file.
 const maxPromptBytes = 1 << 20
@@ -62,78 +39,28 @@ const maxPromptBytes = 1 << 20
 // readPrompt reads a prompt file: a regular file of valid UTF-8, at most
 // maxPromptBytes, without a leading byte-order mark.
 func readPrompt(path string) (string, error) {
-	bad := func(why string) error { return usageError{fmt.Errorf("-prompt-file %s: %s", path, why)} }
-	f, err := os.Open(path)
-	if err != nil {
-		return "", usageError{fmt.Errorf("-prompt-file: %w", err)}
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", bad("not a regular file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPromptBytes+1))
+	bad := func(why string) error { return cli.UsageError{Err: fmt.Errorf("-prompt-file %s: %s", path, why)} }
+	text, err := cli.ReadFile(path, maxPromptBytes)
 	switch {
 	case err != nil:
-		return "", bad(err.Error())
-	case len(b) > maxPromptBytes:
-		return "", bad(fmt.Sprintf("larger than %d bytes", maxPromptBytes))
-	case !utf8.Valid(b):
+		return "", cli.UsageError{Err: fmt.Errorf("-prompt-file %w", err)}
+	case !utf8.ValidString(text):
 		return "", bad("not valid UTF-8")
-	}
-	prompt := strings.TrimPrefix(string(b), "\uFEFF")
-	if prompt == "" {
+	case text == "":
 		return "", bad("is empty")
 	}
-	return prompt, nil
-}
-
-type options struct {
-	prompt, promptFile, model string
-	n                         int
-	greedy, compare, loops    bool
-	temperature, topP, rep    float64
-	topK, loopWindow          int
-	seed                      uint64
-}
-
-func newFlagSet(o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.StringVar(&o.prompt, "prompt", "the ", "text to continue (every character must be in the model's vocabulary)")
-	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file instead of -prompt (keeps newlines)")
-	fs.IntVar(&o.n, "n", 200, "number of characters to generate (-compare defaults to 80, as in the seed)")
-	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
-	fs.Float64Var(&o.temperature, "temperature", 1.0, "divide logits by this before sampling; 0 means greedy (the same as -greedy)")
-	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
-	fs.Float64Var(&o.topP, "top-p", 1.0, "sample from the smallest set of characters with this much probability, in (0, 1]; 1 = off")
-	fs.Float64Var(&o.rep, "repetition-penalty", 1.0, "penalise characters already in the text, > 0; 1 = off, above 1 discourages repeats")
-	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
-	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
-	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
-	fs.BoolVar(&o.loops, "loops", false, "report on stderr where the output starts repeating itself (loop onset)")
-	fs.IntVar(&o.loopWindow, "loop-window", 20, "window length, in characters, for -loops")
-	fs.SetOutput(io.Discard)
-	return fs
+	return text, nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage: generate [flags]\n\nGenerates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\nFlags:\n")
-			fs.PrintDefaults()
-			return nil
-		}
-		return usageError{err}
+	set, err := cli.Parse(fs, args, "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\n"+pipelineHelp, stdout)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.validate(set); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	promptFlag := fmt.Sprintf("-prompt %q", o.prompt)
 	if o.promptFile != "" {
@@ -148,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if _, err := vocab.Encode(o.prompt); err != nil {
-		return usageError{fmt.Errorf("%s: %w", promptFlag, err)}
+		return cli.UsageError{Err: fmt.Errorf("%s: %w", promptFlag, err)}
 	}
 	if o.compare {
 		n := o.n
@@ -157,15 +84,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return compare(ctx, m, vocab, o.prompt, n, o.seed, stdout)
 	}
-	gen := minigpt.GenerateOptions{
-		MaxNewTokens:      o.n,
-		Greedy:            o.greedy || o.temperature == 0, // the library's zero Temperature means 1
-		Temperature:       o.temperature,
-		TopK:              o.topK,
-		TopP:              o.topP,
-		RepetitionPenalty: o.rep,
-		Rand:              rand.New(rand.NewPCG(o.seed, 0)),
+	gen, err := o.generateOptions(vocab)
+	if err != nil {
+		return cli.UsageError{Err: err}
 	}
+	switch {
+	case o.explain || o.logprobs > 0:
+		return traced(ctx, m, vocab, &o, gen, stdout, stderr)
+	case o.samples > 1 || o.beams > 0:
+		return many(ctx, m, vocab, &o, gen, stdout, stderr)
+	}
+	gen.Rand = minigpt.SampleRand(o.seed, 0)
 	var out strings.Builder // the whole text, kept only for -loops
 	if o.loops {
 		out.WriteString(o.prompt)
@@ -174,7 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	chars := vocab.Chars()
+	count := 0
 	gen.OnToken = func(id int) error {
+		count++
 		_, err := io.WriteString(stdout, string(chars[id]))
 		if o.loops {
 			out.WriteRune(chars[id])
@@ -188,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", o.n, elapsed.Round(time.Microsecond), float64(o.n)/elapsed.Seconds())
+	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", count, elapsed.Round(time.Microsecond), float64(count)/elapsed.Seconds())
 	if o.loops {
 		if i := minigpt.LoopOnset(out.String(), o.loopWindow); i >= 0 {
 			fmt.Fprintf(stderr, "loop onset: the %d-character window at character %d repeats later\n", o.loopWindow, i)
@@ -199,30 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func (o *options) validate(set map[string]bool) error {
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	switch {
-	case o.n < 0:
-		return fmt.Errorf("-n %d: must be >= 0", o.n)
-	case !finite(o.temperature) || o.temperature < 0:
-		return fmt.Errorf("-temperature %v: must be finite and >= 0 (0 means greedy)", o.temperature)
-	case o.topK < 0:
-		return fmt.Errorf("-top-k %d: must be >= 0 (0 = off)", o.topK)
-	case !(o.topP > 0 && o.topP <= 1):
-		return fmt.Errorf("-top-p %v: must be in (0, 1]", o.topP)
-	case !finite(o.rep) || o.rep <= 0:
-		return fmt.Errorf("-repetition-penalty %v: must be finite and > 0", o.rep)
-	case o.loopWindow < 1:
-		return fmt.Errorf("-loop-window %d: must be >= 1", o.loopWindow)
-	case o.compare && (set["greedy"] || set["temperature"] || set["top-k"] || set["top-p"] || set["repetition-penalty"] || set["loops"]):
-		return fmt.Errorf("-compare runs its own five settings: it takes only -prompt, -prompt-file, -n, -seed and -model")
-	case set["prompt"] && set["prompt-file"]:
-		return fmt.Errorf("-prompt and -prompt-file: give one, not both")
-	case o.prompt == "" && o.promptFile == "":
-		return fmt.Errorf("-prompt is empty")
-	}
-	return nil
-}
+// pipelineHelp is the order of the sampling stages, for -h.
+const pipelineHelp = `A sampled character goes through, in order: -logit-bias, -presence-penalty
+and -frequency-penalty, -temperature, -repetition-penalty, -no-repeat-ngram,
+-top-k, -top-p, -min-p; then one draw. -greedy (or -temperature 0) and
+-beams skip them all.`
 
 func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
 	if path == "" {
@@ -251,7 +163,7 @@ func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt
 	fmt.Fprintf(stdout, "prompt: %q\n", prompt)
 	for _, r := range rows {
 		r.o.MaxNewTokens = n
-		r.o.Rand = rand.New(rand.NewPCG(seed, 0))
+		r.o.Rand = minigpt.SampleRand(seed, 0)
 		text, err := m.GenerateText(ctx, vocab, prompt, r.o)
 		if err != nil {
 			return err

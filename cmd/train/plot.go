@@ -137,7 +137,7 @@ func writePlotFile(path, title string, train, val []point) error {
 
 // describeShape is the model and batch shape in a few words, for titles.
 func describeShape(tr *minigpt.Trainer) string {
-	c := tr.Model.Config
+	c := tr.Model().Config
 	return fmt.Sprintf("%d layers, %d heads, width %d, block %d, batch %d, lr %g",
-		c.Layers, c.Heads, c.EmbedDim, c.BlockSize, tr.Config.BatchSize, tr.Config.LR)
+		c.Layers, c.Heads, c.EmbedDim, c.BlockSize, tr.Config().BatchSize, tr.Config().LR)
 }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"example.org/minigpt"
+)
+
+// many prints several samples (-samples) or beams (-beams), generated
+// together by minigpt.Complete: each as a header line and its text.
+func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
+	start := time.Now()
+	res, err := m.Complete(ctx, vocab, o.prompt, o.samples, o.seed, gen, nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	count := 0
+	for _, c := range res {
+		count += len(c.IDs)
+		switch {
+		case o.samples == 1:
+		case o.beams > 0:
+			fmt.Fprintf(stdout, "--- beam %d, score %.6f, %s ---\n", c.Index, c.Score, c.Finish)
+		default:
+			fmt.Fprintf(stdout, "--- sample %d, seed %d, %s ---\n", c.Index, c.Seed, c.Finish)
+		}
+		if _, err := fmt.Fprintf(stdout, "%s%s\n", o.prompt, c.Text); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", count, elapsed.Round(time.Microsecond), float64(count)/elapsed.Seconds())
+	return nil
+}
+
+// traced runs -explain or -logprobs: every released character with its
+// trace, through minigpt.Complete (so -samples and -stop work as without).
+func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
+	chars := vocab.Chars()
+	gen.Trace = true
+	gen.TraceTopN = min(o.explainTop, vocab.Size())
+	if o.logprobs > 0 {
+		gen.TraceTopN = min(o.logprobs, vocab.Size())
+	}
+	var write func(c *minigpt.Chunk) error
+	if o.explain {
+		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen))
+		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), "char", "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
+		write = func(c *minigpt.Chunk) error {
+			for _, s := range c.Steps {
+				if _, err := fmt.Fprintln(stdout, explainLine(o, chars, &s)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else {
+		enc := json.NewEncoder(stdout)
+		write = func(c *minigpt.Chunk) error {
+			for _, s := range c.Steps {
+				if err := enc.Encode(logprobLine(chars, &s)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	res, err := m.Complete(ctx, vocab, o.prompt, o.samples, o.seed, gen, write)
+	if err != nil {
+		return err
+	}
+	for _, c := range res {
+		if o.explain {
+			fmt.Fprintf(stdout, "%stext %q (%s)\n", sampleCol(o, c.Index), o.prompt+c.Text, c.Finish)
+		} else {
+			line := struct {
+				Sample int    `json:"sample"`
+				Seed   uint64 `json:"seed"`
+				Text   string `json:"text"`
+				Finish string `json:"finish"`
+			}{c.Index, c.Seed, o.prompt + c.Text, string(c.Finish)}
+			if err := json.NewEncoder(stdout).Encode(line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// describe names the stages that are on, in pipeline order.
+func describe(g minigpt.GenerateOptions) string {
+	if g.Greedy {
+		return "greedy: the most probable character, no filters"
+	}
+	var on []string
+	if len(g.LogitBias) > 0 {
+		on = append(on, "logit-bias")
+	}
+	if g.PresencePenalty != 0 || g.FrequencyPenalty != 0 {
+		on = append(on, fmt.Sprintf("penalties presence %g frequency %g", g.PresencePenalty, g.FrequencyPenalty))
+	}
+	if g.Temperature != 1 && g.Temperature != 0 {
+		on = append(on, fmt.Sprintf("temperature %g", g.Temperature))
+	}
+	if g.RepetitionPenalty != 1 && g.RepetitionPenalty != 0 {
+		on = append(on, fmt.Sprintf("repetition-penalty %g", g.RepetitionPenalty))
+	}
+	if g.NoRepeatNGramSize > 0 {
+		on = append(on, fmt.Sprintf("no-repeat-ngram %d", g.NoRepeatNGramSize))
+	}
+	if g.TopK > 0 {
+		on = append(on, fmt.Sprintf("top-k %d", g.TopK))
+	}
+	if g.TopP > 0 && g.TopP < 1 {
+		on = append(on, fmt.Sprintf("top-p %g", g.TopP))
+	}
+	if g.MinP > 0 {
+		on = append(on, fmt.Sprintf("min-p %g", g.MinP))
+	}
+	if len(on) == 0 {
+		return "plain sampling at temperature 1"
+	}
+	return "stages: " + strings.Join(on, ", ")
+}
+
+func sampleCol(o *options, i int) string {
+	if o.samples == 1 {
+		if i < 0 {
+			return "  pos"
+		}
+		return ""
+	}
+	if i < 0 {
+		return "s   pos"
+	}
+	return fmt.Sprintf("%-3d ", i)
+}
+
+// explainLine is one -explain row: position, character, its probability
+// after the filters and under the raw distribution, then the top
+// candidates.
+func explainLine(o *options, chars []rune, s *minigpt.Step) string {
+	var b strings.Builder
+	if o.samples > 1 {
+		fmt.Fprintf(&b, "%-3d ", s.Sample)
+	}
+	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, fmt.Sprintf("%q", chars[s.ID]), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.RawLogprob))+"%")
+	for _, c := range s.Top {
+		mark := " "
+		if c.ID == s.ID {
+			mark = "*"
+		}
+		after := pct(c.Probs[minigpt.NumStages-1])
+		if c.CutBy != minigpt.StageRaw {
+			after = c.CutBy.String()
+		}
+		fmt.Fprintf(&b, " %s%-4s%5s→%-5s", mark, fmt.Sprintf("%q", chars[c.ID]), pct(c.Probs[minigpt.StageRaw]), after)
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// pct formats a probability as a percentage in at most 5 characters:
+// one decimal from 0.1%, below that the order of magnitude (4e-3), so
+// that the improbable characters a high temperature lets through show.
+func pct(p float64) string {
+	switch v := 100 * p; {
+	case v >= 0.05:
+		return fmt.Sprintf("%.1f", v)
+	case v == 0:
+		return "0"
+	default:
+		return strings.Replace(fmt.Sprintf("%.0e", v), "e-0", "e-", 1)
+	}
+}
+
+// candidateJSON is one of -logprobs' top candidates.
+type candidateJSON struct {
+	Char       string   `json:"char"`
+	ID         int      `json:"id"`
+	RawLogprob float64  `json:"raw_logprob"`
+	Logprob    *float64 `json:"logprob"`       // null once cut
+	Cut        string   `json:"cut,omitempty"` // the stage that cut it
+}
+
+type stepJSON struct {
+	Sample     int             `json:"sample"`
+	Pos        int             `json:"pos"`
+	Char       string          `json:"char"`
+	ID         int             `json:"id"`
+	Logprob    float64         `json:"logprob"`
+	RawLogprob float64         `json:"raw_logprob"`
+	Top        []candidateJSON `json:"top"`
+}
+
+func logprobLine(chars []rune, s *minigpt.Step) stepJSON {
+	out := stepJSON{Sample: s.Sample, Pos: s.Pos, Char: string(chars[s.ID]), ID: s.ID, Logprob: s.Logprob, RawLogprob: s.RawLogprob}
+	for _, c := range s.Top {
+		cj := candidateJSON{Char: string(chars[c.ID]), ID: c.ID, RawLogprob: math.Log(c.Probs[minigpt.StageRaw])}
+		if c.CutBy != minigpt.StageRaw {
+			cj.Cut = c.CutBy.String()
+		} else {
+			lp := math.Log(c.Probs[minigpt.NumStages-1])
+			cj.Logprob = &lp
+		}
+		out.Top = append(out.Top, cj)
+	}
+	return out
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"example.org/minigpt"
+)
+
+type options struct {
+	prompt, promptFile, model string
+	n                         int
+	greedy, compare, loops    bool
+	temperature, topP, rep    float64
+	topK, loopWindow          int
+	seed                      uint64
+
+	minP, presence, frequency, lengthPenalty float64
+	noRepeat, samples, beams                 int
+	bias                                     []biasFlag
+	stop                                     []string
+	explain                                  bool
+	explainTop, logprobs                     int
+}
+
+// biasFlag is one -logit-bias value: a character or #id, and a bias.
+type biasFlag struct {
+	char  rune
+	id    int // -1 when given by character
+	value float64
+	arg   string
+}
+
+func parseBias(arg string) (biasFlag, error) {
+	i := strings.LastIndex(arg, "=")
+	if i <= 0 {
+		return biasFlag{}, fmt.Errorf("want CHAR=BIAS or #ID=BIAS, e.g. e=-100")
+	}
+	key, val := arg[:i], arg[i+1:]
+	v, err := strconv.ParseFloat(val, 64)
+	if err != nil {
+		return biasFlag{}, fmt.Errorf("bias %q is not a number", val)
+	}
+	b := biasFlag{id: -1, value: v, arg: arg}
+	if r := []rune(key); len(r) == 1 {
+		b.char = r[0]
+	} else if id, err := strconv.Atoi(strings.TrimPrefix(key, "#")); err == nil && strings.HasPrefix(key, "#") {
+		b.id = id
+	} else {
+		return biasFlag{}, fmt.Errorf("%q is neither one character nor #ID", key)
+	}
+	return b, nil
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs.StringVar(&o.prompt, "prompt", "the ", "text to continue (every character must be in the model's vocabulary)")
+	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file instead of -prompt (keeps newlines)")
+	fs.IntVar(&o.n, "n", 200, "number of characters to generate (-compare defaults to 80, as in the seed)")
+	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
+	fs.Float64Var(&o.temperature, "temperature", 1.0, "divide logits by this before sampling; 0 means greedy (the same as -greedy)")
+	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
+	fs.Float64Var(&o.topP, "top-p", 1.0, "sample from the smallest set of characters with this much probability, in (0, 1]; 1 = off")
+	fs.Float64Var(&o.minP, "min-p", 0, "drop characters less probable than this times the most probable one (after top-p), in [0, 1]; 0 = off")
+	fs.Float64Var(&o.rep, "repetition-penalty", 1.0, "penalise characters already in the text, > 0; 1 = off, above 1 discourages repeats")
+	fs.Float64Var(&o.presence, "presence-penalty", 0, "subtract this from the logit of every character already generated, in [-2, 2] (OpenAI's)")
+	fs.Float64Var(&o.frequency, "frequency-penalty", 0, "subtract this times its count from each generated character's logit, in [-2, 2] (OpenAI's)")
+	fs.Func("logit-bias", "add a bias in [-100, 100] to a character's logit: CHAR=BIAS or #ID=BIAS, repeatable; -100 bans, 100 forces", func(s string) error {
+		b, err := parseBias(s)
+		if err == nil {
+			o.bias = append(o.bias, b)
+		}
+		return err
+	})
+	fs.IntVar(&o.noRepeat, "no-repeat-ngram", 0, "never repeat a sequence of this many characters; 0 = off")
+	fs.Func("stop", fmt.Sprintf("stop before this text (not printed); repeatable, at most %d", minigpt.MaxStopStrings), func(s string) error {
+		o.stop = append(o.stop, s)
+		return nil
+	})
+	fs.IntVar(&o.samples, "samples", 1, fmt.Sprintf("number of samples, generated together; sample i uses seed -seed+i (1..%d)", minigpt.MaxSamples))
+	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams (deterministic, ignores the sampling flags), 2..%d; 0 = off", minigpt.MaxBeams))
+	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
+	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
+	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
+	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
+	fs.BoolVar(&o.explain, "explain", false, "for each generated character, print its probability and the top candidates before and after the filters, with the stage that cut each")
+	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")
+	fs.IntVar(&o.logprobs, "logprobs", 0, "print each generated character's log-probabilities and its top N candidates as JSON lines instead of the text; 0 = off")
+	fs.BoolVar(&o.loops, "loops", false, "report on stderr where the output starts repeating itself (loop onset)")
+	fs.IntVar(&o.loopWindow, "loop-window", 20, "window length, in characters, for -loops")
+	return fs
+}
+
+// samplingFlags are the flags -compare refuses (it runs its own settings).
+var samplingFlags = []string{"greedy", "temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+	"frequency-penalty", "logit-bias", "no-repeat-ngram", "stop", "samples", "beams", "length-penalty", "explain", "logprobs", "loops"}
+
+func (o *options) validate(set map[string]bool) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case o.n < 0:
+		return fmt.Errorf("-n %d: must be >= 0", o.n)
+	case !finite(o.temperature) || o.temperature < 0:
+		return fmt.Errorf("-temperature %v: must be finite and >= 0 (0 means greedy)", o.temperature)
+	case o.topK < 0:
+		return fmt.Errorf("-top-k %d: must be >= 0 (0 = off)", o.topK)
+	case !(o.topP > 0 && o.topP <= 1):
+		return fmt.Errorf("-top-p %v: must be in (0, 1]", o.topP)
+	case !(o.minP >= 0 && o.minP <= 1):
+		return fmt.Errorf("-min-p %v: must be in [0, 1]", o.minP)
+	case !finite(o.rep) || o.rep <= 0:
+		return fmt.Errorf("-repetition-penalty %v: must be finite and > 0", o.rep)
+	case !(o.presence >= -2 && o.presence <= 2):
+		return fmt.Errorf("-presence-penalty %v: must be in [-2, 2]", o.presence)
+	case !(o.frequency >= -2 && o.frequency <= 2):
+		return fmt.Errorf("-frequency-penalty %v: must be in [-2, 2]", o.frequency)
+	case o.noRepeat < 0:
+		return fmt.Errorf("-no-repeat-ngram %d: must be >= 0 (0 = off)", o.noRepeat)
+	case len(o.stop) > minigpt.MaxStopStrings:
+		return fmt.Errorf("-stop given %d times: at most %d", len(o.stop), minigpt.MaxStopStrings)
+	case o.samples < 1 || o.samples > minigpt.MaxSamples:
+		return fmt.Errorf("-samples %d: must be in [1, %d]", o.samples, minigpt.MaxSamples)
+	case o.beams == 1 || o.beams < 0 || o.beams > minigpt.MaxBeams:
+		return fmt.Errorf("-beams %d: must be 0 (off) or in [2, %d]", o.beams, minigpt.MaxBeams)
+	case o.beams > 0 && o.samples > o.beams:
+		return fmt.Errorf("-samples %d: beam search returns at most -beams %d sequences", o.samples, o.beams)
+	case !finite(o.lengthPenalty):
+		return fmt.Errorf("-length-penalty %v: must be finite", o.lengthPenalty)
+	case set["length-penalty"] && o.beams == 0:
+		return fmt.Errorf("-length-penalty needs -beams")
+	case o.explainTop < 1:
+		return fmt.Errorf("-explain-top %d: must be >= 1", o.explainTop)
+	case o.logprobs < 0:
+		return fmt.Errorf("-logprobs %d: must be >= 0 (0 = off)", o.logprobs)
+	case o.explain && o.logprobs > 0:
+		return fmt.Errorf("-explain and -logprobs: give one, not both")
+	case o.beams > 0 && (o.explain || o.logprobs > 0):
+		return fmt.Errorf("-beams has no per-step probabilities for -explain or -logprobs")
+	case o.loopWindow < 1:
+		return fmt.Errorf("-loop-window %d: must be >= 1", o.loopWindow)
+	case set["prompt"] && set["prompt-file"]:
+		return fmt.Errorf("-prompt and -prompt-file: give one, not both")
+	case o.prompt == "" && o.promptFile == "":
+		return fmt.Errorf("-prompt is empty")
+	}
+	for i, s := range o.stop {
+		if s == "" {
+			return fmt.Errorf("-stop number %d is empty", i+1)
+		}
+	}
+	for _, b := range o.bias {
+		if !(b.value >= -100 && b.value <= 100) {
+			return fmt.Errorf("-logit-bias %s: the bias must be in [-100, 100]", b.arg)
+		}
+	}
+	if o.compare {
+		for _, f := range samplingFlags {
+			if set[f] {
+				return fmt.Errorf("-compare runs its own five settings: it takes only -prompt, -prompt-file, -n, -seed and -model (not -%s)", f)
+			}
+		}
+	}
+	return nil
+}
+
+// generateOptions maps the flags to the library's options (without Rand
+// and callbacks); a -logit-bias character outside the vocabulary is an
+// error naming the flag.
+func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions, error) {
+	g := minigpt.GenerateOptions{
+		MaxNewTokens:      o.n,
+		Greedy:            o.greedy || o.temperature == 0, // the library's zero Temperature means 1
+		Temperature:       o.temperature,
+		TopK:              o.topK,
+		TopP:              o.topP,
+		MinP:              o.minP,
+		RepetitionPenalty: o.rep,
+		PresencePenalty:   o.presence,
+		FrequencyPenalty:  o.frequency,
+		NoRepeatNGramSize: o.noRepeat,
+		Stop:              o.stop,
+		NumBeams:          o.beams,
+		LengthPenalty:     o.lengthPenalty,
+	}
+	if len(o.bias) > 0 {
+		g.LogitBias = map[int]float64{}
+		for _, b := range o.bias {
+			id := b.id
+			if id < 0 {
+				ids, err := vocab.Encode(string(b.char))
+				if err != nil {
+					return g, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
+				}
+				id = ids[0]
+			} else if id >= vocab.Size() {
+				return g, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
+			}
+			g.LogitBias[id] = b.value
+		}
+	}
+	if err := g.Validate(); err != nil {
+		return g, err // the checks above should have caught it first
+	}
+	return g, nil
+}

@@ -1,0 +1,125 @@
+package minigpt_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math"
+	"sync"
+
+	"example.org/minigpt"
+)
+
+// Sampling with the knobs of a real sampling API: min-p, a banned
+// character and a stop string.
+func ExampleGenerateOptions() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	bias, err := minigpt.CharBias(vocab, map[rune]float64{'c': -100}) // never write a 'c'
+	if err != nil {
+		log.Fatal(err)
+	}
+	text, err := m.GenerateText(context.Background(), vocab, "the keeper ", minigpt.GenerateOptions{
+		MaxNewTokens: 120,
+		Temperature:  1.2,
+		MinP:         0.1,
+		LogitBias:    bias,
+		Stop:         []string{"."},
+		Rand:         minigpt.SampleRand(42, 0),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text)
+	// Output:
+	// the keeper rings the bell when a boat drifts near the rove the bay when the tide is low
+}
+
+// Several samples of one prompt, computed together; each reports the
+// seed that reproduces it alone.
+func ExampleModel_Complete() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Complete(context.Background(), vocab, "the ", 3, 7, minigpt.GenerateOptions{
+		MaxNewTokens: 40,
+		Temperature:  1.5,
+		TopK:         5,
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range res {
+		fmt.Printf("seed %d: %q\n", c.Seed, c.Text)
+	}
+	// Output:
+	// seed 7: "tide is low. the keeper counts the boats"
+	// seed 8: "keeper rings the bell when he boats wait"
+	// seed 9: "bell when a boat drifts near the rocks a"
+}
+
+// Many goroutines may generate with one Model: each call has its own
+// KV cache, and the text does not depend on what else runs.
+func ExampleModel_GenerateText_concurrent() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	prompts := []string{"the keeper ", "the boats ", "the tide ", "a small boat "}
+	out := make([]string, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], _ = m.GenerateText(context.Background(), vocab, p, minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
+		}()
+	}
+	wg.Wait()
+	for _, s := range out {
+		fmt.Printf("%q\n", s)
+	}
+	// Output:
+	// "the keeper rings the bell when a boat dri"
+	// "the boats wait outside the bay when the "
+	// "the tide rises at dusk and falls at daw"
+	// "a small boat drifts near the rocks at dawn."
+}
+
+// A trace of each step: why the sampler chose what it chose.
+func ExampleStep() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	chars := vocab.Chars()
+	_, err = m.GenerateText(context.Background(), vocab, "the ", minigpt.GenerateOptions{
+		MaxNewTokens: 3,
+		Temperature:  1.5,
+		TopK:         2,
+		Rand:         minigpt.SampleRand(42, 0),
+		TraceTopN:    3,
+		OnStep: func(s *minigpt.Step) error {
+			fmt.Printf("%q p=%.3f raw=%.3f |", chars[s.ID], math.Exp(s.Logprob), math.Exp(s.RawLogprob))
+			for _, c := range s.Top {
+				if c.CutBy == minigpt.StageRaw {
+					fmt.Printf(" %q %.3f→%.3f", chars[c.ID], c.Probs[minigpt.StageRaw], c.Probs[minigpt.NumStages-1])
+				} else {
+					fmt.Printf(" %q %.3f cut by %v", chars[c.ID], c.Probs[minigpt.StageRaw], c.CutBy)
+				}
+			}
+			fmt.Println()
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// 'b' p=0.559 raw=0.286 | 'b' 0.286→0.559 'l' 0.200→0.441 't' 0.133 cut by top-k
+	// 'o' p=0.599 raw=0.560 | 'o' 0.560→0.599 'e' 0.306→0.401 'a' 0.120 cut by top-k
+	// 'a' p=0.980 raw=0.996 | 'a' 0.996→0.980 'o' 0.003→0.020 'u' 0.000 cut by top-k
+}
