@@ -131,8 +131,8 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	if p := req.model.engine.unsupported(&req.sampling, req.echo); p != "" {
-		writeError(w, badParam(p, "unsupported_parameter", "%s is not supported by this server's sampler yet", p))
+	if e := req.model.engine.unsupported(&req.sampling); e != nil {
+		writeError(w, e)
 		return
 	}
 	ctx := r.Context()

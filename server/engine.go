@@ -49,28 +49,21 @@ type result struct {
 	seed   uint64 // the sample's own seed (sampling only)
 }
 
-// unsupported names a field this build cannot honour with the others
-// given, or returns "".
-func (e *engine) unsupported(sp *sampling, echo bool) string {
-	if sp.numBeams > 1 && !beamSearchAvailable {
-		return "num_beams"
-	}
+// unsupported returns a 400 for a combination of fields the library
+// cannot honour, naming the field, or nil.
+func (e *engine) unsupported(sp *sampling) *apiError {
 	if sp.numBeams > 1 {
 		switch {
 		case sp.logprobs >= 0 && sp.maxTokens > 0:
-			return "logprobs"
+			return badParam("logprobs", "unsupported_parameter", "logprobs %d is not available with beam search (num_beams %d): beams are scored as a whole", sp.logprobs, sp.numBeams)
 		case sp.trace > 0:
-			return "trace"
+			return badParam("trace", "unsupported_parameter", "trace is not available with beam search (num_beams %d)", sp.numBeams)
 		case sp.n > sp.numBeams:
-			return "n"
+			return badParam("n", "invalid_value", "n %d is more than num_beams %d: beam search returns at most one sequence per beam", sp.n, sp.numBeams)
 		}
 	}
-	return ""
+	return nil
 }
-
-// beamSearchAvailable is false while the library's beam search is not
-// implemented: num_beams is then refused by name rather than ignored.
-const beamSearchAvailable = false
 
 // options maps a request's knobs onto the library's.
 func (e *engine) options(sp *sampling) minigpt.GenerateOptions {

@@ -147,6 +147,8 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 		{"everything", `"min_p":0.05,"top_k":8,"top_p":0.95,"presence_penalty":0.3,"frequency_penalty":0.2,"no_repeat_ngram_size":6,"repetition_penalty":1.1`,
 			minigpt.GenerateOptions{MinP: 0.05, TopK: 8, TopP: 0.95, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 6, RepetitionPenalty: 1.1}},
 		{"stop", `"stop":["ee","ll"]`, minigpt.GenerateOptions{Stop: []string{"ee", "ll"}}},
+		{"beams", `"num_beams":4,"n":2`, minigpt.GenerateOptions{NumBeams: 4}},
+		{"beams with length penalty", `"num_beams":3,"length_penalty":1,"stop":"."`, minigpt.GenerateOptions{NumBeams: 3, LengthPenalty: 1, Stop: []string{"."}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 3
@@ -182,13 +184,6 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 // TestBeamRefusals: what beam search cannot do is refused by name.
 func TestBeamRefusals(t *testing.T) {
 	_, ts := newTestServer(t, nil)
-	if !beamSearchAvailable {
-		r := post(t, ts, `{"prompt":"the ","num_beams":2}`)
-		if r.status != 400 || *r.apiError(t).Error.Param != "num_beams" {
-			t.Errorf("num_beams without beam search: %d %s", r.status, r.body)
-		}
-		return
-	}
 	for _, tc := range []struct{ body, param string }{
 		{`{"prompt":"the ","num_beams":2,"n":3}`, "n"},
 		{`{"prompt":"the ","num_beams":2,"logprobs":1}`, "logprobs"},

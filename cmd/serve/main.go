@@ -7,13 +7,13 @@
 //	go run ./cmd/serve -addr :8080 -api-key secret       # every interface: set a key
 //
 // SIGINT or SIGTERM stops accepting requests and lets those in progress
-// finish for up to -drain-timeout; then they are cancelled. Bad flags exit
-// with status 2, an unreadable model or a busy address with status 1.
+// finish for up to -drain-timeout; then they are cancelled (a second
+// signal stops at once). Bad flags exit with status 2, an unreadable
+// model or a busy address with status 1.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,38 +22,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 	"example.org/minigpt/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// usageError is a bad flag or flag value: exit status 2.
-type usageError struct{ error }
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "serve: %v (run 'serve -h' for usage)\n", err)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "serve: %v\n", err)
-		return 1
-	}
-}
+func main() { cli.Main("serve", run) }
 
 // embeddedName is the name the embedded Lantern Bay model is served under.
 const embeddedName = "lanternbay"
@@ -116,7 +93,6 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "on SIGTERM, how long requests in progress may take to finish")
 	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "a client must send its request headers within this time (no slowloris)")
 	fs.BoolVar(&o.logRequests, "log", false, "log every request to standard error")
-	fs.SetOutput(io.Discard)
 	return fs
 }
 
@@ -145,20 +121,11 @@ func (o *options) validate() error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage: serve [flags]\n\nServes MiniGPT models with OpenAI's completions API and a playground page.\n\nFlags:\n")
-			fs.PrintDefaults()
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
+	if _, err := cli.Parse(fs, args, "Serves MiniGPT models with OpenAI's completions API and a playground page.", stdout); err != nil {
+		return err
 	}
 	if err := o.validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("MINIGPT_API_KEY")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server goroutine
@@ -248,7 +249,7 @@ func TestModelFlag(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"-h"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "-api-key") {
+	if err := run(context.Background(), []string{"-h"}, &out, &errOut); cli.ExitCode("serve", err, &errOut) != 0 || !strings.Contains(out.String(), "-api-key") {
 		t.Errorf("-h: %v, %q", err, out.String())
 	}
 	for _, tc := range []struct {
@@ -271,7 +272,7 @@ func TestFlags(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errOut)
-		if code := exitCode(err, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
+		if code := cli.ExitCode("serve", err, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut.String(), tc.code, tc.msg)
 		}
 	}
@@ -282,7 +283,7 @@ func TestFlags(t *testing.T) {
 	}
 	defer ln.Close()
 	err = run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard)
-	if code := exitCode(err, io.Discard); code != 1 {
+	if code := cli.ExitCode("serve", err, io.Discard); code != 1 {
 		t.Errorf("busy address: exit %d (%v)", code, err)
 	}
 }
