@@ -38,6 +38,20 @@ func TestMatchesCmdGenerate(t *testing.T) {
 			"the keeper rings the bell when a boat drifts near the rocks at d"},
 		{"-repetition-penalty 1.3 -temperature 1 -seed 5 -n 60", `{"prompt":"the ","max_tokens":60,"repetition_penalty":1.3,"seed":5}`,
 			"the boats come home when the lantern glows. the boats wait outsi"},
+		{"-min-p 0.2 -temperature 1.5 -seed 3 -n 60", `{"prompt":"the ","max_tokens":60,"min_p":0.2,"temperature":1.5,"seed":3}`,
+			"the shore at dusk. the lamp keeper lights the lantern when the f"},
+		{"-presence-penalty 1.5 -seed 4 -n 60", `{"prompt":"the ","max_tokens":60,"presence_penalty":1.5,"seed":4}`,
+			"the fog is thick. a small boat drifts near the rocks at dawn. th"},
+		{"-frequency-penalty 0.8 -temperature 1.2 -seed 5 -n 60", `{"prompt":"the ","max_tokens":60,"frequency_penalty":0.8,"temperature":1.2,"seed":5}`,
+			"the bell when a boat drifts near the rocks. the tide rises at du"},
+		{"-logit-bias e=-100 -seed 6 -n 60", `{"prompt":"the ","max_tokens":60,"logit_bias":{"6":-100},"seed":6}`,
+			"the boats wait outsidp rrins thunn a burns all night and rp rigs"},
+		{"-no-repeat-ngram 4 -seed 7 -n 60", `{"prompt":"the ","max_tokens":60,"no_repeat_ngram_size":4,"seed":7}`,
+			"the writes thekce antern burns all night and rests at dawn. th l"},
+		{"-stop fog -greedy -n 60", `{"prompt":"the ","max_tokens":60,"stop":"fog","temperature":0}`,
+			"the boats wait outside the bay when the "},
+		{"-beams 4 -n 40 -prompt a", `{"prompt":"a","max_tokens":40,"num_beams":4}`,
+			"at dawn. the gulls call over the bay when"},
 	} {
 		t.Run(tc.flags, func(t *testing.T) {
 			var req map[string]any
@@ -52,6 +66,24 @@ func TestMatchesCmdGenerate(t *testing.T) {
 				t.Errorf("with echo: %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSamplesMatchCmdGenerate: choice i of n is cmd/generate's sample i,
+// printed by a real run of
+//
+//	go run ./cmd/generate -samples 3 -temperature 1.3 -seed 9 -n 30
+func TestSamplesMatchCmdGenerate(t *testing.T) {
+	_, ts := newTestServer(t, nil)
+	c := post(t, ts, `{"prompt":"the ","max_tokens":30,"n":3,"temperature":1.3,"seed":9}`).completion(t)
+	for i, want := range []string{
+		"the bell when a boat drifts near t",
+		"the rocks at dawn. the keeper ring",
+		"the keeper rings the bell when a b",
+	} {
+		if got := "the " + c.Choices[i].Text; got != want {
+			t.Errorf("sample %d: %q, cmd/generate %q", i, got, want)
+		}
 	}
 }
 
