@@ -22,6 +22,8 @@ const KNOBS = [
     what: "subtracts this once per earlier occurrence in the generated text" },
   { name: "no_repeat_ngram_size", min: 0, max: 12, step: 1, value: 0, off: 0,
     what: "bans a character that would repeat an n-gram of the text; 0 = off" },
+  { name: "num_beams", min: 0, max: 16, step: 1, value: 0, off: 0,
+    what: "beam search instead of sampling: deterministic, ignores the knobs above, no per-character view; 0 = off" },
 ];
 
 // The lessons' strategy comparison.
@@ -216,7 +218,9 @@ async function generate() {
   if (!checkPrompt()) return;
   let body;
   try {
-    body = requestBody({ stream: true, trace: Math.min(16, state.model.vocab.length), stream_options: { include_usage: true } });
+    body = requestBody({ stream: true, stream_options: { include_usage: true } });
+    // Beam search scores whole sequences: it has no per-step trace.
+    if (!(body.num_beams > 1)) body.trace = Math.min(16, state.model.vocab.length);
   } catch (e) {
     $("status").textContent = e.message;
     return;

@@ -138,6 +138,18 @@ test("Stop aborts the request and the server stops generating", async () => {
   assert.equal(await metric(), before + 1);
 });
 
+test("beam search from the num_beams knob", async () => {
+  await page.click("#reset");
+  await setKnob("num_beams", 4);
+  await page.fill("#prompt", "a");
+  await page.fill("#max_tokens", "40");
+  await generateAndWait();
+  const text = await page.$$eval("#output .tok", (spans) => spans.map((s) => s.textContent).join(""));
+  // go run ./cmd/generate -beams 4 -n 40 -prompt a
+  assert.equal("a" + text, "at dawn. the gulls call over the bay when");
+  await page.click("#reset");
+});
+
 test("compare: the five strategies side by side, greedy's loop onset marked", async () => {
   await page.fill("#prompt", "the ");
   await page.fill("#seed", "42");
