@@ -190,12 +190,12 @@ func (s *Server) enter() bool {
 // generate runs every prompt of req in turn; emit is called for each
 // piece of text as soon as it is final. It returns the choices, in
 // OpenAI's order (prompt-major, then sample).
-func (s *Server) generate(ctx context.Context, req *completionRequest, emit func(c *choiceState, from mark) error) ([]*choiceState, error) {
+func (s *Server) generate(ctx context.Context, req *completionRequest, emit func(c *choiceState, from mark, finish string) error) ([]*choiceState, error) {
 	n := req.n
 	choices := make([]*choiceState, len(req.prompts)*n)
 	for p, prompt := range req.prompts {
 		for i := range n {
-			c := &choiceState{index: p*n + i, promptID: p}
+			c := &choiceState{index: p*n + i, promptID: p, seed: req.model.engine.sampleSeed(&req.sampling, i)}
 			if req.logprobs >= 0 {
 				c.lp = &logprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []orderedProbs{}, TextOffset: []int{}}
 			}
@@ -215,25 +215,19 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, emit func
 				}
 			}
 			for i := range n {
-				if err := emit(choices[p*n+i], mark{}); err != nil {
+				if err := emit(choices[p*n+i], mark{}, ""); err != nil {
 					return choices, err
 				}
 			}
 		}
-		results, err := req.model.engine.complete(ctx, prompt, &req.sampling, func(i int, toks []token) error {
+		err := req.model.engine.complete(ctx, prompt, &req.sampling, func(i int, toks []token, finish string) error {
 			c := choices[p*n+i]
 			from := c.mark()
 			s.appendTokens(c, req, toks)
-			return emit(c, from)
+			c.finish = finish
+			return emit(c, from, finish)
 		})
-		for i, res := range results {
-			choices[p*n+i].finish = res.finish
-			if req.temperature > 0 && req.numBeams <= 1 {
-				seed := res.seed
-				choices[p*n+i].seed = &seed
-			}
-		}
-		s.metrics.tokens(req.model.name, len(req.promptIDs[p]), countTokens(choices[p*n:p*n+len(results)]))
+		s.metrics.tokens(req.model.name, len(req.promptIDs[p]), countTokens(choices[p*n:(p+1)*n]))
 		if err != nil {
 			return choices, err
 		}
@@ -309,7 +303,7 @@ func (s *Server) echoLogprobs(c *choiceState, req *completionRequest, scored []t
 
 // complete answers a non-streaming request.
 func (s *Server) complete(ctx context.Context, w http.ResponseWriter, req *completionRequest, resp *completion) {
-	choices, err := s.generate(ctx, req, func(*choiceState, mark) error { return nil })
+	choices, err := s.generate(ctx, req, func(*choiceState, mark, string) error { return nil })
 	s.finished(err)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		if ctx.Err() != nil {
@@ -364,8 +358,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req *complet
 		out.Choices = []choice{c}
 		return sse.data(out)
 	}
-	choices, err := s.generate(ctx, req, func(c *choiceState, from mark) error {
+	choices, err := s.generate(ctx, req, func(c *choiceState, from mark, finish string) error {
 		part := choice{Text: string(c.text[from.text:]), Index: c.index, Trace: c.trace[from.trace:]}
+		if finish != "" {
+			// The library's last chunk of a sample: its text (if any) and
+			// why it ended go out together.
+			part.FinishReason, part.Seed = &finish, c.seed
+		}
 		if c.lp != nil {
 			part.Logprobs = &logprobs{
 				Tokens: c.lp.Tokens[from.tokens:], TokenLogprobs: c.lp.TokenLogprobs[from.tokens:],
@@ -394,12 +393,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req *complet
 		u.PromptTokens += len(req.promptIDs[p])
 	}
 	for _, c := range choices {
-		finish := c.finish
-		if finish == "" {
-			finish = "length"
-		}
-		if chunk(choice{Index: c.index, FinishReason: &finish, Seed: c.seed}) != nil {
-			return
+		if c.finish == "" {
+			// The request's time ran out before the sample finished.
+			finish := "length"
+			if chunk(choice{Index: c.index, FinishReason: &finish, Seed: c.seed}) != nil {
+				return
+			}
 		}
 		u.CompletionTokens += c.nTokens
 	}

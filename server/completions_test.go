@@ -215,8 +215,19 @@ func TestPromptsAndN(t *testing.T) {
 		}
 	}
 	distinct := map[string]bool{}
-	for _, ch := range c.Choices[:3] {
+	for i, ch := range c.Choices[:3] {
 		distinct[ch.Text] = true
+		// Each choice names its own seed, and n = 1 with it gives its text.
+		if ch.Seed == nil || *ch.Seed != 77+uint64(i) {
+			t.Fatalf("choice %d seed %v, want %d", i, ch.Seed, 77+i)
+		}
+		alone := text(t, ts, fmt.Sprintf(`{"prompt":"the ","max_tokens":20,"seed":%d,"temperature":1.2}`, *ch.Seed))
+		if alone != ch.Text {
+			t.Errorf("choice %d: %q, alone with its seed %q", i, ch.Text, alone)
+		}
+	}
+	if g := post(t, ts, `{"prompt":"the ","max_tokens":5,"temperature":0}`).completion(t); g.Choices[0].Seed != nil {
+		t.Error("a greedy choice reports a seed")
 	}
 	if len(distinct) < 2 {
 		t.Errorf("n=3 gave identical samples: %q", c.Choices[0].Text)

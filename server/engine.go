@@ -43,10 +43,15 @@ type altProb struct {
 	logprob float64
 }
 
-// result is one finished sample.
-type result struct {
-	finish string // "length" or "stop"
-	seed   uint64 // the sample's own seed (sampling only)
+// sampleSeed is sample i's own seed when tokens are drawn at random
+// (minigpt.SampleSeed: a request with n = 1 and that seed gives the same
+// text), or nil for greedy decoding and beam search, which draw nothing.
+func (e *engine) sampleSeed(sp *sampling, i int) *uint64 {
+	if sp.temperature == 0 || sp.numBeams > 1 {
+		return nil
+	}
+	seed := minigpt.SampleSeed(sp.seed, i)
+	return &seed
 }
 
 // unsupported returns a 400 for a combination of fields the library
@@ -114,12 +119,12 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 // minigpt.Model.Complete: sample i is the text cmd/generate prints with
 // -seed minigpt.SampleSeed(seed, i) and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
-// strings, once they cannot begin one). On an error the results so far
-// are returned with it.
-func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token) error) ([]result, error) {
+// strings, once they cannot begin one), and with its finish reason on its
+// last call.
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token, finish string) error) error {
 	opts := e.options(sp)
 	var toks []token
-	res, err := e.model.Complete(ctx, e.vocab, prompt, sp.n, sp.seed, opts, func(c *minigpt.Chunk) error {
+	_, err := e.model.Complete(ctx, e.vocab, prompt, sp.n, sp.seed, opts, func(c *minigpt.Chunk) error {
 		toks = toks[:0]
 		for j, id := range c.IDs {
 			t := token{id: id}
@@ -128,16 +133,12 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, rele
 			}
 			toks = append(toks, t)
 		}
-		if len(toks) == 0 {
+		if len(toks) == 0 && c.Finish == "" {
 			return nil
 		}
-		return release(c.Sample, toks)
+		return release(c.Sample, toks, string(c.Finish))
 	})
-	out := make([]result, len(res))
-	for i, r := range res {
-		out[i] = result{finish: string(r.Finish), seed: r.Seed}
-	}
-	return out, err
+	return err
 }
 
 // fromStep fills a token's logprobs and trace from the library's step.

@@ -95,6 +95,7 @@ type completionJSON struct {
 	Choices           []struct {
 		Text         string  `json:"text"`
 		Index        int     `json:"index"`
+		Seed         *uint64 `json:"seed"`
 		FinishReason *string `json:"finish_reason"`
 		Logprobs     *struct {
 			Tokens        []string             `json:"tokens"`
