@@ -317,7 +317,7 @@ func (m *Model) GenerateText(ctx context.Context, vocab *Vocab, prompt string, o
 			return nil
 		}
 	}
-	res, err := m.complete(ctx, vocab, prompt, 1, []*rand.Rand{r}, opts, stream)
+	res, err := m.complete(ctx, vocab, prompt, 1, []*rand.Rand{r}, opts, stream, true)
 	if res == nil {
 		return "", err
 	}

@@ -9,6 +9,8 @@ type stopper struct {
 	stops   [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
 	chars   []rune
 	trace   bool
+	noText  bool // the stream reads only Chunk.IDs: skip decoding
+
 	samples []stopSample
 }
 
@@ -88,7 +90,10 @@ func (st *stopper) release(b, upto int, stream func(*Chunk) error) error {
 	if stream == nil {
 		return nil
 	}
-	c := Chunk{Sample: b, IDs: s.ids[from:upto], Text: decodeChars(st.chars, s.ids[from:upto]), Finish: s.finish}
+	c := Chunk{Sample: b, IDs: s.ids[from:upto], Finish: s.finish}
+	if !st.noText {
+		c.Text = decodeChars(st.chars, c.IDs)
+	}
 	if st.trace {
 		c.Steps = s.steps[from:upto]
 	}
