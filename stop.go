@@ -6,10 +6,10 @@ import "slices"
 // and ends a sample when one appears. The model is character-level, so a
 // token is one character and a stop string is a sequence of ids.
 type stopper struct {
-	stops   [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
-	chars   []rune
-	trace   bool
-	noText  bool // the stream reads only Chunk.IDs: skip decoding
+	stops  [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
+	chars  []rune
+	trace  bool
+	noText bool // the stream reads only Chunk.IDs: skip decoding
 
 	samples []stopSample
 }
