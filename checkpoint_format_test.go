@@ -334,3 +334,32 @@ func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 		}
 	}
 }
+
+// ReadCheckpointInfo returns what ReadCheckpoint would, without the
+// weights, and reads only the sections before them.
+func TestReadCheckpointInfo(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
+	for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
+		c := tr.Checkpoint(kind)
+		data := encodeCheckpoint(t, c)
+		off := ckptOffsets(c.Model.Config)
+		// Cut the file at the parameters: Info must not need them.
+		head := data[:off["parameters"]]
+		if kind == WeightsOnly {
+			head = data[:headerSize+4*c.Vocab.Size()]
+		}
+		info, err := ReadCheckpointInfo(bytes.NewReader(head))
+		if err != nil {
+			t.Fatalf("kind %d: %v", kind, err)
+		}
+		if info.Config != c.Model.Config || info.Step != 3 || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || info.Full != c.Full() || info.Bytes != int64(len(data)) {
+			t.Fatalf("kind %d: info %+v, want config %+v, step 3, full %v, %d bytes", kind, info, c.Model.Config, c.Full(), len(data))
+		}
+		if (info.Train == nil) != (kind == WeightsOnly) || (info.Train != nil && *info.Train != tr.Config()) {
+			t.Fatalf("kind %d: training config %v, want %+v", kind, info.Train, tr.Config())
+		}
+	}
+	if _, err := ReadCheckpointInfo(strings.NewReader("PK\x03\x04 a zip file")); !errors.Is(err, ErrBadCheckpoint) {
+		t.Fatalf("a zip file: %v, want ErrBadCheckpoint", err)
+	}
+}

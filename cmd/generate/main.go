@@ -5,6 +5,7 @@
 //	go run ./cmd/generate -temperature 0.8 -top-k 10 -prompt "the keeper "
 //	go run ./cmd/generate -compare
 //	go run ./cmd/generate -model shakespeare.ckpt -prompt-file prompt.txt
+//	go run ./cmd/generate -model shakespeare.ckpt -info
 //
 // The text streams to standard output as it is generated; timings and
 // reports go to standard error. Bad flags exit with status 2, an
@@ -55,6 +56,7 @@ type options struct {
 	prompt, promptFile, model string
 	n                         int
 	greedy, compare, loops    bool
+	info                      bool
 	temperature, topP, rep    float64
 	topK, loopWindow          int
 	seed                      uint64
@@ -73,6 +75,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
 	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
+	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
 	fs.BoolVar(&o.loops, "loops", false, "report on stderr where the output starts repeating itself (loop onset)")
 	fs.IntVar(&o.loopWindow, "loop-window", 20, "window length, in characters, for -loops")
 	fs.SetOutput(io.Discard)
@@ -85,6 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	set, err := cli.Parse(fs, args, "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).", stdout)
 	if err != nil {
 		return err
+	}
+	if o.info {
+		return printInfo(o.model, stdout)
 	}
 	if err := o.validate(set); err != nil {
 		return cli.UsageError{Err: err}
