@@ -42,8 +42,8 @@ func DefaultConfig() Config {
 // (TestLanternBayIsTheSeedsCorpus checks it).
 const lanternBayVocabSize = 24
 
-// ErrBadConfig is returned (wrapped) by Validate for a config that cannot
-// describe a model.
+// ErrBadConfig is returned (wrapped) by Config.Validate, and so by
+// NewModel, for a config that cannot describe a model.
 var ErrBadConfig = errors.New("invalid config")
 
 // Size limits that keep every index within int32 and every allocation
