@@ -51,18 +51,24 @@ func (st *stopper) add(b, id int, step *Step, stream func(*Chunk) error) error {
 		s.steps = append(s.steps, Step{})
 		copyStep(&s.steps[len(s.steps)-1], step)
 	}
+	// Of the stop strings that end here, the longest starts first: the
+	// text is cut before it, whatever the order of the list.
+	cut := 0
 	for _, stop := range st.stops {
-		if len(s.ids) >= len(stop) && slices.Equal(s.ids[len(s.ids)-len(stop):], stop) {
-			s.ids = s.ids[:len(s.ids)-len(stop)]
-			if st.trace {
-				s.steps = s.steps[:len(s.ids)]
-			}
-			s.finish = FinishStop
-			if err := st.release(b, len(s.ids), stream); err != nil {
-				return err
-			}
-			return errFinished
+		if len(stop) > cut && len(s.ids) >= len(stop) && slices.Equal(s.ids[len(s.ids)-len(stop):], stop) {
+			cut = len(stop)
 		}
+	}
+	if cut > 0 {
+		s.ids = s.ids[:len(s.ids)-cut]
+		if st.trace {
+			s.steps = s.steps[:len(s.ids)]
+		}
+		s.finish = FinishStop
+		if err := st.release(b, len(s.ids), stream); err != nil {
+			return err
+		}
+		return errFinished
 	}
 	// Hold back the longest suffix that is a proper prefix of a stop
 	// string: it may still become one.
