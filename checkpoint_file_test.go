@@ -123,3 +123,22 @@ func TestLoadCheckpointErrors(t *testing.T) {
 		t.Fatalf("LoadCheckpoint of a missing file = %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestLoadCheckpointInfo(t *testing.T) {
+	dir := t.TempDir()
+	tr := ckptTrainer(t, ckptResumeConfig(), 2, nil)
+	path := filepath.Join(dir, "m.ckpt")
+	if err := SaveCheckpoint(path, tr.Checkpoint(WeightsOnly)); err != nil {
+		t.Fatal(err)
+	}
+	info, err := LoadCheckpointInfo(path)
+	if err != nil || info.Step != 2 || info.Config != ckptResumeConfig() || info.Full {
+		t.Fatalf("LoadCheckpointInfo = %+v, %v", info, err)
+	}
+	data, _ := os.ReadFile(path)
+	short := filepath.Join(dir, "short.ckpt")
+	os.WriteFile(short, data[:len(data)-1], 0o644)
+	if _, err := LoadCheckpointInfo(short); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), "its header implies") {
+		t.Fatalf("a truncated file: %v, want ErrBadCheckpoint naming the size", err)
+	}
+}

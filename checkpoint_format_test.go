@@ -261,7 +261,17 @@ func FuzzReadCheckpoint(f *testing.F) {
 		// The raw bytes exercise the framing; resealed, an edit reaches
 		// the checks behind the checksums.
 		for _, in := range [][]byte{data, resealCheckpoint(data)} {
+			info, infoErr := ReadCheckpointInfo(bytes.NewReader(in))
+			if infoErr != nil && !errors.Is(infoErr, ErrBadCheckpoint) {
+				t.Fatalf("ReadCheckpointInfo error does not wrap ErrBadCheckpoint: %v", infoErr)
+			}
 			c, err := ReadCheckpoint(bytes.NewReader(in))
+			if err == nil {
+				// What the full reader accepts, the info reader describes alike.
+				if infoErr != nil || info.Config != c.Model.Config || info.Step != c.Step || info.Full != c.Full() || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) {
+					t.Fatalf("ReadCheckpointInfo = %+v, %v; ReadCheckpoint accepted config %+v step %d", info, infoErr, c.Model.Config, c.Step)
+				}
+			}
 			if err != nil {
 				if !errors.Is(err, ErrBadCheckpoint) {
 					t.Fatalf("error does not wrap ErrBadCheckpoint: %v", err)
@@ -332,5 +342,34 @@ func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 		if undefined != 29 {
 			t.Fatalf("%d undefined flag bits, want 29 (bits 3 to 31): update this test with the format", undefined)
 		}
+	}
+}
+
+// ReadCheckpointInfo returns what ReadCheckpoint would, without the
+// weights, and reads only the sections before them.
+func TestReadCheckpointInfo(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
+	for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
+		c := tr.Checkpoint(kind)
+		data := encodeCheckpoint(t, c)
+		off := ckptOffsets(c.Model.Config)
+		// Cut the file at the parameters: Info must not need them.
+		head := data[:off["parameters"]]
+		if kind == WeightsOnly {
+			head = data[:headerSize+4*c.Vocab.Size()]
+		}
+		info, err := ReadCheckpointInfo(bytes.NewReader(head))
+		if err != nil {
+			t.Fatalf("kind %d: %v", kind, err)
+		}
+		if info.Config != c.Model.Config || info.Step != 3 || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || info.Full != c.Full() || info.Bytes != int64(len(data)) {
+			t.Fatalf("kind %d: info %+v, want config %+v, step 3, full %v, %d bytes", kind, info, c.Model.Config, c.Full(), len(data))
+		}
+		if (info.Train == nil) != (kind == WeightsOnly) || (info.Train != nil && *info.Train != tr.Config()) {
+			t.Fatalf("kind %d: training config %v, want %+v", kind, info.Train, tr.Config())
+		}
+	}
+	if _, err := ReadCheckpointInfo(strings.NewReader("PK\x03\x04 a zip file")); !errors.Is(err, ErrBadCheckpoint) {
+		t.Fatalf("a zip file: %v, want ErrBadCheckpoint", err)
 	}
 }

@@ -113,7 +113,7 @@ func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, n int
 			rands[i] = SampleRand(seed, i)
 		}
 	}
-	res, err := m.complete(ctx, vocab, prompt, n, rands, opts, stream)
+	res, err := m.complete(ctx, vocab, prompt, n, rands, opts, stream, false)
 	if opts.sampled() {
 		for i := range res {
 			res[i].Seed = SampleSeed(seed, i)
@@ -123,8 +123,8 @@ func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, n int
 }
 
 // complete is Complete and GenerateText: n samples, sample i drawing from
-// rands[i].
-func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int, rands []*rand.Rand, opts GenerateOptions, stream func(*Chunk) error) ([]Completion, error) {
+// rands[i]. With idsOnly, streamed chunks carry no Text.
+func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int, rands []*rand.Rand, opts GenerateOptions, stream func(*Chunk) error, idsOnly bool) ([]Completion, error) {
 	if vocab == nil {
 		return nil, fmt.Errorf("%w: no vocabulary", ErrBadOption)
 	}
@@ -153,6 +153,7 @@ func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int
 		return res, err
 	}
 	st := newStopper(opts.Stop, chars, n, opts.Trace)
+	st.noText = idsOnly
 	call := generation{m: m, o: &opts, prompt: ids, rands: rands}
 	err = call.run(ctx, func(b, id int, step *Step) error {
 		return st.add(b, id, step, stream)

@@ -226,3 +226,41 @@ func TestCompleteTraceRecords(t *testing.T) {
 		}
 	}
 }
+
+// An error from the stream or from OnStep stops every sample and is
+// returned; so does cancelling the context, with what was released.
+func TestCompleteStopsOnErrorsAndCancel(t *testing.T) {
+	m, vocab, _ := DefaultModel()
+	boom := errors.New("boom")
+	chunks := 0
+	_, err := m.Complete(context.Background(), vocab, "the ", 3, 1, GenerateOptions{MaxNewTokens: 50}, func(c *Chunk) error {
+		if chunks++; chunks == 7 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || chunks != 7 {
+		t.Errorf("stream error: err %v after %d chunks", err, chunks)
+	}
+	steps := 0
+	_, err = m.Complete(context.Background(), vocab, "the ", 2, 1, GenerateOptions{MaxNewTokens: 50, OnStep: func(*Step) error {
+		if steps++; steps == 5 {
+			return boom
+		}
+		return nil
+	}}, nil)
+	if !errors.Is(err, boom) || steps != 5 {
+		t.Errorf("OnStep error: err %v after %d steps", err, steps)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := 0
+	res, err := m.Complete(ctx, vocab, "the ", 2, 1, GenerateOptions{MaxNewTokens: 50}, func(c *Chunk) error {
+		if got += len(c.IDs); got >= 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || len(res) != 2 || len(res[0].IDs)+len(res[1].IDs) != got {
+		t.Errorf("cancel: err %v, %d results, %d ids streamed", err, len(res), got)
+	}
+}

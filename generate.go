@@ -255,6 +255,14 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 		if len(res) == 0 {
 			return nil, err
 		}
+		if opts.OnToken != nil {
+			// The best beam is known only at the end: it streams whole.
+			for _, id := range res[0].IDs {
+				if err := opts.OnToken(id); err != nil {
+					return nil, err
+				}
+			}
+		}
 		return append(append([]int(nil), prompt...), res[0].IDs...), err
 	}
 	ids := make([]int, len(prompt), len(prompt)+min(opts.MaxNewTokens, 1<<20))
@@ -309,7 +317,7 @@ func (m *Model) GenerateText(ctx context.Context, vocab *Vocab, prompt string, o
 			return nil
 		}
 	}
-	res, err := m.complete(ctx, vocab, prompt, 1, []*rand.Rand{r}, opts, stream)
+	res, err := m.complete(ctx, vocab, prompt, 1, []*rand.Rand{r}, opts, stream, true)
 	if res == nil {
 		return "", err
 	}

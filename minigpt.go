@@ -42,8 +42,8 @@ func DefaultConfig() Config {
 // (TestLanternBayIsTheSeedsCorpus checks it).
 const lanternBayVocabSize = 24
 
-// ErrBadConfig is returned (wrapped) by Validate for a config that cannot
-// describe a model.
+// ErrBadConfig is returned (wrapped) by Config.Validate, and so by
+// NewModel, for a config that cannot describe a model.
 var ErrBadConfig = errors.New("invalid config")
 
 // Size limits that keep every index within int32 and every allocation
@@ -200,10 +200,14 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 }
 
 // Model is a MiniGPT: its config and its parameters in one flat slab.
+// Every Model is built by one constructor (NewModel, Clone, or reading a
+// checkpoint), so a loaded model trains exactly like a fresh one.
 //
 // Generation (Generate, GenerateText, Complete) only reads the model and
-// is safe for concurrent use: its KV cache and buffers are per call. Every
-// other method, and any change to Params (training), needs exclusive use.
+// is safe for concurrent use: its KV cache and buffers are per call.
+// Logits, Loss, Gradients and training (a Trainer) reuse buffers kept in
+// the Model, and training changes Params: they need exclusive use of it,
+// with no other call on the same Model running concurrently.
 type Model struct {
 	Config Config
 	// Params holds every parameter, tensor after tensor in the order of
@@ -319,7 +323,7 @@ func (m *Model) checkTokens(ids []int, what string) error {
 // row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
 func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	if err := m.checkBatch(idx, nil, B, T); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("logits: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	m.forward(a, idx, 0, T, 0)
@@ -333,7 +337,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 // for).
 func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("loss: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	m.forward(a, idx, 0, T, 0)
@@ -344,7 +348,7 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 // parameter, laid out like Params.
 func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("gradients: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	grads := make([]float64, len(m.Params))

@@ -191,8 +191,8 @@ func TestBadBatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.Loss(tc.idx, tc.tgt, tc.B, tc.T)
-			if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
-				t.Fatalf("Loss error = %v, want one mentioning %q", err, tc.wantInErr)
+			if err == nil || !strings.HasPrefix(err.Error(), "loss: ") || !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Fatalf("Loss error = %v, want one starting with the operation and mentioning %q", err, tc.wantInErr)
 			}
 		})
 	}
@@ -244,4 +244,20 @@ func TestLoadedModelTrains(t *testing.T) {
 	if !bitsEqual(loaded.Params, fresh.Params) {
 		t.Fatal("two training steps from the loaded model differ from the same steps from a fresh copy")
 	}
+}
+
+// TestReportKernelDispatch logs which kernel implementations this run
+// uses and compares: .ci/run prints the line, so that a green run on a
+// CPU without the assembly's features (where only the Go kernels run) is
+// not mistaken for a check of the assembly. The names are whatever the
+// dispatch reports, so a new path shows up without a change here.
+func TestReportKernelDispatch(t *testing.T) {
+	var names []string
+	for _, k := range kernelImpls() {
+		names = append(names, k.name)
+	}
+	if len(names) == 0 || names[0] != "go" {
+		t.Fatalf("kernel implementations %v: the portable Go kernel must come first, as the reference", names)
+	}
+	t.Logf("kernel dispatch: in use %s; compared against Go: %s", kernelPath(), strings.Join(names, " "))
 }

@@ -6,9 +6,11 @@ import "slices"
 // and ends a sample when one appears. The model is character-level, so a
 // token is one character and a stop string is a sequence of ids.
 type stopper struct {
-	stops   [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
-	chars   []rune
-	trace   bool
+	stops  [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
+	chars  []rune
+	trace  bool
+	noText bool // the stream reads only Chunk.IDs: skip decoding
+
 	samples []stopSample
 }
 
@@ -49,18 +51,24 @@ func (st *stopper) add(b, id int, step *Step, stream func(*Chunk) error) error {
 		s.steps = append(s.steps, Step{})
 		copyStep(&s.steps[len(s.steps)-1], step)
 	}
+	// Of the stop strings that end here, the longest starts first: the
+	// text is cut before it, whatever the order of the list.
+	cut := 0
 	for _, stop := range st.stops {
-		if len(s.ids) >= len(stop) && slices.Equal(s.ids[len(s.ids)-len(stop):], stop) {
-			s.ids = s.ids[:len(s.ids)-len(stop)]
-			if st.trace {
-				s.steps = s.steps[:len(s.ids)]
-			}
-			s.finish = FinishStop
-			if err := st.release(b, len(s.ids), stream); err != nil {
-				return err
-			}
-			return errFinished
+		if len(stop) > cut && len(s.ids) >= len(stop) && slices.Equal(s.ids[len(s.ids)-len(stop):], stop) {
+			cut = len(stop)
 		}
+	}
+	if cut > 0 {
+		s.ids = s.ids[:len(s.ids)-cut]
+		if st.trace {
+			s.steps = s.steps[:len(s.ids)]
+		}
+		s.finish = FinishStop
+		if err := st.release(b, len(s.ids), stream); err != nil {
+			return err
+		}
+		return errFinished
 	}
 	// Hold back the longest suffix that is a proper prefix of a stop
 	// string: it may still become one.
@@ -88,7 +96,10 @@ func (st *stopper) release(b, upto int, stream func(*Chunk) error) error {
 	if stream == nil {
 		return nil
 	}
-	c := Chunk{Sample: b, IDs: s.ids[from:upto], Text: decodeChars(st.chars, s.ids[from:upto]), Finish: s.finish}
+	c := Chunk{Sample: b, IDs: s.ids[from:upto], Finish: s.finish}
+	if !st.noText {
+		c.Text = decodeChars(st.chars, c.IDs)
+	}
 	if st.trace {
 		c.Steps = s.steps[from:upto]
 	}

@@ -14,6 +14,7 @@ type options struct {
 	prompt, promptFile, model string
 	n                         int
 	greedy, compare, loops    bool
+	info                      bool
 	temperature, topP, rep    float64
 	topK, loopWindow          int
 	seed                      uint64
@@ -85,6 +86,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
+	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
 	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
 	fs.BoolVar(&o.explain, "explain", false, "for each generated character, print its probability and the top candidates before and after the filters, with the stage that cut each")
 	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")

@@ -9,6 +9,7 @@
 //	go run ./cmd/generate -samples 4 -min-p 0.05 -stop . -seed 7
 //	go run ./cmd/generate -beams 4 -n 40
 //	go run ./cmd/generate -model shakespeare.ckpt -prompt-file prompt.txt
+//	go run ./cmd/generate -model shakespeare.ckpt -info
 //
 // The text streams to standard output as it is generated; timings and
 // reports go to standard error. Bad flags exit with status 2, an
@@ -58,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	set, err := cli.Parse(fs, args, "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\n"+pipelineHelp, stdout)
 	if err != nil {
 		return err
+	}
+	if o.info {
+		return printInfo(o.model, stdout)
 	}
 	if err := o.validate(set); err != nil {
 		return cli.UsageError{Err: err}
