@@ -55,10 +55,43 @@ func (e *engine) sampleSeed(sp *sampling, i int) *uint64 {
 }
 
 // unsupported returns a 400 for a combination of fields the library
-// cannot honour, naming the field, or nil.
+// cannot honour, naming the field, or nil. Greedy decoding (temperature
+// 0) and beam search work on the raw logits and skip the sampling
+// pipeline (as cmd/generate -greedy and -beams do): a knob that would
+// change their result is refused rather than silently ignored. (top_k,
+// top_p and min_p are no-ops for greedy decoding: the most likely token
+// always survives them.)
 func (e *engine) unsupported(sp *sampling) *apiError {
-	if sp.numBeams > 1 {
+	logitKnob := func() string {
 		switch {
+		case len(sp.logitBias) > 0:
+			return "logit_bias"
+		case sp.presencePenalty != 0:
+			return "presence_penalty"
+		case sp.frequencyPenalty != 0:
+			return "frequency_penalty"
+		case sp.repetitionPenalty != 1:
+			return "repetition_penalty"
+		case sp.noRepeatNgram > 0:
+			return "no_repeat_ngram_size"
+		}
+		return ""
+	}
+	if sp.numBeams > 1 {
+		knob := logitKnob()
+		switch {
+		case sp.temperature != 1:
+			knob = "temperature"
+		case sp.topK > 0:
+			knob = "top_k"
+		case sp.topP < 1:
+			knob = "top_p"
+		case sp.minP > 0:
+			knob = "min_p"
+		}
+		switch {
+		case knob != "":
+			return badParam(knob, "unsupported_parameter", "%s has no effect with beam search (num_beams %d), which scores the model's raw log-probabilities: leave it out", knob, sp.numBeams)
 		case sp.logprobs >= 0 && sp.maxTokens > 0:
 			return badParam("logprobs", "unsupported_parameter", "logprobs %d is not available with beam search (num_beams %d): beams are scored as a whole", sp.logprobs, sp.numBeams)
 		case sp.trace > 0:
@@ -66,6 +99,10 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 		case sp.n > sp.numBeams:
 			return badParam("n", "invalid_value", "n %d is more than num_beams %d: beam search returns at most one sequence per beam", sp.n, sp.numBeams)
 		}
+		return nil
+	}
+	if knob := logitKnob(); knob != "" && sp.temperature == 0 {
+		return badParam(knob, "unsupported_parameter", "%s has no effect with temperature 0, which is greedy decoding of the raw logits (as cmd/generate -greedy); for the most likely character after %s, send temperature 1 with top_k 1", knob, knob)
 	}
 	return nil
 }

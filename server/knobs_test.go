@@ -159,6 +159,10 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 				}
 			}
 			body := fmt.Sprintf(`{"prompt":"the ","max_tokens":80,"temperature":1.2,"seed":21,%s}`, tc.fields)
+			if strings.Contains(tc.fields, "num_beams") {
+				// Beam search takes no temperature (it would be refused).
+				body = strings.Replace(body, `"temperature":1.2,`, "", 1)
+			}
 			if !strings.Contains(tc.fields, `"n":`) {
 				body = strings.Replace(body, "{", fmt.Sprintf(`{"n":%d,`, n), 1)
 			}
@@ -181,7 +185,8 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 	}
 }
 
-// TestBeamRefusals: what beam search cannot do is refused by name.
+// TestBeamRefusals: what beam search cannot do, and knobs that greedy
+// decoding or beam search would ignore, are refused by name.
 func TestBeamRefusals(t *testing.T) {
 	_, ts := newTestServer(t, nil)
 	for _, tc := range []struct{ body, param string }{
@@ -189,6 +194,18 @@ func TestBeamRefusals(t *testing.T) {
 		{`{"prompt":"the ","num_beams":2,"logprobs":1}`, "logprobs"},
 		{`{"prompt":"the ","num_beams":2,"trace":3}`, "trace"},
 		{`{"prompt":"the ","num_beams":65}`, "num_beams"},
+		{`{"prompt":"the ","num_beams":2,"temperature":0.7}`, "temperature"},
+		{`{"prompt":"the ","num_beams":2,"top_k":3}`, "top_k"},
+		{`{"prompt":"the ","num_beams":2,"top_p":0.5}`, "top_p"},
+		{`{"prompt":"the ","num_beams":2,"min_p":0.1}`, "min_p"},
+		{`{"prompt":"the ","num_beams":2,"logit_bias":{"3":1}}`, "logit_bias"},
+		{`{"prompt":"the ","num_beams":2,"no_repeat_ngram_size":3}`, "no_repeat_ngram_size"},
+		// Greedy decoding ignores what acts on the logits before the argmax.
+		{`{"prompt":"the ","temperature":0,"logit_bias":{"3":-100}}`, "logit_bias"},
+		{`{"prompt":"the ","temperature":0,"presence_penalty":1}`, "presence_penalty"},
+		{`{"prompt":"the ","temperature":0,"frequency_penalty":1}`, "frequency_penalty"},
+		{`{"prompt":"the ","temperature":0,"repetition_penalty":1.2}`, "repetition_penalty"},
+		{`{"prompt":"the ","temperature":0,"no_repeat_ngram_size":2}`, "no_repeat_ngram_size"},
 	} {
 		r := post(t, ts, tc.body)
 		if r.status != 400 || r.apiError(t).Error.Param == nil || *r.apiError(t).Error.Param != tc.param {

@@ -136,6 +136,11 @@ function knobValues() {
     const v = Number($("knob-" + k.name).value);
     if (k.off === null || v !== k.off) out[k.name] = v;
   }
+  if (out.num_beams > 1) {
+    // Beam search scores the raw log-probabilities: the server refuses
+    // the sampling knobs with it rather than ignore them, so leave them out.
+    return { num_beams: out.num_beams };
+  }
   return out;
 }
 
