@@ -17,6 +17,14 @@
 //	srv, err := server.New(server.Config{Models: []server.Model{{Name: "lanternbay", Model: m, Vocab: vocab}}})
 //	mux.Handle("/minigpt/", http.StripPrefix("/minigpt", srv))
 //
+// Besides OpenAI's fields, a request may carry the extensions llama.cpp
+// and vLLM accept (top_k, min_p, repetition_penalty), Hugging Face's
+// no_repeat_ngram_size, num_beams and length_penalty, and the
+// playground's trace: per generated character, the most likely
+// candidates with their probability after each stage of the sampler and
+// the stage that cut them. A field the server does not know, or one the
+// chosen decoding would ignore, is refused by name, never ignored.
+//
 // Generation is reproducible: a request with a seed returns exactly the
 // text cmd/generate prints for the same settings and seed, whatever else
 // the server is doing; a request without one gets a seed chosen by the

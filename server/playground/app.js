@@ -310,7 +310,7 @@ function inspect(i) {
   for (const s of step.stages) head.append(el("th", null, s));
   table.append(head);
   for (const c of step.candidates) {
-    const tr = el("tr");
+    const tr = el("tr", c.chosen ? "chosen" : null);
     tr.append(el("td", null, c.token === " " ? "␣" : c.token));
     for (const p of c.probs) tr.append(el("td", p === 0 ? "zero" : null, fmt(p)));
     table.append(tr);
