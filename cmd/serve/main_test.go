@@ -92,7 +92,7 @@ func (s *serving) stop(t *testing.T) error {
 }
 
 func TestServesEmbeddedModel(t *testing.T) {
-	s := startServe(t)
+	s := startServe(t, "-log")
 	resp, err := http.Post(s.url+"/v1/completions", "application/json",
 		strings.NewReader(`{"model":"lanternbay","prompt":"the ","max_tokens":20,"temperature":0}`))
 	if err != nil {
@@ -112,6 +112,10 @@ func TestServesEmbeddedModel(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), "stopped") {
 		t.Errorf("stderr %q", s.stderr)
+	}
+	// -log writes one line per request.
+	if !strings.Contains(s.stderr.String(), "path=/v1/completions status=200") {
+		t.Errorf("no request log line on stderr: %q", s.stderr)
 	}
 	// The listener is closed.
 	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(s.url, "http://"), time.Second); err == nil {
