@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -206,8 +207,13 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, emit func
 		}
 		if req.echo {
 			if req.logprobs >= 0 {
-				scored, err := req.model.engine.promptLogprobs(req.promptIDs[p], req.logprobs)
+				scored, err := req.model.engine.promptLogprobs(ctx, req.promptIDs[p], req.logprobs)
 				if err != nil {
+					if errors.Is(err, context.DeadlineExceeded) {
+						// Not a partial answer (the echoed text would lack
+						// its logprobs): a failure, reported as such.
+						err = fmt.Errorf("scoring prompt %d ran out of time (the server's request timeout)", p)
+					}
 					return choices, err
 				}
 				for i := range n {

@@ -227,15 +227,17 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 	}
 }
 
-// scoreBatch is the number of context windows scored together.
-const scoreBatch = 16
+// scoreBatch is the number of context windows scored together: enough to
+// amortise a forward pass, few enough that a scorer's activations stay
+// small for larger models.
+const scoreBatch = 8
 
 // promptLogprobs scores a prompt for echo with logprobs: token j (j >= 1)
 // gets its log-probability under the model's raw distribution (temperature
 // 1, no filter) given the BlockSize tokens before it, as the generator
 // sees it, and the top alternatives. The first token has no context and
 // is left out.
-func (e *engine) promptLogprobs(prompt []int, top int) ([]token, error) {
+func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]token, error) {
 	m := e.scorer()
 	defer e.putScorer(m)
 	bs, V := m.Config.BlockSize, m.Config.VocabSize
@@ -256,6 +258,9 @@ func (e *engine) promptLogprobs(prompt []int, top int) ([]token, error) {
 	// Every later token has its own window: the BlockSize tokens before it.
 	idx := make([]int, scoreBatch*bs)
 	for j0 := bs; j0 < len(prompt); j0 += scoreBatch {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a long prompt stops scoring when its client goes
+		}
 		for b := range scoreBatch {
 			j := min(j0+b, len(prompt)-1) // the last batch repeats its last window
 			copy(idx[b*bs:(b+1)*bs], prompt[j-bs:j])
