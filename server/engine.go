@@ -185,10 +185,18 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 		// 1), as vLLM reports by default and as echo scores the prompt:
 		// they describe the model, whatever the sampling settings.
 		t.logprob = st.RawLogprob
+		// log p(c) = logit(c) − logsumexp(logits), and the step gives the
+		// chosen token's log p: its logsumexp follows, so every
+		// alternative's value is computed like the token's own (which is
+		// reported exactly).
+		lse := st.Chosen.Logit - st.RawLogprob
 		in := false
 		for _, c := range st.Top[:min(sp.logprobs, len(st.Top))] {
-			t.top = append(t.top, altProb{c.ID, math.Log(c.Probs[minigpt.StageRaw])})
-			in = in || c.ID == st.ID
+			lp := c.Logit - lse
+			if c.ID == st.ID {
+				lp, in = st.RawLogprob, true
+			}
+			t.top = append(t.top, altProb{c.ID, lp})
 		}
 		if !in && sp.logprobs > 0 {
 			// As OpenAI: the sampled token is listed even when it is not

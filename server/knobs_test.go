@@ -57,8 +57,10 @@ func TestLogprobsAgreeWithScoring(t *testing.T) {
 			if greedy && best != lp.Tokens[i] {
 				t.Errorf("greedy token %d is %q but the most likely alternative is %q", i, lp.Tokens[i], best)
 			}
-			if _, ok := top[lp.Tokens[i]]; !ok {
+			if v, ok := top[lp.Tokens[i]]; !ok {
 				t.Errorf("token %d: the chosen %q is not among the alternatives", i, lp.Tokens[i])
+			} else if v != *l {
+				t.Errorf("token %d: the chosen %q has logprob %v, and %v among the alternatives", i, lp.Tokens[i], *l, v)
 			}
 		}
 	}
