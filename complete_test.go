@@ -12,8 +12,14 @@ import (
 // Sample i of a batch of n is bit-identical to a single-sample run with
 // the seed derived for i, with the window short, growing and sliding.
 func TestCompleteSamplesMatchSingleRuns(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 41)
 	vocab, _ := NewVocab(LanternBay)
+	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
+	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+		testCompleteSamples(t, m, vocab)
+	}
+}
+
+func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 	ctx := context.Background()
 	for _, prompt := range []string{"the ", "the keeper rings the bell when a b", "the lamp keeper walks the shore at dusk. the lamp"} {
 		for _, o := range []GenerateOptions{
