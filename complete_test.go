@@ -270,3 +270,26 @@ func TestCompleteStopsOnErrorsAndCancel(t *testing.T) {
 		t.Errorf("cancel: err %v, %d results, %d ids streamed", err, len(res), got)
 	}
 }
+
+// n rows together cost n times one sequence's activations: a batch over
+// the bound Config.Validate puts on one sequence is refused up front
+// (block 8192, one head: one sequence fits, two do not).
+func TestCompleteRefusesOversizedBatch(t *testing.T) {
+	vocab, _ := NewVocab("ab")
+	m, err := NewModel(Config{VocabSize: 2, BlockSize: 8192, EmbedDim: 8, Heads: 1, Layers: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []GenerateOptions{{MaxNewTokens: 1}, {MaxNewTokens: 1, NumBeams: 2}} {
+		n := 2
+		if o.NumBeams > 0 {
+			n = 1
+		}
+		if _, err := m.Complete(context.Background(), vocab, "ab", n, 1, o, nil); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
+			t.Errorf("beams %d: err %v", o.NumBeams, err)
+		}
+	}
+	if _, err := m.Generate(context.Background(), []int{0}, GenerateOptions{MaxNewTokens: 1, NumBeams: 2}); !errors.Is(err, ErrBadOption) {
+		t.Errorf("Generate with 2 beams: err %v", err)
+	}
+}

@@ -251,6 +251,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 		return nil, fmt.Errorf("%w: sampling needs a random generator (Rand is nil)", ErrBadOption)
 	}
 	if opts.beam() {
+		if err := m.checkBatchMemory(opts.NumBeams); err != nil {
+			return nil, err
+		}
 		res, err := m.beamSearch(ctx, prompt, &opts, nil, 1)
 		if len(res) == 0 {
 			return nil, err
