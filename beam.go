@@ -18,7 +18,7 @@ func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions
 	if len(o.Stop) > 0 {
 		stops = newStopper(o.Stop, chars, 0, false).stops
 	}
-	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.NoCache)
+	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.NoCache, o)
 }
 
 // hypothesis is a finished beam.
@@ -29,7 +29,12 @@ type hypothesis struct {
 	stop   int // length of the stop string at the end of ids
 }
 
-func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool) ([]Completion, error) {
+// beamSearchK searches with K beams. Like Hugging Face, it runs the
+// logits processors of o (when not nil: logit bias, presence/frequency
+// penalties, repetition penalty, no-repeat n-gram, in the pipeline's
+// order) on each beam's log-probabilities; the sampling warpers
+// (temperature, top-k, top-p, min-p) do not apply.
+func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool, o *GenerateOptions) ([]Completion, error) {
 	V, P := m.Config.VocabSize, len(prompt)
 	dec := newDecoder(m.Config, K)
 	seqs, next := make([][]int, K), make([][]int, K)
@@ -70,6 +75,27 @@ func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, le
 		}
 		return 0
 	}
+	// The deterministic stages of the pipeline, on one beam's
+	// log-probabilities.
+	st := seqState{seen: make([]bool, V), counts: make([]int32, V)}
+	process := func(lp []float64, seq []int) {
+		st.reset(seq)
+		for _, id := range seq[P:] {
+			st.counts[id]++
+		}
+		if len(o.LogitBias) > 0 {
+			applyLogitBias(lp, o.LogitBias)
+		}
+		if o.PresencePenalty != 0 || o.FrequencyPenalty != 0 {
+			applyPresenceFrequency(lp, st.counts, o.PresencePenalty, o.FrequencyPenalty)
+		}
+		if o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1 {
+			applyRepetitionPenalty(lp, st.seen, o.RepetitionPenalty)
+		}
+		if o.NoRepeatNGramSize > 0 {
+			applyNoRepeatNGram(lp, seq, o.NoRepeatNGramSize)
+		}
+	}
 	running := true
 	for step := 0; step < maxNew && running; step++ {
 		if err := ctx.Err(); err != nil {
@@ -89,8 +115,15 @@ func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, le
 				sum += expDet(v - maxv)
 			}
 			lse := logDet(sum)
+			lp := logp[b*V : (b+1)*V]
 			for v, x := range row {
-				logp[b*V+v] = scores[b] + (float64(x-maxv) - lse)
+				lp[v] = float64(x-maxv) - lse
+			}
+			if o != nil {
+				process(lp, seqs[b])
+			}
+			for v := range lp {
+				lp[v] += scores[b]
 			}
 		}
 		// Candidates by descending score, the lower (beam, token) first
@@ -123,6 +156,12 @@ func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, le
 			if filled++; filled == K {
 				break
 			}
+		}
+		if filled == 0 {
+			if len(finished) == 0 {
+				return nil, fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrAllBanned, len(seqs[0]))
+			}
+			break // every live beam is banned: the finished ones are the answer
 		}
 		if filled < K {
 			// Fewer than K live continuations (a tiny vocabulary): keep

@@ -3,8 +3,10 @@ package minigpt
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,7 +56,7 @@ func TestBeamSearchMatchesBruteForce(t *testing.T) {
 	K := int(math.Pow(float64(V), L-1)) // 27: every prefix survives
 	const n = 6
 	for _, lp := range []float64{0, 1, 2} { // equal lengths: the penalty cannot reorder
-		res, err := m.beamSearchK(context.Background(), prompt, K, L, lp, nil, n, false)
+		res, err := m.beamSearchK(context.Background(), prompt, K, L, lp, nil, n, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +110,7 @@ func TestBeamSearchMatchesReference(t *testing.T) {
 	const K, L = 3, 8
 	want := refBeam(m, prompt, K, L)
 	for _, noCache := range []bool{false, true} {
-		res, err := m.beamSearchK(context.Background(), prompt, K, L, 1, nil, K, noCache)
+		res, err := m.beamSearchK(context.Background(), prompt, K, L, 1, nil, K, noCache, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +126,7 @@ func TestOneBeamIsGreedy(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 29)
 	prompt := []int{7, 7, 2}
 	const L = 50 // past the block size
-	res, err := m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false)
+	res, err := m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +175,64 @@ func TestBeamLengthPenaltyWithStops(t *testing.T) {
 	}
 	if best[-2] == best[2] {
 		t.Errorf("length penalties -2 and 2 chose the same best hypothesis %q", best[2])
+	}
+}
+
+// Beam search runs the logits processors (as Hugging Face does): with a
+// no-repeat 3-gram rule no beam repeats a 3-gram, with a ban no beam holds
+// the banned character, and both change the result; the warpers
+// (temperature, top-k) change nothing.
+func TestBeamSearchRunsProcessors(t *testing.T) {
+	m, vocab, _ := DefaultModel()
+	ctx := context.Background()
+	run := func(o GenerateOptions) []Completion {
+		o.MaxNewTokens, o.NumBeams = 60, 3
+		res, err := m.Complete(ctx, vocab, "the ", 3, 0, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plain := run(GenerateOptions{})
+	hasRepeat := func(s string, n int) bool {
+		seen := map[string]bool{}
+		rs := []rune(s)
+		for i := 0; i+n <= len(rs); i++ {
+			if seen[string(rs[i:i+n])] {
+				return true
+			}
+			seen[string(rs[i:i+n])] = true
+		}
+		return false
+	}
+	if !hasRepeat("the "+plain[0].Text, 3) {
+		t.Fatalf("the plain best beam %q repeats no 3-gram: the test shows nothing", plain[0].Text)
+	}
+	for _, c := range run(GenerateOptions{NoRepeatNGramSize: 3}) {
+		if hasRepeat("the "+c.Text, 3) {
+			t.Errorf("no-repeat 3: beam %q repeats a 3-gram", c.Text)
+		}
+	}
+	eID := 6 // 'e'
+	if chars := vocab.Chars(); chars[eID] != 'e' {
+		t.Fatalf("id 6 is %q", chars[eID])
+	}
+	for _, c := range run(GenerateOptions{LogitBias: map[int]float64{eID: -100}}) {
+		if strings.ContainsRune(c.Text, 'e') {
+			t.Errorf("'e' banned: beam %q", c.Text)
+		}
+	}
+	for i, c := range run(GenerateOptions{Temperature: 3, TopK: 1, TopP: 0.1, MinP: 0.9}) {
+		if c.Text != plain[i].Text || c.Score != plain[i].Score {
+			t.Errorf("warpers changed beam %d: %q (%v), plain %q (%v)", i, c.Text, c.Score, plain[i].Text, plain[i].Score)
+		}
+	}
+	// Every beam banned: an error, not an empty answer.
+	all := map[int]float64{}
+	for id := range vocab.Size() {
+		all[id] = -100
+	}
+	if _, err := m.Complete(ctx, vocab, "the ", 1, 0, GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}, nil); !errors.Is(err, ErrAllBanned) {
+		t.Errorf("everything banned: err %v", err)
 	}
 }

@@ -122,6 +122,16 @@ func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, n int
 	return res, err
 }
 
+// checkBatchMemory refuses a batch of B sequences whose activations would
+// exceed the bound Config.Validate puts on one sequence's: B rows are
+// computed together, so they cost B times one sequence's memory.
+func (m *Model) checkBatchMemory(B int) error {
+	if f := m.Config.activationFloats(B, m.Config.BlockSize); B > 1 && f > maxSequenceFloats {
+		return fmt.Errorf("%w: %d sequences together need %.0f activations, above the limit of %d", ErrBadOption, B, f, maxSequenceFloats)
+	}
+	return nil
+}
+
 // complete is Complete and GenerateText: n samples, sample i drawing from
 // rands[i]. With idsOnly, streamed chunks carry no Text.
 func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int, rands []*rand.Rand, opts GenerateOptions, stream func(*Chunk) error, idsOnly bool) ([]Completion, error) {
@@ -139,6 +149,9 @@ func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int
 		return nil, fmt.Errorf("%w: prompt: %w", ErrBadOption, err)
 	}
 	if err := m.checkPrompt(ids, &opts); err != nil {
+		return nil, err
+	}
+	if err := m.checkBatchMemory(max(n, opts.NumBeams)); err != nil {
 		return nil, err
 	}
 	chars := vocab.Chars()

@@ -12,8 +12,14 @@ import (
 // Sample i of a batch of n is bit-identical to a single-sample run with
 // the seed derived for i, with the window short, growing and sliding.
 func TestCompleteSamplesMatchSingleRuns(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 41)
 	vocab, _ := NewVocab(LanternBay)
+	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
+	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+		testCompleteSamples(t, m, vocab)
+	}
+}
+
+func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 	ctx := context.Background()
 	for _, prompt := range []string{"the ", "the keeper rings the bell when a b", "the lamp keeper walks the shore at dusk. the lamp"} {
 		for _, o := range []GenerateOptions{
@@ -262,5 +268,28 @@ func TestCompleteStopsOnErrorsAndCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || len(res) != 2 || len(res[0].IDs)+len(res[1].IDs) != got {
 		t.Errorf("cancel: err %v, %d results, %d ids streamed", err, len(res), got)
+	}
+}
+
+// n rows together cost n times one sequence's activations: a batch over
+// the bound Config.Validate puts on one sequence is refused up front
+// (block 8192, one head: one sequence fits, two do not).
+func TestCompleteRefusesOversizedBatch(t *testing.T) {
+	vocab, _ := NewVocab("ab")
+	m, err := NewModel(Config{VocabSize: 2, BlockSize: 8192, EmbedDim: 8, Heads: 1, Layers: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []GenerateOptions{{MaxNewTokens: 1}, {MaxNewTokens: 1, NumBeams: 2}} {
+		n := 2
+		if o.NumBeams > 0 {
+			n = 1
+		}
+		if _, err := m.Complete(context.Background(), vocab, "ab", n, 1, o, nil); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
+			t.Errorf("beams %d: err %v", o.NumBeams, err)
+		}
+	}
+	if _, err := m.Generate(context.Background(), []int{0}, GenerateOptions{MaxNewTokens: 1, NumBeams: 2}); !errors.Is(err, ErrBadOption) {
+		t.Errorf("Generate with 2 beams: err %v", err)
 	}
 }

@@ -27,7 +27,8 @@ import (
 //  8. MinP (after top-p, as in Hugging Face);
 //
 // then one softmax over the survivors and one draw from Rand. With only
-// the seed's knobs set this is exactly the seed's generate. Hugging Face
+// the seed's knobs set this is exactly the seed's generate. Greedy skips
+// every stage; beam search runs stages 1, 2, 4 and 5 on log-probabilities. Hugging Face
 // runs its logits processors (repetition penalty, no-repeat n-gram,
 // bias) before the temperature warper, so its repetition penalty acts on
 // unscaled logits; llama.cpp's default chain is bias, penalties, top-k,
@@ -84,9 +85,11 @@ type GenerateOptions struct {
 	// (GenerateText, Complete) accept it: a stop string is text.
 	Stop []string
 	// NumBeams > 1 runs beam search instead of sampling (Hugging Face's
-	// num_beams): deterministic, no random draws, scored by the raw
-	// log-probabilities (the sampling knobs are ignored, as with Greedy).
-	// 0 and 1 mean off; at most 64.
+	// num_beams): deterministic, no random draws. As in Hugging Face, the
+	// logits processors (LogitBias, the penalties, NoRepeatNGramSize) act
+	// on each beam's log-probabilities and the sampling warpers
+	// (Temperature, TopK, TopP, MinP) are ignored. 0 and 1 mean off; at
+	// most 64.
 	NumBeams int
 	// LengthPenalty is beam search's exponent on the length (Hugging
 	// Face's length_penalty): a finished hypothesis scores
@@ -251,6 +254,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 		return nil, fmt.Errorf("%w: sampling needs a random generator (Rand is nil)", ErrBadOption)
 	}
 	if opts.beam() {
+		if err := m.checkBatchMemory(opts.NumBeams); err != nil {
+			return nil, err
+		}
 		res, err := m.beamSearch(ctx, prompt, &opts, nil, 1)
 		if len(res) == 0 {
 			return nil, err

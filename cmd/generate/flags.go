@@ -82,7 +82,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return nil
 	})
 	fs.IntVar(&o.samples, "samples", 1, fmt.Sprintf("number of samples, generated together; sample i uses seed -seed+i (1..%d)", minigpt.MaxSamples))
-	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams (deterministic, ignores the sampling flags), 2..%d; 0 = off", minigpt.MaxBeams))
+	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", minigpt.MaxBeams))
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")

@@ -137,8 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // pipelineHelp is the order of the sampling stages, for -h.
 const pipelineHelp = `A sampled character goes through, in order: -logit-bias, -presence-penalty
 and -frequency-penalty, -temperature, -repetition-penalty, -no-repeat-ngram,
--top-k, -top-p, -min-p; then one draw. -greedy (or -temperature 0) and
--beams skip them all.`
+-top-k, -top-p, -min-p; then one draw. -greedy (or -temperature 0) skips
+them all; -beams applies the bias, the penalties and -no-repeat-ngram to
+each beam's log-probabilities and skips the rest, as Hugging Face does.`
 
 func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
 	if path == "" {
