@@ -52,6 +52,8 @@ func TestMatchesCmdGenerate(t *testing.T) {
 			"the boats wait outside the bay when the "},
 		{"-beams 4 -n 40 -prompt a", `{"prompt":"a","max_tokens":40,"num_beams":4}`,
 			"at dawn. the gulls call over the bay when"},
+		{"-beams 4 -n 40 -prompt a -no-repeat-ngram 3", `{"prompt":"a","max_tokens":40,"num_beams":4,"no_repeat_ngram_size":3}`,
+			"ats and writes the count in a boat drifts"},
 	} {
 		t.Run(tc.flags, func(t *testing.T) {
 			var req map[string]any

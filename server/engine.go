@@ -55,12 +55,14 @@ func (e *engine) sampleSeed(sp *sampling, i int) *uint64 {
 }
 
 // unsupported returns a 400 for a combination of fields the library
-// cannot honour, naming the field, or nil. Greedy decoding (temperature
-// 0) and beam search work on the raw logits and skip the sampling
-// pipeline (as cmd/generate -greedy and -beams do): a knob that would
-// change their result is refused rather than silently ignored. (top_k,
-// top_p and min_p are no-ops for greedy decoding: the most likely token
-// always survives them.)
+// cannot honour, naming the field, or nil. A knob that would change the
+// result but that the chosen decoding skips is refused rather than
+// silently ignored: greedy decoding (temperature 0, as cmd/generate
+// -greedy) takes the argmax of the raw logits, so the logits processors
+// (bias, penalties, no-repeat n-gram) would be lost; beam search applies
+// those processors to each beam, as Hugging Face does, but no warper
+// (temperature, top-k, top-p, min-p). (The warpers are no-ops for greedy
+// decoding: the most likely token always survives them.)
 func (e *engine) unsupported(sp *sampling) *apiError {
 	logitKnob := func() string {
 		switch {
@@ -78,7 +80,7 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 		return ""
 	}
 	if sp.numBeams > 1 {
-		knob := logitKnob()
+		knob := ""
 		switch {
 		case sp.temperature != 1:
 			knob = "temperature"
@@ -91,7 +93,7 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 		}
 		switch {
 		case knob != "":
-			return badParam(knob, "unsupported_parameter", "%s has no effect with beam search (num_beams %d), which scores the model's raw log-probabilities: leave it out", knob, sp.numBeams)
+			return badParam(knob, "unsupported_parameter", "%s has no effect with beam search (num_beams %d), which keeps the most likely sequences of the (biased and penalised) log-probabilities instead of sampling: leave it out", knob, sp.numBeams)
 		case sp.logprobs >= 0 && sp.maxTokens > 0:
 			return badParam("logprobs", "unsupported_parameter", "logprobs %d is not available with beam search (num_beams %d): beams are scored as a whole", sp.logprobs, sp.numBeams)
 		case sp.trace > 0:

@@ -151,6 +151,8 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 		{"stop", `"stop":["ee","ll"]`, minigpt.GenerateOptions{Stop: []string{"ee", "ll"}}},
 		{"beams", `"num_beams":4,"n":2`, minigpt.GenerateOptions{NumBeams: 4}},
 		{"beams with length penalty", `"num_beams":3,"length_penalty":1,"stop":"."`, minigpt.GenerateOptions{NumBeams: 3, LengthPenalty: 1, Stop: []string{"."}}},
+		{"beams with processors", fmt.Sprintf(`"num_beams":3,"no_repeat_ngram_size":3,"presence_penalty":0.5,"logit_bias":{"%d":-100}`, eID[0]),
+			minigpt.GenerateOptions{NumBeams: 3, NoRepeatNGramSize: 3, PresencePenalty: 0.5, LogitBias: map[int]float64{eID[0]: -100}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 3
@@ -200,8 +202,6 @@ func TestBeamRefusals(t *testing.T) {
 		{`{"prompt":"the ","num_beams":2,"top_k":3}`, "top_k"},
 		{`{"prompt":"the ","num_beams":2,"top_p":0.5}`, "top_p"},
 		{`{"prompt":"the ","num_beams":2,"min_p":0.1}`, "min_p"},
-		{`{"prompt":"the ","num_beams":2,"logit_bias":{"3":1}}`, "logit_bias"},
-		{`{"prompt":"the ","num_beams":2,"no_repeat_ngram_size":3}`, "no_repeat_ngram_size"},
 		// Greedy decoding ignores what acts on the logits before the argmax.
 		{`{"prompt":"the ","temperature":0,"logit_bias":{"3":-100}}`, "logit_bias"},
 		{`{"prompt":"the ","temperature":0,"presence_penalty":1}`, "presence_penalty"},

@@ -23,7 +23,7 @@ const KNOBS = [
   { name: "no_repeat_ngram_size", min: 0, max: 12, step: 1, value: 0, off: 0,
     what: "bans a character that would repeat an n-gram of the text; 0 = off" },
   { name: "num_beams", min: 0, max: 16, step: 1, value: 0, off: 0,
-    what: "beam search instead of sampling: deterministic, ignores the knobs above, no per-character view; 0 = off" },
+    what: "beam search instead of sampling: deterministic, keeps the penalties and the bias but no temperature, top-k, top-p or min-p; no per-character view; 0 = off" },
 ];
 
 // The lessons' strategy comparison.
@@ -137,9 +137,10 @@ function knobValues() {
     if (k.off === null || v !== k.off) out[k.name] = v;
   }
   if (out.num_beams > 1) {
-    // Beam search scores the raw log-probabilities: the server refuses
-    // the sampling knobs with it rather than ignore them, so leave them out.
-    return { num_beams: out.num_beams };
+    // Beam search keeps the logits processors (bias, penalties, no-repeat
+    // n-gram) but no warper: the server refuses the warpers with it rather
+    // than ignore them, so leave them out.
+    for (const w of ["temperature", "top_k", "top_p", "min_p"]) delete out[w];
   }
   return out;
 }
