@@ -141,7 +141,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		if ctx.Err() != nil {
 			return // the client went away while queued: nobody to answer
 		}
-		e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d slots, %d queued): retry later", err, s.limits.Slots, s.limits.Queue)
+		e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d slots, %d queued): retry later", err, s.limits.Slots, max(s.limits.Queue, 0))
 		e.retryAfter = 1
 		writeError(w, e)
 		return

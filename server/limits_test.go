@@ -74,6 +74,19 @@ func TestQueueFull(t *testing.T) {
 	}
 }
 
+// TestNoQueue: with a negative Queue a request that finds every slot
+// busy gets 429 at once.
+func TestNoQueue(t *testing.T) {
+	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots, c.Limits.Queue = 1, -1 })
+	started, release := holdSlots(s)
+	defer close(release)
+	go post(t, ts, `{"prompt":"the ","max_tokens":5}`)
+	<-started
+	if r := post(t, ts, `{"prompt":"the ","max_tokens":5}`); r.status != 429 {
+		t.Errorf("status %d, want 429: %s", r.status, r.body)
+	}
+}
+
 // TestQueueTimeout: a request that waits too long for a slot gets 429.
 func TestQueueTimeout(t *testing.T) {
 	s, ts := newTestServer(t, func(c *Config) {

@@ -125,5 +125,5 @@ func (m *metrics) write(w io.Writer, s *Server) {
 	head("minigpt_queue_depth", "gauge", "Requests waiting for a generation slot.")
 	fmt.Fprintf(w, "minigpt_queue_depth %d\n", s.slots.queued())
 	head("minigpt_queue_capacity", "gauge", "Requests that may wait for a slot before the server answers 429.")
-	fmt.Fprintf(w, "minigpt_queue_capacity %d\n", s.limits.Queue)
+	fmt.Fprintf(w, "minigpt_queue_capacity %d\n", max(s.limits.Queue, 0))
 }

@@ -35,7 +35,8 @@ type Limits struct {
 	// Slots is the number of generations that run at once.
 	Slots int
 	// Queue is the number of requests that may wait for a slot; a request
-	// that finds every slot busy and the queue full gets 429.
+	// that finds every slot busy and the queue full gets 429. A negative
+	// Queue means no queue at all (0 takes the default, as every field).
 	Queue int
 	// QueueTimeout is how long a request may wait for a slot before it
 	// gets 429.
@@ -100,7 +101,7 @@ func (l Limits) validate() error {
 		name string
 		v    int64
 	}{
-		{"Slots", int64(l.Slots)}, {"Queue", int64(l.Queue)}, {"MaxBodyBytes", l.MaxBodyBytes},
+		{"Slots", int64(l.Slots)}, {"MaxBodyBytes", l.MaxBodyBytes},
 		{"MaxTokens", int64(l.MaxTokens)}, {"MaxPromptChars", int64(l.MaxPromptChars)},
 		{"MaxChoices", int64(l.MaxChoices)}, {"QueueTimeout", int64(l.QueueTimeout)},
 		{"RequestTimeout", int64(l.RequestTimeout)},
@@ -197,7 +198,7 @@ func New(cfg Config) (*Server, error) {
 			engine:      newEngine(m.Model, m.Vocab, limits.Slots),
 		})
 	}
-	s.slots = newSlots(limits.Slots, limits.Queue)
+	s.slots = newSlots(limits.Slots, max(limits.Queue, 0))
 	s.metrics = newMetrics()
 	s.base, s.cancel = context.WithCancel(context.Background())
 	return s, nil

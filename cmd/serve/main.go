@@ -83,7 +83,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.apiKey, "api-key", "", "require \"Authorization: Bearer `key`\" on /v1/ (default: $MINIGPT_API_KEY, or no key)")
 	fs.StringVar(&o.cors, "cors-origin", "", "send Access-Control-Allow-Origin: `origin` on /v1/ (default: no CORS)")
 	fs.IntVar(&o.limits.Slots, "slots", d.Slots, "generations that run at once")
-	fs.IntVar(&o.limits.Queue, "queue", d.Queue, "requests that may wait for a slot (more get 429)")
+	fs.IntVar(&o.limits.Queue, "queue", d.Queue, "requests that may wait for a slot (more get 429); 0: none")
 	fs.DurationVar(&o.limits.QueueTimeout, "queue-timeout", d.QueueTimeout, "longest wait for a slot (then 429)")
 	fs.Int64Var(&o.limits.MaxBodyBytes, "max-body", d.MaxBodyBytes, "largest request body in bytes (413 above)")
 	fs.IntVar(&o.limits.MaxTokens, "max-tokens", d.MaxTokens, "largest max_tokens a request may ask for")
@@ -101,13 +101,16 @@ func (o *options) validate() error {
 	for _, c := range []struct {
 		name string
 		ok   bool
+		rule string
 	}{
-		{"-slots", l.Slots >= 1}, {"-queue", l.Queue >= 0}, {"-queue-timeout", l.QueueTimeout > 0},
-		{"-max-body", l.MaxBodyBytes >= 1}, {"-max-tokens", l.MaxTokens >= 1}, {"-max-prompt", l.MaxPromptChars >= 1},
-		{"-max-choices", l.MaxChoices >= 1}, {"-request-timeout", l.RequestTimeout > 0}, {"-drain-timeout", o.drain > 0}, {"-header-timeout", o.headerTimeout > 0},
+		{"-slots", l.Slots >= 1, "at least 1"}, {"-queue", l.Queue >= 0, ">= 0 (0: no queue)"},
+		{"-queue-timeout", l.QueueTimeout > 0, "positive"}, {"-max-body", l.MaxBodyBytes >= 1, "at least 1"},
+		{"-max-tokens", l.MaxTokens >= 1, "at least 1"}, {"-max-prompt", l.MaxPromptChars >= 1, "at least 1"},
+		{"-max-choices", l.MaxChoices >= 1, "at least 1"}, {"-request-timeout", l.RequestTimeout > 0, "positive"},
+		{"-drain-timeout", o.drain > 0, "positive"}, {"-header-timeout", o.headerTimeout > 0, "positive"},
 	} {
 		if !c.ok {
-			return fmt.Errorf("%s: must be positive", c.name)
+			return fmt.Errorf("%s: must be %s", c.name, c.rule)
 		}
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
@@ -129,6 +132,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.apiKey == "" {
 		o.apiKey = os.Getenv("MINIGPT_API_KEY")
+	}
+	if o.limits.Queue == 0 {
+		o.limits.Queue = -1 // -queue 0: no queue (server.Limits reads 0 as "the default")
 	}
 	var models []server.Model
 	for _, f := range o.models {

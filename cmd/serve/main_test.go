@@ -262,7 +262,8 @@ func TestFlags(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-slots", "0"}, 2, "-slots"},
-		{[]string{"-queue", "-1"}, 2, "-queue"},
+		{[]string{"-queue", "-1"}, 2, "-queue: must be >= 0"},
+		{[]string{"-slots", "0"}, 2, "-slots: must be at least 1"},
 		{[]string{"-max-tokens", "0"}, 2, "-max-tokens"},
 		{[]string{"-drain-timeout", "0s"}, 2, "-drain-timeout"},
 		{[]string{"-addr", "nocolon"}, 2, "-addr"},
