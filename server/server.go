@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,9 +312,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		}
 		rt = route{[]string{"GET", "HEAD"}, s.servePlayground, false}
 	default:
-		code := "unknown_url"
-		typ := "invalid_request_error"
-		writeError(w, errorWithStatus(http.StatusNotFound, typ, code, "unknown path %s %s: this server has POST /v1/completions, GET /v1/models, GET /health, GET /metrics and the playground at /", r.Method, path))
+		writeError(w, errorWithStatus(http.StatusNotFound, "invalid_request_error", "unknown_url",
+			"unknown path %s %s: this server has POST /v1/completions, GET /v1/models, GET /health, GET /metrics and the playground at /", r.Method, path))
 		return "other"
 	}
 	if rt.api && s.cors != "" {
@@ -329,11 +329,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 			return name
 		}
 	}
-	allowed := false
-	for _, m := range rt.methods {
-		allowed = allowed || r.Method == m
-	}
-	if !allowed {
+	if !slices.Contains(rt.methods, r.Method) {
 		w.Header().Set("Allow", strings.Join(rt.methods, ", "))
 		writeError(w, errorWithStatus(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			"method %s is not allowed on %s: use %s", r.Method, path, strings.Join(rt.methods, " or ")))
