@@ -37,7 +37,7 @@ type decoder struct {
 	resid3 []float64    // (B, C)
 	logits []float64    // (B, V)
 	one    *activations // (1, T) for the prompt and for B = 1 rebuilds
-	full   *activations // (B, T) for B > 1 rebuilds, made when first needed
+	full   *activations // (B, T), one layer, for B > 1 rebuilds, made when first needed
 	window []int        // (B, T) the windows of a rebuild
 }
 
@@ -109,7 +109,12 @@ func (d *decoder) rebuild(m *Model, seqs [][]int) {
 		return
 	}
 	if d.full == nil {
-		d.full = newActivations(c, d.B, T)
+		// One layer's buffers serve every layer: nothing is kept for a
+		// backward pass, and a layer's input (the previous resid3) is
+		// consumed before its own resid3 is written.
+		oneLayer := c
+		oneLayer.Layers = 1
+		d.full = newActivations(oneLayer, d.B, T)
 		d.window = make([]int, d.B*T)
 	}
 	for b, seq := range seqs {
@@ -126,7 +131,7 @@ func (d *decoder) forwardWindows(m *Model) {
 	c, p, a := d.cfg, m.p, d.full
 	B, T, C, L, NH := d.B, c.BlockSize, c.EmbedDim, c.Layers, c.Heads
 	BT, C3 := B*T, 3*c.EmbedDim
-	layer := func(buf []float64, l, width int) []float64 { return buf[l*BT*width : (l+1)*BT*width] }
+	layer := func(buf []float64, _, width int) []float64 { return buf[:BT*width] } // every layer in the same buffers
 	encoderForward(a.encoded, d.window, p.tokenEmbedding, p.positionEmbedding, B, T, 0, T, C)
 	in := a.encoded
 	for l := 0; l < L; l++ {

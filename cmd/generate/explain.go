@@ -137,7 +137,7 @@ func sampleCol(o *options, i int) string {
 		return ""
 	}
 	if i < 0 {
-		return "s   pos"
+		return "s     pos"
 	}
 	return fmt.Sprintf("%-3d ", i)
 }
