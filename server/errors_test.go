@@ -21,7 +21,8 @@ func TestBadRequests(t *testing.T) {
 		code       string
 		message    []string // substrings of the message
 	}{
-		{"temperature too low", `{"prompt":"the ","temperature":-0.5}`, 400, "temperature", "invalid_value", []string{"temperature -0.5", "[0, 1e6]"}},
+		{"temperature too low", `{"prompt":"the ","temperature":-0.5}`, 400, "temperature", "invalid_value", []string{"temperature -0.5", "0 (greedy) or in [1e-6, 1e6]"}},
+		{"temperature tiny", `{"prompt":"the ","temperature":1e-9}`, 400, "temperature", "invalid_value", []string{"temperature 1e-09", "0 (greedy) or in [1e-6, 1e6]"}},
 		{"temperature string", `{"prompt":"the ","temperature":"hot"}`, 400, "temperature", "invalid_type", []string{"temperature must be a number", `"hot"`}},
 		{"top_p zero", `{"prompt":"the ","top_p":0}`, 400, "top_p", "invalid_value", []string{"top_p 0", "(0, 1]"}},
 		{"top_p above one", `{"prompt":"the ","top_p":1.5}`, 400, "top_p", "invalid_value", []string{"top_p 1.5"}},

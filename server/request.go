@@ -62,9 +62,10 @@ var knownFields = []string{
 
 // Limits on single fields that do not depend on the server's Limits.
 const (
-	maxStops       = 4  // as OpenAI
-	maxStopChars   = 64 // a stop string longer than this is surely a mistake
-	maxLogprobs    = 20 // as vLLM; OpenAI allows 5
+	maxStops       = 4    // as OpenAI
+	maxStopChars   = 64   // a stop string longer than this is surely a mistake
+	maxLogprobs    = 20   // as vLLM; OpenAI allows 5
+	minTemperature = 1e-6 // as cmd/generate; 0 is greedy
 	maxTemperature = 1e6
 	maxSeed        = 1<<53 - 1 // seeds the server picks stay exact in JavaScript
 	maxBeams       = 64        // as the library's MaxBeams
@@ -117,7 +118,7 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	sp := &req.sampling
 	for _, err := range []*apiError{
 		f.integer("max_tokens", &sp.maxTokens, 0, s.limits.MaxTokens),
-		f.number("temperature", &sp.temperature, 0, maxTemperature, "in [0, 1e6]; 0 means greedy"),
+		f.number("temperature", &sp.temperature, 0, maxTemperature, "0 (greedy) or in [1e-6, 1e6]"),
 		f.number("top_p", &sp.topP, math.SmallestNonzeroFloat64, 1, "in (0, 1]; 1 means off"),
 		f.integer("n", &sp.n, 1, s.limits.MaxChoices),
 		f.boolean("stream", &req.stream),
@@ -135,6 +136,11 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 		if err != nil {
 			return nil, err
 		}
+	}
+	if sp.temperature > 0 && sp.temperature < minTemperature {
+		// As cmd/generate: dividing the logits by less overflows them long
+		// before it is anything but greedy in all but name.
+		return nil, badParam("temperature", "invalid_value", "temperature %v is out of range: it must be 0 (greedy) or in [1e-6, 1e6]", sp.temperature)
 	}
 	if raw, ok := f["top_k"]; ok && !isNull(raw) {
 		// vLLM and llama.cpp clients send -1 for "off"; so does 0 here.
