@@ -12,9 +12,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 )
 
@@ -35,10 +32,29 @@ type Checkpoint struct {
 	Train *TrainConfig
 	// Opt is the optimizer state; nil in a weights-only checkpoint.
 	Opt *Adam
+	// CorpusSHA256 is the fingerprint of the text the run trained on
+	// (Dataset.SHA256), which ResumeTrainer compares with the dataset it
+	// is given. nil when unknown: in a weights-only checkpoint, and in a
+	// full one of format version 1. Clear it to resume on another text.
+	CorpusSHA256 []byte
+	// TrainLoss and ValLoss are the run's loss history as Trainer.Run
+	// recorded it (see LossHistory), carried on by ResumeTrainer; nil in a
+	// weights-only checkpoint and in one of format version 1.
+	TrainLoss, ValLoss []LossPoint
 	// rngState is the training batch sampler's PCG state (from
 	// MarshalBinary); nil in a weights-only checkpoint.
 	rngState []byte
 }
+
+// LossPoint is one point of a loss curve: the loss after Step steps.
+type LossPoint struct {
+	Step int
+	Loss float64
+}
+
+// ErrCorpusMismatch is returned (wrapped) by ResumeTrainer for a dataset
+// whose text is not the one the checkpoint was trained on.
+var ErrCorpusMismatch = errors.New("corpus differs from the checkpoint's")
 
 // Full reports whether c holds the complete training state, so that
 // ResumeTrainer can continue from it.
@@ -64,7 +80,28 @@ func (t *Trainer) Checkpoint(withOptimizer bool) *Checkpoint {
 		panic("minigpt: PCG.MarshalBinary failed: " + err.Error()) // it never does
 	}
 	c.rngState = state
+	sum := t.corpusSHA256()
+	c.CorpusSHA256 = sum[:]
+	c.TrainLoss = slices.Clone(t.trainLoss)
+	c.ValLoss = slices.Clone(t.valLoss)
+	if c.TrainLoss == nil {
+		c.TrainLoss = []LossPoint{} // present, if empty: the file records "no points yet"
+	}
+	if c.ValLoss == nil {
+		c.ValLoss = []LossPoint{}
+	}
 	return c
+}
+
+// corpusSHA256 returns t.Data.SHA256(), computed once: a checkpoint is
+// taken at every -keep-best improvement, and hashing a large text each
+// time would cost more than the snapshot.
+func (t *Trainer) corpusSHA256() [32]byte {
+	if t.corpusSum == nil {
+		sum := t.Data.SHA256()
+		t.corpusSum = &sum
+	}
+	return *t.corpusSum
 }
 
 // cloneAdam returns a deep copy of o for model m (which has o's layout).
@@ -83,9 +120,11 @@ func cloneAdam(o *Adam, m *Model) *Adam {
 // d exactly as the run that wrote it would have continued: same
 // parameters, optimizer moments, step, learning-rate schedule, batch
 // sampler state and validation batches. d must be encoded with c's
-// vocabulary (see NewDatasetWithVocab). To extend the run, raise
-// c.Train.Steps before calling. The trainer works on copies; c is not
-// changed.
+// vocabulary (see NewDatasetWithVocab) and, if c records the fingerprint
+// of its text, be that same text: a different one is an error wrapping
+// ErrCorpusMismatch (clear c.CorpusSHA256 to continue on it anyway). To
+// extend the run, raise c.Train.Steps before calling. The trainer carries
+// on c's loss history. It works on copies; c is not changed.
 func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if !c.Full() {
 		return nil, fmt.Errorf("resume: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint")
@@ -96,6 +135,11 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
 		return nil, fmt.Errorf("resume: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", d.Vocab.Size(), c.Vocab.Size())
 	}
+	if c.CorpusSHA256 != nil {
+		if sum := d.SHA256(); !bytes.Equal(sum[:], c.CorpusSHA256) {
+			return nil, fmt.Errorf("resume: %w: the dataset's text has SHA-256 %x, the checkpoint was trained on a text with SHA-256 %x", ErrCorpusMismatch, sum[:8], c.CorpusSHA256[:8])
+		}
+	}
 	m := c.Model.Clone()
 	t, err := NewTrainer(m, d, *c.Train)
 	if err != nil {
@@ -103,6 +147,8 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	}
 	t.Opt = cloneAdam(c.Opt, m)
 	t.Step = c.Step
+	t.trainLoss = slices.Clone(c.TrainLoss)
+	t.valLoss = slices.Clone(c.ValLoss)
 	// t.batchRNG draws from t.batchSource, so restoring the source in
 	// place restores the sampler.
 	if err := t.batchSource.UnmarshalBinary(c.rngState); err != nil {
@@ -114,14 +160,21 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 // The byte layout; CHECKPOINT.md is its description.
 const (
 	checkpointMagic   = "\x89GPT\r\n\x1a\n"
-	checkpointVersion = 1
+	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
 
 	flagTrain     = 1 << 0 // the training config section is present
 	flagOptimizer = 1 << 1 // the optimizer sections are present
 	flagRNG       = 1 << 2 // the sampler state section is present
-	knownFlags    = flagTrain | flagOptimizer | flagRNG
+	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
+	flagHistory   = 1 << 4 // the loss history section is present (version 2)
+	flagsFull     = flagTrain | flagOptimizer | flagRNG
+	knownFlagsV1  = flagsFull
+	knownFlags    = flagsFull | flagCorpus | flagHistory
 
-	headerSize     = 56 // through the header CRC
+	headerSizeV1   = 56 // through the header CRC
+	headerSize     = 64 // version 2: the loss-point counts before the CRC
+	corpusSumSize  = sha256.Size
+	lossPointSize  = 16
 	trainSize      = 11 * 8
 	optimizerSize  = 5 * 8
 	maxRNGStateLen = 64 // a PCG state is 20 bytes
@@ -152,6 +205,12 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if c.rngState != nil {
 		flags |= flagRNG
 	}
+	if c.CorpusSHA256 != nil {
+		flags |= flagCorpus
+	}
+	if c.TrainLoss != nil || c.ValLoss != nil {
+		flags |= flagHistory
+	}
 
 	hdr := make([]byte, 0, headerSize)
 	hdr = append(hdr, checkpointMagic...)
@@ -162,6 +221,8 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.Step))
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.rngState)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.TrainLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.ValLoss)))
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
 	cw.write(hdr)
 
@@ -195,10 +256,23 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 		cw.write(b)
 	}
 	cw.write(c.rngState)
+	cw.write(c.CorpusSHA256)
 	cw.floats(c.Model.Params)
 	if o := c.Opt; o != nil {
 		cw.floats(o.M)
 		cw.floats(o.V)
+	}
+	for _, curve := range [][]LossPoint{c.TrainLoss, c.ValLoss} {
+		for len(curve) > 0 && cw.err == nil {
+			n := min(len(curve), ioChunk/lossPointSize)
+			cw.buf = cw.buf[:0]
+			for _, p := range curve[:n] {
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, uint64(p.Step))
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, math.Float64bits(p.Loss))
+			}
+			cw.write(cw.buf)
+			curve = curve[n:]
+		}
 	}
 	if cw.err == nil {
 		_, cw.err = cw.w.Write(cw.sum.Sum(nil))
@@ -358,20 +432,28 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	if string(hdr[:8]) != checkpointMagic {
 		return nil, bad("magic number is %q, want %q: not a minigpt checkpoint", hdr[:8], checkpointMagic)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != checkpointVersion {
-		return nil, bad("unsupported format version %d (this reader knows version %d)", v, checkpointVersion)
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	hdrSize, known := headerSize, uint32(knownFlags)
+	switch version {
+	case 1:
+		hdrSize, known = headerSizeV1, knownFlagsV1
+	case 2:
+	default:
+		return nil, bad("unsupported format version %d (this reader knows versions 1 and 2)", version)
 	}
-	rest, err := cr.bytes(headerSize - 16)
+	cr.sectionSize = hdrSize
+	rest, err := cr.bytes(hdrSize - 16)
 	if err != nil {
 		return nil, err
 	}
 	hdr = append(hdr, rest...)
-	if got, want := binary.LittleEndian.Uint32(hdr[52:]), crc32.ChecksumIEEE(hdr[:52]); got != want {
+	crcAt := hdrSize - 4
+	if got, want := binary.LittleEndian.Uint32(hdr[crcAt:]), crc32.ChecksumIEEE(hdr[:crcAt]); got != want {
 		return nil, bad("header checksum mismatch: stored CRC-32 %#08x, computed %#08x", got, want)
 	}
 	flags := binary.LittleEndian.Uint32(hdr[12:])
-	if flags&^knownFlags != 0 {
-		return nil, bad("unknown section flags %#x", flags&^knownFlags)
+	if flags&^known != 0 {
+		return nil, bad("unknown section flags %#x (version %d)", flags&^known, version)
 	}
 	u32 := func(off int) int { return int(binary.LittleEndian.Uint32(hdr[off:])) }
 	cfg := Config{VocabSize: u32(16), BlockSize: u32(20), EmbedDim: u32(24), Heads: u32(28), Layers: u32(32)}
@@ -393,14 +475,33 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	case flags&flagRNG != 0 && (rngLen < 1 || rngLen > maxRNGStateLen):
 		return nil, bad("sampler state length %d is outside [1, %d]", rngLen, maxRNGStateLen)
 	}
+	var nTrain, nVal int64
+	if version >= 2 {
+		nTrain, nVal = int64(binary.LittleEndian.Uint32(hdr[52:])), int64(binary.LittleEndian.Uint32(hdr[56:]))
+	}
+	// Bounded by the step before any section is read, so that the counts
+	// cannot announce more points than a run of that length records.
+	switch {
+	case flags&flagHistory == 0 && (nTrain != 0 || nVal != 0):
+		return nil, bad("loss history counts are %d and %d but the loss history section is absent", nTrain, nVal)
+	case nTrain > max(step, 0):
+		return nil, bad("%d training-loss points for %d steps", nTrain, step)
+	case nVal > max(step, 0)+1:
+		return nil, bad("%d validation-loss points for %d steps (at most one per step, and one before the first)", nVal, step)
+	case lossPointSize*(nTrain+nVal) > math.MaxInt:
+		return nil, bad("%d loss points do not fit in memory on this platform", nTrain+nVal)
+	}
 
 	P := cfg.numParams()
-	cr.size = headerSize + 4*int64(cfg.VocabSize) + int64(rngLen) + 8*int64(P) + checksumSize
+	cr.size = int64(hdrSize) + 4*int64(cfg.VocabSize) + int64(rngLen) + 8*int64(P) + checksumSize + lossPointSize*(nTrain+nVal)
 	if flags&flagTrain != 0 {
 		cr.size += trainSize
 	}
 	if flags&flagOptimizer != 0 {
 		cr.size += optimizerSize + 16*int64(P)
+	}
+	if flags&flagCorpus != 0 {
+		cr.size += corpusSumSize
 	}
 
 	vb, err := cr.readSection("vocabulary", 4*cfg.VocabSize)
@@ -448,6 +549,12 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 			return nil, err
 		}
 	}
+	var corpusSum []byte
+	if flags&flagCorpus != 0 {
+		if corpusSum, err = cr.readSection("corpus fingerprint", corpusSumSize); err != nil {
+			return nil, err
+		}
+	}
 	params, err := cr.floats("parameters", P)
 	if err != nil {
 		return nil, err
@@ -460,6 +567,19 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 		if adamV, err = cr.floats("optimizer second moments", P); err != nil {
 			return nil, err
 		}
+	}
+	var trainLoss, valLoss []LossPoint
+	if flags&flagHistory != 0 {
+		// Read as float64 pairs; a step's bits come back exactly.
+		xs, err := cr.floats("loss history", 2*int(nTrain+nVal))
+		if err != nil {
+			return nil, err
+		}
+		points := make([]LossPoint, nTrain+nVal)
+		for i := range points {
+			points[i] = LossPoint{toInt(math.Float64bits(xs[2*i])), xs[2*i+1]}
+		}
+		trainLoss, valLoss = points[:nTrain:nTrain], points[nTrain:]
 	}
 	want := cr.sum.Sum(nil)
 	got, err := cr.readSection("checksum", checksumSize)
@@ -477,7 +597,8 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	}
 	params = params[:P:P]
 	m := &Model{Config: cfg, Params: params, p: cfg.views(params)}
-	c := &Checkpoint{Model: m, Vocab: vocab, Step: toInt(uint64(step)), Train: tc, rngState: rngState}
+	c := &Checkpoint{Model: m, Vocab: vocab, Step: toInt(uint64(step)), Train: tc, rngState: rngState,
+		CorpusSHA256: corpusSum, TrainLoss: trainLoss, ValLoss: valLoss}
 	if flags&flagOptimizer != 0 {
 		c.Opt, err = NewAdam(adamCfg, m)
 		if err != nil {
@@ -521,8 +642,21 @@ func (c *Checkpoint) check() error {
 	if c.Step < 0 {
 		return bad("step %d is negative", c.Step)
 	}
-	if full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil; !full && !none {
+	full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil
+	if !full && !none {
 		return bad("a checkpoint holds the training config, optimizer and sampler state all together or none of them")
+	}
+	if !full && (c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil) {
+		return bad("only a full checkpoint holds a corpus fingerprint or a loss history")
+	}
+	if c.CorpusSHA256 != nil && len(c.CorpusSHA256) != corpusSumSize {
+		return bad("corpus fingerprint is %d bytes, want %d (SHA-256)", len(c.CorpusSHA256), corpusSumSize)
+	}
+	if err := checkHistory("training", c.TrainLoss, 1, c.Step); err != nil {
+		return err
+	}
+	if err := checkHistory("validation", c.ValLoss, 0, c.Step); err != nil {
+		return err
 	}
 	if c.Opt != nil && c.Opt.Step != c.Step {
 		return bad("optimizer step %d differs from the training step %d", c.Opt.Step, c.Step)
@@ -563,6 +697,26 @@ func (c *Checkpoint) check() error {
 	return nil
 }
 
+// checkHistory reports the first point of a loss curve that a run of
+// step steps cannot have recorded: steps strictly increasing within
+// [first, step], losses finite and not negative (cross-entropy).
+func checkHistory(what string, curve []LossPoint, first, step int) error {
+	if int64(len(curve)) > math.MaxUint32 {
+		return bad("%d %s-loss points do not fit the format", len(curve), what)
+	}
+	prev := first - 1
+	for i, p := range curve {
+		switch {
+		case p.Step <= prev || p.Step > step:
+			return bad("%s-loss point %d is at step %d, want a step in [%d, %d] after the previous point's", what, i, p.Step, prev+1, step)
+		case math.IsNaN(p.Loss) || math.IsInf(p.Loss, 0) || p.Loss < 0:
+			return bad("%s-loss point %d (step %d) is %v, want a finite loss ≥ 0", what, i, p.Step, p.Loss)
+		}
+		prev = p.Step
+	}
+	return nil
+}
+
 // checkFinite reports the first non-finite value of slab (laid out like
 // the parameters of cfg), or with nonNegative the first negative one,
 // naming the tensor and the element.
@@ -590,77 +744,37 @@ func tensorIndex(shape []int, i int) []int {
 	return idx
 }
 
-// SaveCheckpoint writes c to path atomically: into a temporary file in the
-// same directory, synced to disk, then renamed over path. If anything
-// fails, or the machine stops midway, the file at path is the old one (or
-// none) and the temporary file is removed.
+// SaveCheckpoint writes c to path atomically, replacing the file there
+// (see SaveFile): at every moment path holds the old checkpoint (or
+// nothing) or the complete new one. A failure removes the temporary file;
+// a save killed midway leaves it (.NAME.tmp-minigpt), and the next save of
+// path removes it. Anything at path that is not a regular file is refused,
+// not replaced; a replaced file keeps its permission bits.
 func SaveCheckpoint(path string, c *Checkpoint) error {
-	return saveCheckpoint(path, c, WriteCheckpoint)
+	return saveCheckpoint(path, true, c, WriteCheckpoint)
+}
+
+// SaveNewCheckpoint is SaveCheckpoint that also refuses to replace an
+// existing file (fs.ErrExist), even one that appears while it writes.
+func SaveNewCheckpoint(path string, c *Checkpoint) error {
+	return saveCheckpoint(path, false, c, WriteCheckpoint)
 }
 
 // saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
 // tests can make it fail midway.
-func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+func saveCheckpoint(path string, replace bool, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
+	if err := SaveFile(path, replace, func(w io.Writer) error { return write(w, c) }); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	if err := writeSynced(f, c, write); err != nil {
-		f.Close() // already failed; this error adds nothing
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("save checkpoint %s: written, but syncing its directory: %w", path, err)
 	}
 	return nil
 }
 
-// writeSynced writes c to f and flushes it to stable storage.
-func writeSynced(f *os.File, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	if err := write(f, c); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory
-// (and does not need to).
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
-}
-
 // LoadCheckpoint reads the checkpoint file at path (see ReadCheckpoint),
-// also refusing bytes after its checksum.
+// also refusing bytes after its checksum. path must be a regular file: a
+// named pipe, device or directory is refused at once (wrapping
+// ErrNotRegularFile), without blocking on it.
 func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}

@@ -73,14 +73,28 @@ func encodeCheckpoint(t testing.TB, c *Checkpoint) []byte {
 // them.
 func resealCheckpoint(b []byte) []byte {
 	b = slices.Clone(b)
-	if len(b) >= headerSize {
-		binary.LittleEndian.PutUint32(b[52:], crc32.ChecksumIEEE(b[:52]))
+	crcAt := headerSize - 4
+	if len(b) >= 12 && binary.LittleEndian.Uint32(b[8:]) == 1 {
+		crcAt = headerSizeV1 - 4
+	}
+	if len(b) >= crcAt+4 {
+		binary.LittleEndian.PutUint32(b[crcAt:], crc32.ChecksumIEEE(b[:crcAt]))
 	}
 	if len(b) >= headerSize+checksumSize {
 		sum := sha256.Sum256(b[:len(b)-checksumSize])
 		copy(b[len(b)-checksumSize:], sum[:])
 	}
 	return b
+}
+
+// downgradeToV1 turns the version-2 bytes of a checkpoint without corpus
+// fingerprint and loss history into the version-1 bytes of the same
+// checkpoint: the layouts differ only in the version field and the two
+// loss-point counts (zero here) before the header CRC.
+func downgradeToV1(b []byte) []byte {
+	v1 := slices.Concat(b[:52], make([]byte, 4), b[headerSize:]) // the CRC, resealed below
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	return resealCheckpoint(v1)
 }
 
 func ckptSameBits(a, b []float64) bool {
@@ -153,17 +167,19 @@ func TestCheckpointIsASnapshot(t *testing.T) {
 }
 
 // ckptOffsets returns where each section of a full checkpoint of cfg
-// (with a 20-byte PCG state) starts.
-func ckptOffsets(cfg Config) map[string]int {
+// (with a 20-byte PCG state and points loss-history points) starts.
+func ckptOffsets(cfg Config, points int) map[string]int {
 	V, P := cfg.VocabSize, cfg.NumParams()
 	off := map[string]int{"header": 0, "vocabulary": headerSize}
 	off["training config"] = off["vocabulary"] + 4*V
 	off["optimizer config"] = off["training config"] + trainSize
 	off["sampler state"] = off["optimizer config"] + optimizerSize
-	off["parameters"] = off["sampler state"] + 20
+	off["corpus fingerprint"] = off["sampler state"] + 20
+	off["parameters"] = off["corpus fingerprint"] + 32
 	off["optimizer first moments"] = off["parameters"] + 8*P
 	off["optimizer second moments"] = off["optimizer first moments"] + 8*P
-	off["checksum"] = off["optimizer second moments"] + 8*P
+	off["loss history"] = off["optimizer second moments"] + 8*P
+	off["checksum"] = off["loss history"] + 16*points
 	off["end"] = off["checksum"] + checksumSize
 	return off
 }
@@ -172,7 +188,7 @@ func TestReadCheckpointRefusesCorruption(t *testing.T) {
 	cfg := ckptResumeConfig()
 	tr := ckptTrainer(t, cfg, 2, nil)
 	good := encodeCheckpoint(t, tr.Checkpoint(true))
-	off := ckptOffsets(cfg)
+	off := ckptOffsets(cfg, 0)
 	if off["end"] != len(good) {
 		t.Fatalf("full checkpoint is %d bytes, the layout says %d", len(good), off["end"])
 	}
@@ -201,7 +217,8 @@ func TestReadCheckpointRefusesCorruption(t *testing.T) {
 		{"flip training config byte", flip(off["training config"] + 17), "checksum mismatch: stored SHA-256"},
 		{"flip sampler byte", flip(off["sampler state"] + 10), "checksum mismatch: stored SHA-256"},
 		{"flip parameter byte", flip(off["parameters"] + 8*100 + 3), "checksum mismatch: stored SHA-256"},
-		{"flip last moment byte", flip(off["checksum"] - 1), "checksum mismatch: stored SHA-256"},
+		{"flip last moment byte", flip(off["loss history"] - 1), "checksum mismatch: stored SHA-256"},
+		{"flip fingerprint byte", flip(off["corpus fingerprint"] + 3), "checksum mismatch: stored SHA-256"},
 		{"flip checksum byte", flip(len(good) - 1), "checksum mismatch: stored SHA-256"},
 		{"empty", cut(0), "truncated in the header section"},
 		{"cut in magic", cut(5), "truncated in the header section"},
@@ -213,7 +230,8 @@ func TestReadCheckpointRefusesCorruption(t *testing.T) {
 		{"cut at parameters", cut(off["parameters"]), "truncated in the parameters section"},
 		{"cut in parameters", cut(off["parameters"] + 1001), "truncated in the parameters section"},
 		{"cut in first moments", cut(off["optimizer first moments"] + 8), "truncated in the optimizer first moments section"},
-		{"cut in second moments", cut(off["checksum"] - 1), "truncated in the optimizer second moments section"},
+		{"cut in second moments", cut(off["loss history"] - 1), "truncated in the optimizer second moments section"},
+		{"cut in fingerprint", cut(off["corpus fingerprint"] + 31), "truncated in the corpus fingerprint section"},
 		{"cut in checksum", cut(len(good) - 1), "truncated in the checksum section"},
 		{"bad magic", func(b []byte) []byte { copy(b, "PK\x03\x04"); return b }, "magic number"},
 		{"version 99", put32(8, 99), "unsupported format version 99"},
@@ -294,7 +312,9 @@ func TestReadCheckpointAllocatesOnlyWhatArrives(t *testing.T) {
 		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(v))
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, 0)
-	hdr = binary.LittleEndian.AppendUint32(hdr, 0)
+	hdr = binary.LittleEndian.AppendUint32(hdr, 0) // sampler state length
+	hdr = binary.LittleEndian.AppendUint32(hdr, 0) // training-loss points
+	hdr = binary.LittleEndian.AppendUint32(hdr, 0) // validation-loss points
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
 	data := append(hdr, make([]byte, 4*24+trainSize+optimizerSize+1<<20)...)
 	var before, after runtime.MemStats
@@ -381,7 +401,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 		save func(path string) error
 		want error
 	}{
-		{"writer fails midway", func(p string) error { return saveCheckpoint(p, newer, halfThenFail) }, boom},
+		{"writer fails midway", func(p string) error { return saveCheckpoint(p, true, newer, halfThenFail) }, boom},
 		{"invalid checkpoint", func(p string) error { return SaveCheckpoint(p, bad) }, ErrBadCheckpoint},
 		{"rename onto a directory", func(p string) error {
 			return SaveCheckpoint(filepath.Join(filepath.Dir(p), "sub"), newer)
@@ -600,6 +620,10 @@ func FuzzReadCheckpoint(f *testing.F) {
 		}
 	}
 	f.Add([]byte(checkpointMagic))
+	// Version 1: the same model without fingerprint and history.
+	v1 := fuzzSeedTrainer(f, false).Checkpoint(true)
+	v1.CorpusSHA256, v1.TrainLoss, v1.ValLoss = nil, nil, nil
+	f.Add(downgradeToV1(encodeCheckpoint(f, v1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The raw bytes exercise the framing; resealed, an edit reaches
 		// the checks behind the checksums.
@@ -617,7 +641,12 @@ func FuzzReadCheckpoint(f *testing.F) {
 			if err := WriteCheckpoint(&b, c); err != nil {
 				t.Fatalf("accepted checkpoint cannot be written: %v", err)
 			}
-			if !bytes.HasPrefix(in, b.Bytes()) {
+			// (A version-1 input is written back as version 2.)
+			want := b.Bytes()
+			if binary.LittleEndian.Uint32(in[8:]) == 1 {
+				want = downgradeToV1(want)
+			}
+			if !bytes.HasPrefix(in, want) {
 				t.Fatal("writing an accepted checkpoint back gives different bytes")
 			}
 		}

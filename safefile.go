@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 )
 
 // ErrNotRegularFile is wrapped by SaveFile and CheckOutput errors for a
@@ -21,7 +22,7 @@ var ErrNotRegularFile = errors.New("not a regular file")
 type notRegularError struct{ kind string }
 
 func (e notRegularError) Error() string {
-	return "is a " + e.kind + ", not a regular file; refusing to replace it"
+	return "is a " + e.kind + ", not a regular file"
 }
 
 func (e notRegularError) Is(target error) bool { return target == ErrNotRegularFile }
@@ -246,4 +247,24 @@ func fsyncDir(dir string) error {
 		return err
 	}
 	return d.Close()
+}
+
+// openRegular opens path for reading if it is a regular file, and refuses
+// anything else (wrapping ErrNotRegularFile) without blocking: the open is
+// non-blocking, because opening a named pipe otherwise waits for a writer,
+// and a signal cannot interrupt that wait.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fileKind(fi.Mode())}}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -77,6 +78,9 @@ type Trainer struct {
 	grads       []float64 // (like Params)
 	xb, yb      []int     // (B, T) current batch
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
+
+	trainLoss, valLoss []LossPoint // the loss history Run records, for checkpoints
+	corpusSum          *[32]byte   // Data.SHA256(), once computed
 }
 
 // NewTrainer prepares to train m on d; the model's block size is the
@@ -218,11 +222,29 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
+// LossHistory returns the losses Run recorded, including those of the
+// run a resumed trainer continues (when its checkpoint kept them): the
+// training loss of every step and the validation loss of every
+// evaluation.
+func (t *Trainer) LossHistory() (train, val []LossPoint) {
+	return slices.Clone(t.trainLoss), slices.Clone(t.valLoss)
+}
+
 // Run trains until Step reaches Config.Steps, calling progress (if not
 // nil) after every step. Cancelling ctx stops it between steps, returning
 // ctx's error with the model and optimizer consistent, ready to save.
 func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 	start := time.Now()
+	// Room for the whole history now, so that recording it allocates
+	// nothing per step.
+	if left := t.Config.Steps - t.Step; left > 0 {
+		t.trainLoss = slices.Grow(t.trainLoss, left)
+		evals := 1
+		if t.Config.EvalEvery > 0 {
+			evals += left / t.Config.EvalEvery
+		}
+		t.valLoss = slices.Grow(t.valLoss, evals)
+	}
 	for t.Step < t.Config.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -233,8 +255,10 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 			return err
 		}
 		p := Progress{Step: t.Step, Steps: t.Config.Steps, Loss: loss, ValLoss: math.NaN(), LR: lr}
+		t.trainLoss = append(t.trainLoss, LossPoint{t.Step, loss})
 		if (t.Config.EvalEvery > 0 && t.Step%t.Config.EvalEvery == 0) || t.Step == t.Config.Steps {
 			p.ValLoss = t.Evaluate()
+			t.valLoss = append(t.valLoss, LossPoint{t.Step, p.ValLoss})
 		}
 		if progress != nil {
 			p.Elapsed = time.Since(start)
