@@ -13,48 +13,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
+func main() { cli.Main("generate", run) }
 
-// usageError is a bad flag or flag value: exit status 2.
-type usageError struct{ error }
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "generate: %v (run 'generate -h' for usage)\n", err)
-		return 2
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "generate: interrupted")
-		return 130
-	default:
-		fmt.Fprintf(stderr, "generate: %v\n", err)
-		return 1
-	}
-}
+// exitCode reports err on stderr and returns the exit status (see
+// cli.ExitCode): 0 done, 1 runtime error, 2 bad flags, 130 interrupted.
+func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("generate", err, stderr) }
 
 // maxPromptBytes bounds -prompt-file.
 const maxPromptBytes = 1 << 20
@@ -62,29 +38,17 @@ const maxPromptBytes = 1 << 20
 // readPrompt reads a prompt file: a regular file of valid UTF-8, at most
 // maxPromptBytes, without a leading byte-order mark.
 func readPrompt(path string) (string, error) {
-	bad := func(why string) error { return usageError{fmt.Errorf("-prompt-file %s: %s", path, why)} }
-	f, err := os.Open(path)
-	if err != nil {
-		return "", usageError{fmt.Errorf("-prompt-file: %w", err)}
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", bad("not a regular file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPromptBytes+1))
+	bad := func(why string) error { return cli.UsageError{Err: fmt.Errorf("-prompt-file %s: %s", path, why)} }
+	text, err := cli.ReadFile(path, maxPromptBytes)
 	switch {
 	case err != nil:
-		return "", bad(err.Error())
-	case len(b) > maxPromptBytes:
-		return "", bad(fmt.Sprintf("larger than %d bytes", maxPromptBytes))
-	case !utf8.Valid(b):
+		return "", cli.UsageError{Err: fmt.Errorf("-prompt-file %w", err)}
+	case !utf8.ValidString(text):
 		return "", bad("not valid UTF-8")
-	}
-	prompt := strings.TrimPrefix(string(b), "\uFEFF")
-	if prompt == "" {
+	case text == "":
 		return "", bad("is empty")
 	}
-	return prompt, nil
+	return text, nil
 }
 
 type options struct {
@@ -118,22 +82,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage: generate [flags]\n\nGenerates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\nFlags:\n")
-			fs.PrintDefaults()
-			return nil
-		}
-		return usageError{err}
+	set, err := cli.Parse(fs, args, "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).", stdout)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.validate(set); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	promptFlag := fmt.Sprintf("-prompt %q", o.prompt)
 	if o.promptFile != "" {
@@ -148,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if _, err := vocab.Encode(o.prompt); err != nil {
-		return usageError{fmt.Errorf("%s: %w", promptFlag, err)}
+		return cli.UsageError{Err: fmt.Errorf("%s: %w", promptFlag, err)}
 	}
 	if o.compare {
 		n := o.n

@@ -23,50 +23,24 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // from now on a second signal kills the process at once
-	}()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// usageError is a bad flag or flag value: exit status 2.
-type usageError struct{ error }
+func main() { cli.Main("train", run) }
 
 // errInterrupted is returned (wrapped) when a signal or the context stopped
 // training; the checkpoint has been written.
-var errInterrupted = errors.New("interrupted")
+var errInterrupted = cli.ErrInterrupted
 
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "train: %v (run 'train -h' for usage)\n", err)
-		return 2
-	case errors.Is(err, errInterrupted):
-		fmt.Fprintf(stderr, "train: %v\n", err)
-		return 130
-	default:
-		fmt.Fprintf(stderr, "train: %v\n", err)
-		return 1
-	}
-}
+// exitCode reports err on stderr and returns the exit status (see
+// cli.ExitCode).
+func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("train", err, stderr) }
 
 // options are the command's flags.
 type options struct {
@@ -143,25 +117,15 @@ func newFlagSet(o *options) *flag.FlagSet {
 func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, error) {
 	o := new(options)
 	fs := newFlagSet(o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: train [flags]\n\nTrains a MiniGPT on a text corpus and writes a checkpoint.\n\nFlags:\n")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, nil, err
-		}
-		return nil, nil, usageError{err}
+	set, err := cli.Parse(fs, args, "Trains a MiniGPT on a text corpus and writes a checkpoint.", stdout)
+	if err != nil {
+		return nil, nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, nil, usageError{fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	if o.resume != "" {
 		for _, name := range fixedByCheckpoint {
 			if set[name] {
-				return nil, nil, usageError{fmt.Errorf("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (only -steps may change)", name)}
+				return nil, nil, cli.UsageError{Err: fmt.Errorf("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (only -steps may change)", name)}
 			}
 		}
 		if o.steps < 0 {
@@ -210,9 +174,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 	return o, set, nil
 }
 
-func badValue(fs *flag.FlagSet, name, why string) error {
-	return usageError{fmt.Errorf("invalid value %q for flag -%s: %s", fs.Lookup(name).Value.String(), name, why)}
-}
+func badValue(fs *flag.FlagSet, name, why string) error { return cli.BadValue(fs, name, why) }
 
 func presetNames() []string {
 	var names []string
@@ -247,22 +209,11 @@ func readCorpus(path string) (text, name string, err error) {
 	if path == "" {
 		return minigpt.LanternBay, "the built-in Lantern Bay text", nil
 	}
-	f, err := os.Open(path)
+	text, err = cli.ReadFile(path, maxCorpusBytes)
 	if err != nil {
-		return "", "", fmt.Errorf("corpus: %w", err)
+		return "", "", fmt.Errorf("corpus %w", err)
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", "", fmt.Errorf("corpus %s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxCorpusBytes+1))
-	if err != nil {
-		return "", "", fmt.Errorf("corpus: %w", err)
-	}
-	if len(b) > maxCorpusBytes {
-		return "", "", fmt.Errorf("corpus %s: larger than %d bytes", path, maxCorpusBytes)
-	}
-	return strings.TrimPrefix(string(b), "\uFEFF"), path, nil
+	return text, path, nil
 }
 
 // checkOutputs refuses, before any training, output paths that would
@@ -280,23 +231,23 @@ func checkOutputs(o *options) error {
 				continue
 			}
 			if samePath(a.path, b.path) {
-				return usageError{fmt.Errorf("-%s and -%s both name %s: one would overwrite the other", a.flag, b.flag, a.path)}
+				return cli.UsageError{Err: fmt.Errorf("-%s and -%s both name %s: one would overwrite the other", a.flag, b.flag, a.path)}
 			}
 		}
 	}
 	if o.resume != "" && o.weightsOnly && samePath(o.out, o.resume) {
-		return usageError{fmt.Errorf("-weights-only would replace the full checkpoint %s; give -out another file", o.resume)}
+		return cli.UsageError{Err: fmt.Errorf("-weights-only would replace the full checkpoint %s; give -out another file", o.resume)}
 	}
 	for _, f := range files[:2] {
 		if f.path == "" {
 			continue
 		}
 		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
-			return usageError{fmt.Errorf("invalid value %q for flag -%s: is a directory", f.path, f.flag)}
+			return cli.UsageError{Err: fmt.Errorf("invalid value %q for flag -%s: is a directory", f.path, f.flag)}
 		}
 		probe, err := os.CreateTemp(filepath.Dir(f.path), ".train-probe-*")
 		if err != nil {
-			return usageError{fmt.Errorf("invalid value %q for flag -%s: cannot write there: %w", f.path, f.flag, err)}
+			return cli.UsageError{Err: fmt.Errorf("invalid value %q for flag -%s: cannot write there: %w", f.path, f.flag, err)}
 		}
 		probe.Close()
 		os.Remove(probe.Name())
@@ -347,14 +298,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		cfg := o.modelConfig(d.Vocab.Size())
 		if err := cfg.Validate(); err != nil {
-			return usageError{err}
+			return cli.UsageError{Err: err}
 		}
 		m, err := minigpt.NewModel(cfg, o.seed)
 		if err != nil {
-			return usageError{err}
+			return cli.UsageError{Err: err}
 		}
 		if tr, err = minigpt.NewTrainer(m, d, o.trainConfig()); err != nil {
-			return usageError{err}
+			return cli.UsageError{Err: err}
 		}
 		fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
 	}
@@ -445,7 +396,7 @@ func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.
 	}
 	if set["steps"] {
 		if o.steps < c.Step {
-			return nil, usageError{fmt.Errorf("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)}
+			return nil, cli.UsageError{Err: fmt.Errorf("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)}
 		}
 		c.Train.Steps = o.steps
 	}
@@ -454,7 +405,7 @@ func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.
 		// checkpoint that was not trained on it rather than switch texts.
 		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
 		if string(lb.Chars()) != string(c.Vocab.Chars()) {
-			return nil, usageError{fmt.Errorf("-resume %s was not trained on the built-in text (its vocabulary differs); pass the -corpus it was trained on", o.resume)}
+			return nil, cli.UsageError{Err: fmt.Errorf("-resume %s was not trained on the built-in text (its vocabulary differs); pass the -corpus it was trained on", o.resume)}
 		}
 	}
 	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)

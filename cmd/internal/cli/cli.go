@@ -1,0 +1,145 @@
+// Package cli is the plumbing minigpt's commands share: flag parsing with
+// usage on -h, exit statuses, signal handling and bounded file reading.
+// Each command keeps a testable run(ctx, args, stdout, stderr) error and
+// hands it to Main; everything here is about the process around it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses shared by the commands.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1   // a runtime error: unreadable input, failed save, ...
+	ExitUsage       = 2   // a bad flag or flag value
+	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report it)
+)
+
+// UsageError marks a bad flag or flag value: exit status 2, and the
+// message points at -h.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, a ...any) error { return UsageError{fmt.Errorf(format, a...)} }
+
+// ErrInterrupted is returned (wrapped) by a command that a signal stopped
+// after it finished what it could (for cmd/train: the checkpoint is
+// written). A bare context.Canceled counts as an interruption too.
+var ErrInterrupted = errors.New("interrupted")
+
+// Main runs a command: run gets a context that the first SIGINT or SIGTERM
+// cancels (a second one kills the process at once, for a run that does
+// not stop), and its error becomes the exit status (see ExitCode).
+func Main(name string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default handlers: the next signal is fatal
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(ExitCode(name, err, os.Stderr))
+}
+
+// ExitCode reports err on stderr, prefixed with the command's name, and
+// returns the exit status: 0 for nil or -h, 2 for a UsageError, 130 for an
+// interruption, 1 otherwise.
+func ExitCode(name string, err error, stderr io.Writer) int {
+	var ue UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %v (run '%s -h' for usage)\n", name, err, name)
+		return ExitUsage
+	case errors.Is(err, ErrInterrupted):
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitInterrupted
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "%s: interrupted\n", name)
+		return ExitInterrupted
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitFailure
+	}
+}
+
+// Parse parses args with fs (made with flag.ContinueOnError; its output
+// is discarded here). On -h it writes "Usage: <name> [flags]", the
+// summary and the flag defaults to stdout and returns flag.ErrHelp, which
+// ExitCode maps to status 0. A parse error or a positional argument is a
+// UsageError. It returns the set of flags given explicitly.
+func Parse(fs *flag.FlagSet, args []string, summary string, stdout io.Writer) (map[string]bool, error) {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n", fs.Name(), strings.TrimSpace(summary))
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+			return nil, err
+		}
+		return nil, UsageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, Usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set, nil
+}
+
+// BadValue is the UsageError for flag -name's current value, with why.
+func BadValue(fs *flag.FlagSet, name, why string) error {
+	return Usagef("invalid value %q for flag -%s: %s", fs.Lookup(name).Value.String(), name, why)
+}
+
+// ReadFile returns the contents of the regular file at path, at most
+// limit bytes, without a leading UTF-8 byte-order mark (editors on some
+// systems write one; it is not text). Devices, FIFOs and directories are
+// refused rather than read (a FIFO would block, /dev/zero never ends).
+// Every error message starts with the path, so that a caller can prefix
+// the flag: "-corpus x.txt: not a regular file".
+func ReadFile(path string, limit int64) (string, error) {
+	// Stat before opening: opening a FIFO for reading blocks until a
+	// writer appears. The check after opening covers a swap in between.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // "open PATH: ..." would name the operation, not the input
+		}
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return strings.TrimPrefix(string(b), "\uFEFF"), nil
+}
