@@ -113,27 +113,11 @@ func BadValue(fs *flag.FlagSet, name, why string) error {
 // Every error message starts with the path, so that a caller can prefix
 // the flag: "-corpus x.txt: not a regular file".
 func ReadFile(path string, limit int64) (string, error) {
-	// Stat before opening: opening a FIFO for reading blocks until a
-	// writer appears. The check after opening covers a swap in between.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path) // refuses a FIFO without blocking on it
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // "open PATH: ..." would name the operation, not the input
-		}
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
