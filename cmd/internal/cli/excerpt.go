@@ -1,9 +1,6 @@
 package cli
 
-import (
-	"fmt"
-	"strconv"
-)
+import "strconv"
 
 // Excerpt quotes at most radius characters on each side of character pos
 // (counted in runes from 0) of s, with "…" where s goes on, so that an
@@ -23,6 +20,3 @@ func Excerpt(s string, pos, radius int) string {
 	}
 	return q
 }
-
-// CharName names a character for messages: 'Z' (U+005A).
-func CharName(c rune) string { return fmt.Sprintf("%q (%U)", c, c) }
