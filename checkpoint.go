@@ -595,8 +595,10 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	if err != nil {
 		return nil, bad("vocabulary: %w", err)
 	}
-	params = params[:P:P]
-	m := &Model{Config: cfg, Params: params, p: cfg.views(params)}
+	m, err := newModel(cfg, params)
+	if err != nil {
+		return nil, bad("model: %w", err)
+	}
 	c := &Checkpoint{Model: m, Vocab: vocab, Step: toInt(uint64(step)), Train: tc, rngState: rngState,
 		CorpusSHA256: corpusSum, TrainLoss: trainLoss, ValLoss: valLoss}
 	if flags&flagOptimizer != 0 {

@@ -97,18 +97,6 @@ func downgradeToV1(b []byte) []byte {
 	return resealCheckpoint(v1)
 }
 
-func ckptSameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 func TestCheckpointRoundTrip(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
 	tr.Model.Params[5] = math.Copysign(0, -1) // the sign of zero survives too
@@ -126,7 +114,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if got.Model.Config != c.Model.Config || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
 				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config, got.Step, string(got.Vocab.Chars()), c.Model.Config, string(c.Vocab.Chars()))
 			}
-			if !ckptSameBits(got.Model.Params, tr.Model.Params) {
+			if !bitsEqual(got.Model.Params, tr.Model.Params) {
 				t.Fatal("parameters differ after the round trip")
 			}
 			if got.Full() != tc.full {
@@ -137,7 +125,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config)
 				}
 				o := got.Opt
-				if o.Config != tr.Opt.Config || o.Step != tr.Opt.Step || !ckptSameBits(o.M, tr.Opt.M) || !ckptSameBits(o.V, tr.Opt.V) {
+				if o.Config != tr.Opt.Config || o.Step != tr.Opt.Step || !bitsEqual(o.M, tr.Opt.M) || !bitsEqual(o.V, tr.Opt.V) {
 					t.Fatal("optimizer state differs after the round trip")
 				}
 				state, _ := tr.batchSource.MarshalBinary()
@@ -449,7 +437,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Step != c.Step || !ckptSameBits(got.Model.Params, c.Model.Params) {
+			if got.Step != c.Step || !bitsEqual(got.Model.Params, c.Model.Params) {
 				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
 			}
 		}
@@ -539,10 +527,10 @@ func TestResumeIsExact(t *testing.T) {
 				if second.Step != N+M || second.Opt.Step != N+M {
 					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step, second.Opt.Step, N+M)
 				}
-				if !ckptSameBits(second.Model.Params, want.Model.Params) {
+				if !bitsEqual(second.Model.Params, want.Model.Params) {
 					t.Fatal("parameters after resuming differ from the uninterrupted run")
 				}
-				if !ckptSameBits(second.Opt.M, want.Opt.M) || !ckptSameBits(second.Opt.V, want.Opt.V) {
+				if !bitsEqual(second.Opt.M, want.Opt.M) || !bitsEqual(second.Opt.V, want.Opt.V) {
 					t.Fatal("optimizer moments after resuming differ from the uninterrupted run")
 				}
 				if a, b := second.Evaluate(), want.Evaluate(); a != b {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Config is the shape of a MiniGPT.
@@ -164,8 +165,6 @@ type params struct {
 	headBias          []float64 // (V); nil when tied
 }
 
-func (c Config) views(slab []float64) params { return viewsOf(c.layout(), slab) }
-
 // viewsOf cuts slab into the tensors of layout without allocating.
 func viewsOf(layout []tensorSpec, slab []float64) params {
 	var p params
@@ -203,7 +202,7 @@ type Model struct {
 // and embeddings drawn from N(0, 0.02²) by a PCG generator seeded with
 // seed, LayerNorm gains 1, biases 0.
 func NewModel(cfg Config, seed uint64) (*Model, error) {
-	m, err := newZeroModel(cfg)
+	m, err := newModel(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -236,13 +235,24 @@ const (
 	streamVal   = 0x76616c69 // "vali"
 )
 
-func newZeroModel(cfg Config) (*Model, error) {
+// newModel is the one constructor of Model: NewModel, Clone and the
+// checkpoint reader all build through it, so that no Model lacks the
+// named views its forward and backward passes index. It takes params as
+// the slab (nil: a zero slab), which must have cfg's parameter count.
+func newModel(cfg Config, params []float64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	n := cfg.numParams()
+	switch {
+	case params == nil:
+		params = make([]float64, n)
+	case len(params) != n:
+		return nil, fmt.Errorf("%w: %d parameters given, the config has %d", ErrBadConfig, len(params), n)
+	}
+	params = params[:n:n]
 	specs := cfg.layout()
-	slab := make([]float64, cfg.numParams())
-	return &Model{Config: cfg, Params: slab, p: viewsOf(specs, slab), specs: specs}, nil
+	return &Model{Config: cfg, Params: params, p: viewsOf(specs, params), specs: specs}, nil
 }
 
 // NumParams returns the number of parameters.
@@ -269,8 +279,10 @@ func (m *Model) Tensors() []Tensor {
 
 // Clone returns a deep copy of the model.
 func (m *Model) Clone() *Model {
-	c, _ := newZeroModel(m.Config) // m.Config was validated when m was made
-	copy(c.Params, m.Params)
+	c, err := newModel(m.Config, slices.Clone(m.Params))
+	if err != nil {
+		panic("minigpt: Clone of an invalid model: " + err.Error()) // m was validated when it was made
+	}
 	return c
 }
 
