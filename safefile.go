@@ -114,13 +114,23 @@ func createTemp(path string) (*os.File, error) {
 	// symbolic link, and O_EXCL below refuses whatever could not be
 	// removed (a non-empty directory, say).
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("output %s: removing the stale temporary file: %w", path, err)
+		return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot remove the stale temporary file %s: %w", tmp, cause(err))}
 	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: cannot create a file in %s: %w", path, dirOf(path), err)
+		return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot create a file in %s: %w", dirOf(path), cause(err))}
 	}
 	return f, nil
+}
+
+// cause is the error inside a *fs.PathError (the path is already named
+// by the error that wraps it), or err itself.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func dirOf(path string) string {

@@ -173,13 +173,13 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m.forward(a, t.xb, 0, T, 0)
 	loss := m.crossEntropy(a, t.yb)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, fmt.Errorf("%w: loss %v at step %d", ErrDiverged, loss, t.Step)
+		return loss, fmt.Errorf("%w: loss %v in step %d", ErrDiverged, loss, t.Step+1) // counted from 1, as Progress.Step
 	}
 	clear(t.grads)
 	m.backward(a, t.grads, t.xb)
 	norm := math.Sqrt(sumSquares(t.grads))
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return loss, fmt.Errorf("%w: gradient norm %v at step %d", ErrDiverged, norm, t.Step)
+		return loss, fmt.Errorf("%w: gradient norm %v in step %d", ErrDiverged, norm, t.Step+1)
 	}
 	if clip := t.Config.GradClip; clip > 0 && norm > clip {
 		scale := clip / norm

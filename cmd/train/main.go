@@ -7,20 +7,29 @@
 //
 // Progress goes to standard error: a live line on a terminal, otherwise a
 // log line every 1/20 of the run and at every evaluation. SIGINT or
-// SIGTERM stops at the end of the current step and writes the checkpoint,
-// so nothing learned is lost; a second signal aborts without saving.
+// SIGTERM stops at the end of the current step and writes the checkpoint
+// (full, or weights-only with -weights-only), so nothing learned is lost;
+// a second signal aborts without saving.
 //
-// Exit status: 0 done, 1 runtime error (unreadable corpus or checkpoint,
-// divergence, failed save), 2 bad flags, 130 interrupted (checkpoint
-// written).
+// Everything is checked before the first step (flags, the corpus, the
+// -resume file, every output): an existing file is replaced only with
+// -force, or when it is the -resume file the run continues; a device,
+// FIFO, socket, symbolic link or directory never.
+//
+// Exit status (cli.ExitRule): 0 done; 2 refused before any work, nothing
+// written; 1 failed after training began (divergence, a failed save);
+// 130 interrupted (the checkpoint written if a step was taken).
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -56,8 +65,8 @@ type options struct {
 	minLR, gradClip, weightDecay float64
 	evalEvery, evalBatches       int
 
-	weightsOnly, keepBest bool
-	plot                  string
+	weightsOnly, keepBest, force bool
+	plot                         string
 }
 
 // presets maps a -preset name to flag values; flags given explicitly win.
@@ -74,6 +83,9 @@ var presets = map[string]map[string]string{
 }
 
 // fixedByCheckpoint are the flags a -resume run takes from the checkpoint.
+// The others may be given: -steps (to extend the run), -corpus (the text
+// it was trained on), the outputs (-out, -weights-only, -plot, -keep-best)
+// and -force.
 var fixedByCheckpoint = []string{
 	"batch", "block", "embd", "heads", "layers", "tied", "seed", "lr",
 	"warmup", "cosine", "min-lr", "grad-clip", "weight-decay",
@@ -86,7 +98,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.corpus, "corpus", "", "train on this UTF-8 text `file` (default: the built-in Lantern Bay text); the first 90% trains, the rest validates")
 	fs.StringVar(&o.out, "out", "minigpt.ckpt", "write the checkpoint to this `file` (a -resume run without -out rewrites its -resume file)")
-	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; model and training settings come from it, only -steps may change (pass the same -corpus)")
+	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; the model and training settings come from it: give only -steps (to extend), the same -corpus, outputs (-out, -weights-only, -plot, -keep-best) and -force")
+	fs.BoolVar(&o.force, "force", false, "replace existing -out, -plot and -keep-best files, and -resume on a corpus other than the checkpoint's")
 	fs.BoolVar(&o.weightsOnly, "weights-only", false, "write a weights-only checkpoint (config, vocabulary, step, parameters: enough to generate, not to resume)")
 	fs.StringVar(&o.preset, "preset", "", "start from the flag values of this `preset`; explicit flags override it. baby: -block 64 -batch 12 -layers 4 -heads 4 -embd 128 -lr 1e-3 -steps 2000 -warmup 100 -cosine -min-lr 1e-4 -grad-clip 1 -weight-decay 0.1 -eval-every 100 -eval-batches 40")
 
@@ -125,7 +138,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 	if o.resume != "" {
 		for _, name := range fixedByCheckpoint {
 			if set[name] {
-				return nil, nil, cli.UsageError{Err: fmt.Errorf("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (only -steps may change)", name)}
+				return nil, nil, cli.UsageError{Err: fmt.Errorf("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (of those, only -steps may change)", name)}
 			}
 		}
 		if o.steps < 0 {
@@ -166,6 +179,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 		{"weight-decay", o.weightDecay >= 0 && !math.IsInf(o.weightDecay, 0), "must be non-negative and finite"},
 		{"eval-every", o.evalEvery >= 0, "must be at least 0"},
 		{"eval-batches", o.evalBatches >= 1 && o.evalBatches <= 1<<12, "must be in [1, 4096]"},
+		// A warmup longer than the run never reaches -lr: the issue's
+		// -warmup 99999999 -steps 2 trained at 3e-11 without a word.
+		{"warmup", o.warmup <= o.steps, fmt.Sprintf("longer than the run's -steps %d, so the learning rate would never get past %.3g × -lr", o.steps, float64(o.steps)/float64(max(o.warmup, 1)))},
 	} {
 		if !c.ok {
 			return nil, nil, badValue(fs, c.name, c.why)
@@ -211,60 +227,9 @@ func readCorpus(path string) (text, name string, err error) {
 	}
 	text, err = cli.ReadFile(path, maxCorpusBytes)
 	if err != nil {
-		return "", "", fmt.Errorf("corpus %w", err)
+		return "", "", fmt.Errorf("-corpus %w", err)
 	}
 	return text, path, nil
-}
-
-// checkOutputs refuses, before any training, output paths that would
-// overwrite one another or an input, or that cannot be written: a run must
-// never be lost at its final save.
-func checkOutputs(o *options) error {
-	type file struct{ flag, path string }
-	files := []file{{"out", o.out}, {"plot", o.plot}, {"corpus", o.corpus}, {"resume", o.resume}}
-	if o.keepBest {
-		files = append(files, file{"keep-best", bestPath(o.out)})
-	}
-	for i, a := range files {
-		for _, b := range files[i+1:] {
-			if a.path == "" || b.path == "" || (a.flag == "out" && b.flag == "resume") {
-				continue
-			}
-			if samePath(a.path, b.path) {
-				return cli.UsageError{Err: fmt.Errorf("-%s and -%s both name %s: one would overwrite the other", a.flag, b.flag, a.path)}
-			}
-		}
-	}
-	if o.resume != "" && o.weightsOnly && samePath(o.out, o.resume) {
-		return cli.UsageError{Err: fmt.Errorf("-weights-only would replace the full checkpoint %s; give -out another file", o.resume)}
-	}
-	for _, f := range files[:2] {
-		if f.path == "" {
-			continue
-		}
-		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
-			return cli.UsageError{Err: fmt.Errorf("invalid value %q for flag -%s: is a directory", f.path, f.flag)}
-		}
-		probe, err := os.CreateTemp(filepath.Dir(f.path), ".train-probe-*")
-		if err != nil {
-			return cli.UsageError{Err: fmt.Errorf("invalid value %q for flag -%s: cannot write there: %w", f.path, f.flag, err)}
-		}
-		probe.Close()
-		os.Remove(probe.Name())
-	}
-	return nil
-}
-
-// samePath reports whether a and b name the same file, existing or not.
-func samePath(a, b string) bool {
-	if fa, err := os.Stat(a); err == nil {
-		if fb, err := os.Stat(b); err == nil {
-			return os.SameFile(fa, fb)
-		}
-	}
-	absA, errA := filepath.Abs(a)
-	absB, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && absA == absB
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -273,83 +238,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.resume != "" && !set["out"] {
-		o.out = o.resume
-	}
-	if err := checkOutputs(o); err != nil {
-		return err
-	}
-	text, corpusName, err := readCorpus(o.corpus)
+	tr, outs, best, corpusName, err := prepare(o, set, stderr)
 	if err != nil {
+		// Everything before the first step is checking: a refusal here
+		// has done nothing, whatever its cause (cli.ExitRule).
+		var ue cli.UsageError
+		if !errors.As(err, &ue) {
+			err = cli.UsageError{Err: err}
+		}
 		return err
 	}
 
-	var tr *minigpt.Trainer
-	if o.resume != "" {
-		tr, err = resume(o, set, text, corpusName)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step, tr.Config.Steps, describe(tr, corpusName))
-	} else {
-		d, err := minigpt.NewDataset(text, o.block)
-		if err != nil {
-			return fmt.Errorf("corpus %s: %w", corpusName, err)
-		}
-		cfg := o.modelConfig(d.Vocab.Size())
-		if err := cfg.Validate(); err != nil {
-			return cli.UsageError{Err: err}
-		}
-		m, err := minigpt.NewModel(cfg, o.seed)
-		if err != nil {
-			return cli.UsageError{Err: err}
-		}
-		if tr, err = minigpt.NewTrainer(m, d, o.trainConfig()); err != nil {
-			return cli.UsageError{Err: err}
-		}
-		fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
-	}
-
-	best := bestKeeper{path: bestPath(o.out), full: !o.weightsOnly, bestLoss: math.Inf(1)}
-	if o.keepBest && o.resume != "" {
-		best.recall(tr, stderr)
-	}
+	first := tr.Step
 	rep := newReporter(stderr, tr.Step, tr.Config.Steps)
-	var trainCurve, valCurve []point
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = tr.Run(runCtx, func(p minigpt.Progress) {
 		rep.step(p)
-		if o.plot != "" {
-			trainCurve = append(trainCurve, point{p.Step, p.Loss})
-			if !math.IsNaN(p.ValLoss) {
-				valCurve = append(valCurve, point{p.Step, p.ValLoss})
-			}
-		}
-		if o.keepBest && !math.IsNaN(p.ValLoss) {
+		if best != nil && !math.IsNaN(p.ValLoss) {
 			if err := best.offer(tr, p.ValLoss); err != nil {
 				cancel(err)
 			}
 		}
 	})
 	rep.finishLine()
+	kind := "full"
+	if o.weightsOnly {
+		kind = "weights-only"
+	}
 	var interrupted bool
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		interrupted = true
-		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the checkpoint\n", tr.Step)
+		if tr.Step == first {
+			// Nothing learned: the file at -out (if any) stays as it is.
+			return fmt.Errorf("%w before the first step; nothing saved", errInterrupted)
+		}
+		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the %s checkpoint\n", tr.Step, kind)
 	case runCtx.Err() != nil: // keep-best failed: save what was learned, then report
 		err = context.Cause(runCtx)
+	case errors.Is(err, minigpt.ErrDiverged):
+		// The failed step changed nothing: the state is the one after
+		// the last good step. Keep it if this run got that far (to
+		// generate with, or to look at), and say what was kept.
+		// "training diverged: loss NaN in step 2 of 20"
+		if tr.Step == first {
+			return fmt.Errorf("%w of %d; nothing saved", err, tr.Config.Steps)
+		}
+		if serr := outs.out.saveCheckpoint(tr.Checkpoint(!o.weightsOnly)); serr != nil {
+			return fmt.Errorf("%w of %d; saving the last good state failed: %w", err, tr.Config.Steps, serr)
+		}
+		return fmt.Errorf("%w of %d; saved the last good state, step %d, to %s (%s; resuming it would diverge again: start over with a lower -lr)", err, tr.Config.Steps, tr.Step, o.out, kind)
 	default:
-		return err // divergence: the state is the one before the bad step, but resuming would repeat it
+		return err
 	}
 
-	kind := "full"
-	if o.weightsOnly {
-		kind = "weights-only"
-	}
-	if serr := minigpt.SaveCheckpoint(o.out, tr.Checkpoint(!o.weightsOnly)); serr != nil {
+	if serr := outs.out.saveCheckpoint(tr.Checkpoint(!o.weightsOnly)); serr != nil {
 		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step, tr.Config.Steps, serr)
 	}
 	if err != nil && !interrupted {
@@ -366,15 +311,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
 		tr.Step, tr.Config.Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
-	if o.plot != "" {
+	if outs.plot != nil {
 		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
-		if err := writePlotFile(o.plot, title, trainCurve, valCurve); err != nil {
-			return fmt.Errorf("-plot: %w", err)
+		trainLosses, valLosses := tr.LossHistory()
+		err := outs.plot.save(func(w io.Writer) error {
+			return writeLossPlot(w, title, toPoints(trainLosses), toPoints(valLosses))
+		})
+		if err != nil {
+			return fmt.Errorf("checkpoint saved to %s, but the plot failed: %w", o.out, err)
 		}
-		fmt.Fprintf(stderr, "wrote the loss curves to %s\n", o.plot)
+		fmt.Fprintf(stderr, "wrote the loss curves of steps 1 to %d to %s\n", tr.Step, o.plot)
 	}
-	if o.keepBest && best.saved {
-		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.path)
+	if best != nil && best.saved {
+		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.out.path)
 	}
 	if interrupted {
 		if o.weightsOnly {
@@ -385,11 +334,65 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// prepare does everything before the first step: it checks the outputs,
+// reads the corpus, and builds the trainer (fresh, or resumed).
+func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Trainer, outs *outputs, best *bestKeeper, corpusName string, err error) {
+	outFromResume := o.resume != "" && !set["out"]
+	if outFromResume {
+		o.out = o.resume
+	}
+	if outs, err = planOutputs(o, outFromResume); err != nil {
+		return
+	}
+	var text string
+	if text, corpusName, err = readCorpus(o.corpus); err != nil {
+		return
+	}
+	if o.resume != "" {
+		if tr, err = resume(o, set, text, corpusName, stderr); err != nil {
+			return
+		}
+		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step, tr.Config.Steps, describe(tr, corpusName))
+	} else {
+		var d *minigpt.Dataset
+		if d, err = minigpt.NewDataset(text, o.block); err != nil {
+			err = fmt.Errorf("corpus %s: %w", corpusName, err)
+			return
+		}
+		var m *minigpt.Model
+		if m, err = minigpt.NewModel(o.modelConfig(d.Vocab.Size()), o.seed); err != nil {
+			return
+		}
+		if tr, err = minigpt.NewTrainer(m, d, o.trainConfig()); err != nil {
+			return
+		}
+		fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
+	}
+	if outs.best != nil {
+		best = &bestKeeper{out: outs.best, full: !o.weightsOnly, bestLoss: math.Inf(1)}
+		if o.resume != "" {
+			err = best.recall(tr, o.force, stderr)
+		}
+	}
+	return
+}
+
+// toPoints converts a loss history for the plot.
+func toPoints(ps []minigpt.LossPoint) []point {
+	out := make([]point, len(ps))
+	for i, p := range ps {
+		out[i] = point{p.Step, p.Loss}
+	}
+	return out
+}
+
 // resume loads the -resume checkpoint and returns its trainer on text.
-func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.Trainer, error) {
+// A version-2 checkpoint records its text's fingerprint: another text is
+// refused unless -force (and then said).
+func resume(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, error) {
 	c, err := minigpt.LoadCheckpoint(o.resume)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-resume: %w", err)
 	}
 	if !c.Full() {
 		return nil, fmt.Errorf("%s is a weights-only checkpoint; -resume needs a full one (written without -weights-only)", o.resume)
@@ -400,17 +403,27 @@ func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.
 		}
 		c.Train.Steps = o.steps
 	}
-	if o.corpus == "" {
+	if o.corpus == "" && !o.force {
 		// Without -corpus the run continues on Lantern Bay: refuse a
 		// checkpoint that was not trained on it rather than switch texts.
 		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
-		if string(lb.Chars()) != string(c.Vocab.Chars()) {
-			return nil, cli.UsageError{Err: fmt.Errorf("-resume %s was not trained on the built-in text (its vocabulary differs); pass the -corpus it was trained on", o.resume)}
+		sum := sha256.Sum256([]byte(minigpt.LanternBay))
+		if string(lb.Chars()) != string(c.Vocab.Chars()) || (c.CorpusSHA256 != nil && !bytes.Equal(c.CorpusSHA256, sum[:])) {
+			return nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}
 	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
+	}
+	switch sum := d.SHA256(); {
+	case c.CorpusSHA256 == nil:
+		fmt.Fprintf(stderr, "note: %s records no fingerprint of its training text (format version 1), so the corpus cannot be checked\n", o.resume)
+	case !bytes.Equal(c.CorpusSHA256, sum[:]) && !o.force:
+		return nil, cli.Usagef("-resume %s was trained on another text than %s (SHA-256 %x…, not %x…); pass the -corpus it was trained on, or -force to continue on this one", o.resume, corpusName, c.CorpusSHA256[:6], sum[:6])
+	case !bytes.Equal(c.CorpusSHA256, sum[:]):
+		fmt.Fprintf(stderr, "-force: continuing %s on %s, which is not the text it was trained on\n", o.resume, corpusName)
+		c.CorpusSHA256 = nil
 	}
 	return minigpt.ResumeTrainer(c, d)
 }
@@ -448,7 +461,7 @@ func bestPath(out string) string {
 
 // bestKeeper saves the checkpoint with the lowest validation loss.
 type bestKeeper struct {
-	path     string
+	out      *output
 	full     bool
 	bestLoss float64
 	bestStep int
@@ -457,11 +470,12 @@ type bestKeeper struct {
 
 // recall sets the loss to beat, on a resumed run, from the best checkpoint
 // an earlier part of the run left, measured on the same validation
-// batches.
-func (b *bestKeeper) recall(tr *minigpt.Trainer, stderr io.Writer) {
-	c, err := minigpt.LoadCheckpoint(b.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return
+// batches. A file there that is not such a checkpoint is not this run's:
+// it is refused, unless -force gives consent to replace it.
+func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) error {
+	c, err := minigpt.LoadCheckpoint(b.out.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
 	if err == nil && c.Model.Config != tr.Model.Config {
 		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config)
@@ -471,11 +485,15 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, stderr io.Writer) {
 		judge, err = minigpt.NewTrainer(c.Model, tr.Data, tr.Config)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "keep-best: ignoring %s: %v\n", b.path, err)
-		return
+		if !force {
+			return cli.Usagef("%s is not this run's best checkpoint (%v); pass -force to replace it", b.out.label(), err)
+		}
+		fmt.Fprintf(stderr, "keep-best: -force: will replace %s (%v)\n", b.out.path, err)
+		return nil
 	}
 	b.bestLoss, b.bestStep = judge.Evaluate(), c.Step
-	fmt.Fprintf(stderr, "keep-best: %s (step %d) has val loss %.4f to beat\n", b.path, c.Step, b.bestLoss)
+	fmt.Fprintf(stderr, "keep-best: %s (step %d) has val loss %.4f to beat\n", b.out.path, c.Step, b.bestLoss)
+	return nil
 }
 
 // offer saves tr's state if loss is the lowest yet.
@@ -483,7 +501,7 @@ func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
 	if !(loss < b.bestLoss) {
 		return nil
 	}
-	if err := minigpt.SaveCheckpoint(b.path, tr.Checkpoint(b.full)); err != nil {
+	if err := b.out.saveCheckpoint(tr.Checkpoint(b.full)); err != nil {
 		return fmt.Errorf("keep-best: %w", err)
 	}
 	b.bestLoss, b.bestStep, b.saved = loss, tr.Step, true
@@ -494,17 +512,17 @@ func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
 // \r (evaluations stay on screen), otherwise a plain line every
 // max(1, steps/20) steps and at every evaluation.
 type reporter struct {
-	w                  io.Writer
-	live               bool
-	every              int
-	firstStep          int // step the run (or resumed part) started at
-	lastDraw           time.Time
-	drawn              int // length of the live line on screen; 0 = none
-	losses             [50]float64
-	nLosses            int
-	lastVal            float64
-	lastValStep        int
-	stepWidth, maxStep int
+	w           io.Writer
+	live        bool
+	every       int
+	firstStep   int // step the run (or resumed part) started at
+	lastDraw    time.Time
+	drawn       int // length of the live line on screen; 0 = none
+	losses      [50]float64
+	nLosses     int
+	lastVal     float64
+	lastValStep int
+	stepWidth   int
 }
 
 func newReporter(w io.Writer, firstStep, steps int) *reporter {

@@ -128,18 +128,18 @@ func TestRunErrors(t *testing.T) {
 		{"stray argument", []string{"input.txt"}, 2, `unexpected argument "input.txt"`},
 		{"unknown preset", []string{"-preset", "huge"}, 2, `invalid value "huge" for flag -preset: the presets are baby`},
 		{"model flag with resume", []string{"-resume", weights, "-embd", "8"}, 2, "-embd cannot be combined with -resume"},
-		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 1, "no such file"},
-		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 1, "invalid UTF-8 at byte offset 7"},
-		{"short corpus", tinyArgs(out, "-corpus", short), 1, "a corpus of at least 100 characters"},
-		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 1, "no such file"},
-		{"weights-only resume", []string{"-resume", weights}, 1, "weights-only checkpoint; -resume needs a full one"},
-		{"corrupt resume file", []string{"-resume", corrupt}, 1, "bad checkpoint"},
+		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 2, "no such file"},
+		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 2, "invalid UTF-8 at byte offset 7"},
+		{"short corpus", tinyArgs(out, "-corpus", short), 2, "a corpus of at least 100 characters"},
+		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 2, "no such file"},
+		{"weights-only resume", []string{"-resume", weights}, 2, "weights-only checkpoint; -resume needs a full one"},
+		{"corrupt resume file", []string{"-resume", corrupt}, 2, "bad checkpoint"},
 		{"out is the plot", tinyArgs(out, "-plot", out), 2, "-out and -plot both name"},
 		{"out is the corpus", tinyArgs(other, "-corpus", other), 2, "-out and -corpus both name"},
-		{"out in a missing directory", tinyArgs(filepath.Join(dir, "no", "such", "m.ckpt")), 2, "cannot write there"},
+		{"out in a missing directory", tinyArgs(filepath.Join(dir, "no", "such", "m.ckpt")), 2, "cannot create a file in " + filepath.Join(dir, "no", "such") + ": no such file or directory"},
 		{"out is a directory", tinyArgs(dir), 2, "is a directory"},
-		{"plot in a missing directory", tinyArgs(out, "-plot", filepath.Join(dir, "no", "p.svg")), 2, "flag -plot: cannot write there"},
-		{"corpus is a directory", tinyArgs(out, "-corpus", dir), 1, "not a regular file"},
+		{"plot in a missing directory", tinyArgs(out, "-plot", filepath.Join(dir, "no", "p.svg")), 2, "-plot " + filepath.Join(dir, "no", "p.svg") + ": cannot create a file in"},
+		{"corpus is a directory", tinyArgs(out, "-corpus", dir), 2, "-corpus " + dir + ": is a directory, not a regular file"},
 		{"weights-only over the resumed file", []string{"-resume", otherFull, "-corpus", other, "-weights-only"}, 2, "would replace the full checkpoint"},
 		{"resume without its corpus", []string{"-resume", otherFull}, 2, "was not trained on the built-in text"},
 	} {
@@ -232,7 +232,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	if code := exitCode(err, io.Discard); !errors.Is(err, errInterrupted) || code != 130 {
 		t.Fatalf("cancelled run: %v (exit %d), want interrupted (exit 130)\n%s", err, code, stderr.buf.String())
 	}
-	if !strings.Contains(err.Error(), "-resume "+part) || !strings.Contains(stderr.buf.String(), "saving the checkpoint") {
+	if !strings.Contains(err.Error(), "-resume "+part) || !strings.Contains(stderr.buf.String(), "saving the full checkpoint") {
 		t.Fatalf("the interruption is not reported with how to continue: %v\n%s", err, stderr.buf.String())
 	}
 	c := load(t, part)
