@@ -1,6 +1,7 @@
 package minigpt
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -20,17 +21,25 @@ func DefaultAdamConfig() AdamConfig {
 	return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 }
 
-// Validate reports an unusable config.
+// ErrBadAdamConfig is returned (wrapped) by AdamConfig.Validate, and so by
+// NewAdam, for constants the update cannot use.
+var ErrBadAdamConfig = errors.New("invalid adam config")
+
+// Validate reports the first thing wrong with c (an error wrapping
+// ErrBadAdamConfig that names the field), or nil.
 func (c AdamConfig) Validate() error {
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: "+f, append([]any{ErrBadAdamConfig}, a...)...)
+	}
 	switch {
 	case !(c.Beta1 >= 0 && c.Beta1 < 1):
-		return fmt.Errorf("adam: beta1 %v is outside [0, 1)", c.Beta1)
+		return bad("beta1 %v is outside [0, 1)", c.Beta1)
 	case !(c.Beta2 >= 0 && c.Beta2 < 1):
-		return fmt.Errorf("adam: beta2 %v is outside [0, 1)", c.Beta2)
+		return bad("beta2 %v is outside [0, 1)", c.Beta2)
 	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
-		return fmt.Errorf("adam: eps %v must be positive and finite", c.Eps)
+		return bad("eps %v must be positive and finite", c.Eps)
 	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
-		return fmt.Errorf("adam: weight decay %v must be non-negative and finite", c.WeightDecay)
+		return bad("weight decay %v must be non-negative and finite", c.WeightDecay)
 	}
 	return nil
 }
@@ -50,7 +59,7 @@ type Adam struct {
 // NewAdam returns an optimizer with zero state for model m.
 func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("new adam: %w", err)
 	}
 	o := &Adam{Config: cfg, M: make([]float64, len(m.Params)), V: make([]float64, len(m.Params))}
 	for _, t := range m.Config.layout() {
@@ -67,7 +76,13 @@ func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
 //
 // preceded, for decayed tensors when WeightDecay > 0, by p -= lr·wd·p.
 // Every element is independent, so the slab is spread over the workers.
-func (o *Adam) Update(params, grads []float64, lr float64) {
+//
+// params and grads must both have the length of the model's parameter
+// slab (o.M); otherwise Update changes nothing and returns an error.
+func (o *Adam) Update(params, grads []float64, lr float64) error {
+	if len(params) != len(o.M) || len(grads) != len(o.M) {
+		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.M))
+	}
 	o.Step++
 	job := adamJob{
 		o: o, params: params, grads: grads[:len(params)], lr: lr,
@@ -78,9 +93,10 @@ func (o *Adam) Update(params, grads []float64, lr float64) {
 	if p := pool.acquire(len(params), 512, 16); p > 1 {
 		pool.adam = job
 		pool.dispatch(p, len(params), 512, &pool.adam)
-		return
+		return nil
 	}
 	job.run(0, len(params))
+	return nil
 }
 
 // adamJob updates the parameters with indices in a range.

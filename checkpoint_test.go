@@ -99,13 +99,14 @@ func downgradeToV1(b []byte) []byte {
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
-	tr.Model.Params[5] = math.Copysign(0, -1) // the sign of zero survives too
+	tr.Model().Params[5] = math.Copysign(0, -1) // the sign of zero survives too
 	for _, tc := range []struct {
 		name string
+		kind CheckpointKind
 		full bool
-	}{{"full", true}, {"weights-only", false}} {
+	}{{"full", FullCheckpoint, true}, {"weights-only", WeightsOnly, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(tc.full)
+			c := tr.Checkpoint(tc.kind)
 			data := encodeCheckpoint(t, c)
 			got, err := ReadCheckpoint(bytes.NewReader(data))
 			if err != nil {
@@ -114,18 +115,18 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if got.Model.Config != c.Model.Config || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
 				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config, got.Step, string(got.Vocab.Chars()), c.Model.Config, string(c.Vocab.Chars()))
 			}
-			if !bitsEqual(got.Model.Params, tr.Model.Params) {
+			if !bitsEqual(got.Model.Params, tr.Model().Params) {
 				t.Fatal("parameters differ after the round trip")
 			}
 			if got.Full() != tc.full {
 				t.Fatalf("Full() = %v, want %v", got.Full(), tc.full)
 			}
 			if tc.full {
-				if *got.Train != tr.Config {
-					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config)
+				if *got.Train != tr.Config() {
+					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config())
 				}
 				o := got.Opt
-				if o.Config != tr.Opt.Config || o.Step != tr.Opt.Step || !bitsEqual(o.M, tr.Opt.M) || !bitsEqual(o.V, tr.Opt.V) {
+				if o.Config != tr.Optimizer().Config || o.Step != tr.Optimizer().Step || !bitsEqual(o.M, tr.Optimizer().M) || !bitsEqual(o.V, tr.Optimizer().V) {
 					t.Fatal("optimizer state differs after the round trip")
 				}
 				state, _ := tr.batchSource.MarshalBinary()
@@ -144,7 +145,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 func TestCheckpointIsASnapshot(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 1, nil)
-	c := tr.Checkpoint(true)
+	c := tr.Checkpoint(FullCheckpoint)
 	before := encodeCheckpoint(t, c)
 	if _, err := tr.TrainStep(); err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func ckptOffsets(cfg Config, points int) map[string]int {
 func TestReadCheckpointRefusesCorruption(t *testing.T) {
 	cfg := ckptResumeConfig()
 	tr := ckptTrainer(t, cfg, 2, nil)
-	good := encodeCheckpoint(t, tr.Checkpoint(true))
+	good := encodeCheckpoint(t, tr.Checkpoint(FullCheckpoint))
 	off := ckptOffsets(cfg, 0)
 	if off["end"] != len(good) {
 		t.Fatalf("full checkpoint is %d bytes, the layout says %d", len(good), off["end"])
@@ -232,7 +233,7 @@ func TestReadCheckpointRefusesCorruption(t *testing.T) {
 		{"negative step", put64(40, math.MaxUint64), "step -1 is negative"},
 		{"vocabulary not ascending", put32(off["vocabulary"]+4, 0), "vocabulary entry 1"},
 		{"vocabulary surrogate", put32(off["vocabulary"]+4*23, 0xD800), "vocabulary entry 23 is not a valid character"},
-		{"zero batch size", put64(off["training config"]+8, 0), "training config: train config: batch size 0"},
+		{"zero batch size", put64(off["training config"]+8, 0), "training config: invalid train config: batch size 0"},
 		{"negative train steps", put64(off["training config"], math.MaxUint64), "steps -1 is negative"},
 		{"cosine field 2", put64(off["training config"]+40, 2), "cosine-decay field is 2"},
 		{"NaN learning rate", put64(off["training config"]+16, math.Float64bits(math.NaN())), "learning rate NaN"},
@@ -272,7 +273,7 @@ func TestCheckpointTestOffsets(t *testing.T) {
 }
 
 func TestReadCheckpointReaderError(t *testing.T) {
-	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(false), 1, nil).Checkpoint(true))
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(false), 1, nil).Checkpoint(FullCheckpoint))
 	boom := errors.New("disk on fire")
 	r := io.MultiReader(bytes.NewReader(good[:300]), ckptErrReader{boom})
 	_, err := ReadCheckpoint(r)
@@ -341,7 +342,7 @@ func TestWriteCheckpointRefusesWhatCannotBeRead(t *testing.T) {
 		{"steps disagree", func(c *Checkpoint) { c.Step = 1 << 40 }, "optimizer step 1 differs from the training step 1099511627776"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(true)
+			c := tr.Checkpoint(FullCheckpoint)
 			tc.edit(c)
 			err := WriteCheckpoint(io.Discard, c)
 			if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
@@ -367,11 +368,11 @@ func ckptDirNames(t *testing.T, dir string) []string {
 
 func TestSaveCheckpointIsAtomic(t *testing.T) {
 	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
-	old := tr.Checkpoint(true)
+	old := tr.Checkpoint(FullCheckpoint)
 	if _, err := tr.TrainStep(); err != nil {
 		t.Fatal(err)
 	}
-	newer := tr.Checkpoint(true)
+	newer := tr.Checkpoint(FullCheckpoint)
 	boom := errors.New("disk full")
 	halfThenFail := func(w io.Writer, c *Checkpoint) error {
 		var b bytes.Buffer
@@ -381,7 +382,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 		w.Write(b.Bytes()[:b.Len()/2])
 		return boom
 	}
-	bad := tr.Checkpoint(true)
+	bad := tr.Checkpoint(FullCheckpoint)
 	bad.Step = -1
 
 	for _, tc := range []struct {
@@ -389,7 +390,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 		save func(path string) error
 		want error
 	}{
-		{"writer fails midway", func(p string) error { return saveCheckpoint(p, true, newer, halfThenFail) }, boom},
+		{"writer fails midway", func(p string) error { return saveCheckpoint(p, newer, halfThenFail) }, boom},
 		{"invalid checkpoint", func(p string) error { return SaveCheckpoint(p, bad) }, ErrBadCheckpoint},
 		{"rename onto a directory", func(p string) error {
 			return SaveCheckpoint(filepath.Join(filepath.Dir(p), "sub"), newer)
@@ -449,7 +450,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 
 func TestLoadCheckpointErrors(t *testing.T) {
 	dir := t.TempDir()
-	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(true), 1, nil).Checkpoint(false))
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(true), 1, nil).Checkpoint(WeightsOnly))
 	trailing := filepath.Join(dir, "trailing.ckpt")
 	if err := os.WriteFile(trailing, append(slices.Clone(good), 0), 0o644); err != nil {
 		t.Fatal(err)
@@ -496,16 +497,16 @@ func TestResumeIsExact(t *testing.T) {
 						cancel()
 					}
 				})
-				if !errors.Is(err, context.Canceled) || first.Step != N {
-					t.Fatalf("first part: %v after %d steps, want cancellation after %d", err, first.Step, N)
+				if !errors.Is(err, context.Canceled) || first.Step() != N {
+					t.Fatalf("first part: %v after %d steps, want cancellation after %d", err, first.Step(), N)
 				}
 				var c *Checkpoint
 				switch via {
 				case "bytes":
-					c, err = ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(true))))
+					c, err = ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(FullCheckpoint))))
 				case "file":
 					path := filepath.Join(t.TempDir(), "run.ckpt")
-					if err := SaveCheckpoint(path, first.Checkpoint(true)); err != nil {
+					if err := SaveCheckpoint(path, first.Checkpoint(FullCheckpoint)); err != nil {
 						t.Fatal(err)
 					}
 					c, err = LoadCheckpoint(path)
@@ -524,13 +525,13 @@ func TestResumeIsExact(t *testing.T) {
 				if err := second.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
-				if second.Step != N+M || second.Opt.Step != N+M {
-					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step, second.Opt.Step, N+M)
+				if second.Step() != N+M || second.Optimizer().Step != N+M {
+					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step(), second.Optimizer().Step, N+M)
 				}
-				if !bitsEqual(second.Model.Params, want.Model.Params) {
+				if !bitsEqual(second.Model().Params, want.Model().Params) {
 					t.Fatal("parameters after resuming differ from the uninterrupted run")
 				}
-				if !bitsEqual(second.Opt.M, want.Opt.M) || !bitsEqual(second.Opt.V, want.Opt.V) {
+				if !bitsEqual(second.Optimizer().M, want.Optimizer().M) || !bitsEqual(second.Optimizer().V, want.Optimizer().V) {
 					t.Fatal("optimizer moments after resuming differ from the uninterrupted run")
 				}
 				if a, b := second.Evaluate(), want.Evaluate(); a != b {
@@ -553,8 +554,8 @@ func TestResumeTrainerErrors(t *testing.T) {
 		d    *Dataset
 		want string
 	}{
-		{"weights-only", tr.Checkpoint(false), tr.Data, "weights-only"},
-		{"other vocabulary", tr.Checkpoint(true), other, "vocabulary"},
+		{"weights-only", tr.Checkpoint(WeightsOnly), tr.Dataset(), "weights-only"},
+		{"other vocabulary", tr.Checkpoint(FullCheckpoint), other, "vocabulary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := ResumeTrainer(tc.c, tc.d); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -601,15 +602,15 @@ func fuzzSeedTrainer(t testing.TB, tied bool) *Trainer {
 func FuzzReadCheckpoint(f *testing.F) {
 	for _, tied := range []bool{false, true} {
 		tr := fuzzSeedTrainer(f, tied)
-		for _, full := range []bool{true, false} {
-			data := encodeCheckpoint(f, tr.Checkpoint(full))
+		for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
+			data := encodeCheckpoint(f, tr.Checkpoint(kind))
 			f.Add(data)
 			f.Add(data[:len(data)/2])
 		}
 	}
 	f.Add([]byte(checkpointMagic))
 	// Version 1: the same model without fingerprint and history.
-	v1 := fuzzSeedTrainer(f, false).Checkpoint(true)
+	v1 := fuzzSeedTrainer(f, false).Checkpoint(FullCheckpoint)
 	v1.CorpusSHA256, v1.TrainLoss, v1.ValLoss = nil, nil, nil
 	f.Add(downgradeToV1(encodeCheckpoint(f, v1)))
 	f.Fuzz(func(t *testing.T, data []byte) {

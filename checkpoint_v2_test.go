@@ -61,7 +61,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := sameBits(tr.Model.Params, want.Model.Params); !ok {
+	if _, ok := sameBits(tr.Model().Params, want.Model().Params); !ok {
 		t.Fatal("a resumed version-1 checkpoint does not continue the run exactly")
 	}
 	// Written again, it becomes version 2 and says the same.
@@ -112,7 +112,7 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 
 	first := ckptTrainer(t, ckptResumeConfig(), 0, edit)
 	runTo(t, first, N)
-	c, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(true))))
+	c, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(FullCheckpoint))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 	if sum := sha256.Sum256([]byte(LanternBay)); !bytes.Equal(c.CorpusSHA256, sum[:]) {
 		t.Fatalf("corpus fingerprint %x, want SHA-256 of Lantern Bay %x", c.CorpusSHA256, sum)
 	}
-	second, err := ResumeTrainer(c, first.Data)
+	second, err := ResumeTrainer(c, first.Dataset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 		t.Fatalf("resumed history differs from the uninterrupted one:\ntrain %v\nwant  %v\nval %v\nwant %v", gotTrain, wantTrain, gotVal, wantVal)
 	}
 	// A weights-only checkpoint keeps neither.
-	w := second.Checkpoint(false)
+	w := second.Checkpoint(WeightsOnly)
 	if w.CorpusSHA256 != nil || w.TrainLoss != nil || w.ValLoss != nil {
 		t.Fatal("a weights-only checkpoint holds a fingerprint or history")
 	}
@@ -142,7 +142,7 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 // resume; clearing the fingerprint is the way to continue on it anyway.
 func TestResumeRefusesAnotherCorpus(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 2, nil)
-	c := tr.Checkpoint(true)
+	c := tr.Checkpoint(FullCheckpoint)
 	// Lantern Bay rotated by 7 characters: the same 24 characters, another text.
 	other := LanternBay[7:] + LanternBay[:7]
 	d, err := NewDatasetWithVocab(other, c.Vocab, c.Model.Config.BlockSize)
@@ -156,7 +156,7 @@ func TestResumeRefusesAnotherCorpus(t *testing.T) {
 	if _, err := ResumeTrainer(c, d); err != nil {
 		t.Fatalf("ResumeTrainer with the fingerprint cleared = %v", err)
 	}
-	if _, err := ResumeTrainer(tr.Checkpoint(true), tr.Data); err != nil {
+	if _, err := ResumeTrainer(tr.Checkpoint(FullCheckpoint), tr.Dataset()); err != nil {
 		t.Fatalf("ResumeTrainer on the same text = %v", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 	cfg := ckptResumeConfig()
 	tr := ckptTrainer(t, cfg, 0, func(c *TrainConfig) { c.Steps, c.EvalEvery = 4, 2 })
 	runTo(t, tr, 4)
-	good := encodeCheckpoint(t, tr.Checkpoint(true))
+	good := encodeCheckpoint(t, tr.Checkpoint(FullCheckpoint))
 	off := ckptOffsets(cfg, 4+2)
 	if off["end"] != len(good) {
 		t.Fatalf("checkpoint is %d bytes, the layout says %d", len(good), off["end"])
@@ -191,7 +191,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 	put32 := func(at int, v uint32) func([]byte) []byte {
 		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[at:], v); return resealCheckpoint(b) }
 	}
-	weightsOnly := encodeCheckpoint(t, tr.Checkpoint(false))
+	weightsOnly := encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -228,7 +228,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 		{"history past the step", func(c *Checkpoint) { c.TrainLoss = append(c.TrainLoss, LossPoint{5, 1}) }, "training-loss point 4 is at step 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(true)
+			c := tr.Checkpoint(FullCheckpoint)
 			tc.edit(c)
 			if err := WriteCheckpoint(&bytes.Buffer{}, c); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("WriteCheckpoint = %v, want ErrBadCheckpoint mentioning %q", err, tc.want)
@@ -260,12 +260,12 @@ func TestCheckpointSizesInTheDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(encodeCheckpoint(t, tr.Checkpoint(false))); n != 838_016 {
+	if n := len(encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))); n != 838_016 {
 		t.Errorf("default weights-only checkpoint: %d bytes, CHECKPOINT.md says 838,016", n)
 	}
 	// After the default run: 1200 steps, one training point each, one
 	// validation point at the end.
-	c := tr.Checkpoint(true)
+	c := tr.Checkpoint(FullCheckpoint)
 	c.Step, c.Opt.Step = 1200, 1200
 	for s := 1; s <= 1200; s++ {
 		c.TrainLoss = append(c.TrainLoss, LossPoint{s, 1})

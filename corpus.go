@@ -31,6 +31,9 @@ var (
 	// ErrBadText is returned (wrapped) for text that cannot be a corpus:
 	// empty, invalid UTF-8, or too short.
 	ErrBadText = errors.New("unusable text")
+	// ErrBadToken is returned (wrapped) by Decode for a token id outside
+	// the vocabulary.
+	ErrBadToken = errors.New("token id outside the vocabulary")
 )
 
 // MaxVocabSize bounds the vocabulary: every Unicode code point could occur.
@@ -123,12 +126,12 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 }
 
 // Decode turns token ids back into text; an id outside [0, Size()) is an
-// error naming it and its position.
+// error wrapping ErrBadToken that names it and its position.
 func (v *Vocab) Decode(ids []int) (string, error) {
 	var b strings.Builder
 	for i, id := range ids {
 		if id < 0 || id >= len(v.chars) {
-			return "", fmt.Errorf("token id %d at position %d is outside the vocabulary [0, %d)", id, i, len(v.chars))
+			return "", fmt.Errorf("decode: %w: token id %d at position %d is outside [0, %d)", ErrBadToken, id, i, len(v.chars))
 		}
 		b.WriteRune(v.chars[id])
 	}
@@ -176,8 +179,11 @@ func NewDataset(text string, blockSize int) (*Dataset, error) {
 	return NewDatasetWithVocab(text, vocab, blockSize)
 }
 
-// NewDatasetWithVocab is NewDataset with a given vocabulary (for example a
-// checkpoint's, to resume training).
+// NewDatasetWithVocab is NewDataset with a given vocabulary: a
+// checkpoint's, to resume training or to fine-tune its model on new text.
+// Every character of text must be in vocab: the first one that is not is
+// an error wrapping ErrUnknownChar that names the character and its byte
+// offset (a model cannot learn a token it has no embedding for).
 func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if blockSize < 1 {
 		return nil, fmt.Errorf("%w: block size %d must be positive", ErrBadText, blockSize)
@@ -191,10 +197,11 @@ func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, er
 	n := utf8.RuneCountInString(text)
 	ids := make([]int32, 0, n)
 	pos := 0
-	for _, r := range text {
+	for off, r := range text {
 		id, ok := vocab.index[r]
 		if !ok {
-			return nil, fmt.Errorf("%w: %q at position %d", ErrUnknownChar, r, pos)
+			return nil, fmt.Errorf("%w: %q (%U) at byte offset %d (character %d) is not one of the vocabulary's %d characters",
+				ErrUnknownChar, r, r, off, pos, vocab.Size())
 		}
 		ids = append(ids, int32(id))
 		pos++

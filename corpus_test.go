@@ -100,7 +100,7 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteCheckpoint(&buf, tr.Checkpoint(true)); err != nil {
+	if err := WriteCheckpoint(&buf, tr.Checkpoint(FullCheckpoint)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := ReadCheckpoint(&buf)

@@ -40,12 +40,11 @@ func Example() {
 // Train a model on your own text, then save it for cmd/generate.
 func ExampleTrainer() {
 	text := minigpt.LanternBay // or any UTF-8 text
-	cfg := minigpt.DefaultConfig()
-	data, err := minigpt.NewDataset(text, cfg.BlockSize)
+	data, err := minigpt.NewDataset(text, 32)
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg.VocabSize = data.Vocab.Size()
+	cfg := minigpt.ConfigFor(data.Vocab) // the seed's shape, this text's vocabulary
 	tc := minigpt.DefaultTrainConfig()
 	tc.Steps = 20 // the seed's run is 1200
 	m, err := minigpt.NewModel(cfg, tc.Seed)
@@ -65,7 +64,7 @@ func ExampleTrainer() {
 		log.Fatal(err)
 	}
 	fmt.Println(m.NumParams(), "parameters")
-	// To keep it: minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(true))
+	// To keep it: minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
 	// Output:
 	// step 20: validation loss below 3: true
 	// 104728 parameters

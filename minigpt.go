@@ -18,13 +18,29 @@ type Config struct {
 	TiedHead  bool // the output head is the token embedding, transposed, with no bias
 }
 
-// DefaultConfig returns the seed's model: the Lantern Bay vocabulary (24
-// characters), block size 32, width 64, 4 heads, 2 layers, untied head:
-// 104,728 parameters. (The seed's prose says 154k; its code, which this
-// package follows, gives 104,728.)
-func DefaultConfig() Config {
-	return Config{VocabSize: 24, BlockSize: 32, EmbedDim: 64, Heads: 4, Layers: 2}
+// ConfigFor returns the seed's model shape (block size 32, width 64, 4
+// heads, 2 layers, untied head) for vocab: the config to train on a
+// corpus of one's own.
+//
+//	data, _ := minigpt.NewDataset(text, 32)
+//	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), seed)
+func ConfigFor(vocab *Vocab) Config {
+	c := DefaultConfig()
+	c.VocabSize = vocab.Size()
+	return c
 }
+
+// DefaultConfig returns the seed's model exactly: ConfigFor the Lantern
+// Bay vocabulary (24 characters), 104,728 parameters. (The seed's prose
+// says 154k; its code, which this package follows, gives 104,728.) For
+// another corpus use ConfigFor, which takes the vocabulary size from it.
+func DefaultConfig() Config {
+	return Config{VocabSize: lanternBayVocabSize, BlockSize: 32, EmbedDim: 64, Heads: 4, Layers: 2}
+}
+
+// lanternBayVocabSize is the number of distinct characters of LanternBay
+// (TestLanternBayIsTheSeedsCorpus checks it).
+const lanternBayVocabSize = 24
 
 // ErrBadConfig is returned (wrapped) by Validate for a config that cannot
 // describe a model.

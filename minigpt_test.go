@@ -244,13 +244,13 @@ func TestDeterminism(t *testing.T) {
 			t.Fatalf("same seed: loss at step %d differs: %v vs %v", i, curveA[i], curveB[i])
 		}
 	}
-	for i := range a.Model.Params {
-		if a.Model.Params[i] != b.Model.Params[i] {
+	for i := range a.Model().Params {
+		if a.Model().Params[i] != b.Model().Params[i] {
 			t.Fatalf("same seed: parameter %d differs", i)
 		}
 	}
 	c, curveC := trainTiny(t, 43, 20)
-	if curveC[0] == curveA[0] || c.Model.Params[0] == a.Model.Params[0] {
+	if curveC[0] == curveA[0] || c.Model().Params[0] == a.Model().Params[0] {
 		t.Fatal("a different seed gave the same initial loss or weights")
 	}
 }
@@ -288,15 +288,15 @@ func TestTrainerErrors(t *testing.T) {
 
 func TestDivergenceStops(t *testing.T) {
 	tr, _ := trainTiny(t, 1, 0)
-	tr.Model.Params[0] = math.NaN() // token embedding of id 0 poisons the loss
-	tr.Config.Steps = 50
-	before := append([]float64(nil), tr.Model.Params...)
+	tr.Model().Params[0] = math.NaN() // token embedding of id 0 poisons the loss
+	tr.config.Steps = 50
+	before := append([]float64(nil), tr.Model().Params...)
 	err := tr.Run(context.Background(), nil)
 	if !errors.Is(err, ErrDiverged) {
 		t.Fatalf("Run = %v, want ErrDiverged", err)
 	}
 	for i := 1; i < len(before); i++ {
-		if tr.Model.Params[i] != before[i] {
+		if tr.Model().Params[i] != before[i] {
 			t.Fatalf("the diverged step changed parameter %d", i)
 		}
 	}
@@ -304,15 +304,15 @@ func TestDivergenceStops(t *testing.T) {
 
 func TestRunStopsOnCancel(t *testing.T) {
 	tr, _ := trainTiny(t, 1, 0)
-	tr.Config.Steps = 1000
+	tr.config.Steps = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	err := tr.Run(ctx, func(p Progress) {
 		if p.Step == 3 {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) || tr.Step != 3 || tr.Opt.Step != 3 {
-		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step, tr.Opt.Step)
+	if !errors.Is(err, context.Canceled) || tr.Step() != 3 || tr.Optimizer().Step != 3 {
+		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step(), tr.Optimizer().Step)
 	}
 }
 

@@ -191,7 +191,7 @@ func TestSaveFileKilled(t *testing.T) {
 // like /dev/null, a FIFO, a symbolic link — and gave a 0600 checkpoint
 // back as 0644.
 func TestSaveCheckpointSafety(t *testing.T) {
-	c := fuzzSeedTrainer(t, false).Checkpoint(true)
+	c := fuzzSeedTrainer(t, false).Checkpoint(FullCheckpoint)
 	_, paths, linked := specialFiles(t)
 	for kind, path := range paths {
 		was, _ := os.Lstat(path)
@@ -220,8 +220,8 @@ func TestSaveCheckpointSafety(t *testing.T) {
 	if fi, err := os.Stat(private); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("a 0600 checkpoint saved over comes back %v (%v)", fi.Mode().Perm(), err)
 	}
-	if err := SaveNewCheckpoint(private, c); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("SaveNewCheckpoint over an existing file = %v, want fs.ErrExist", err)
+	if err := SaveFile(private, false, func(w io.Writer) error { return WriteCheckpoint(w, c) }); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("SaveFile without replace over an existing checkpoint = %v, want fs.ErrExist", err)
 	}
 }
 

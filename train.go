@@ -1,6 +1,7 @@
 package minigpt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,10 @@ type TrainConfig struct {
 	Steps     int     // optimizer steps; the seed's run is 1200
 	BatchSize int     // B: windows per batch
 	LR        float64 // peak learning rate
-	Seed      uint64  // seeds initialisation and batch sampling
+	// Seed seeds the batch sampler and the fixed validation batches. It
+	// does not seed initialisation: that is NewModel's seed (cmd/train
+	// passes the same -seed to both).
+	Seed uint64
 
 	WarmupSteps int     // linear warmup from LR/WarmupSteps to LR; 0 = none
 	CosineDecay bool    // after warmup, cosine decay from LR to MinLR at the last step
@@ -34,9 +38,16 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Steps: 1200, BatchSize: 32, LR: 3e-3, Seed: 42, EvalBatches: 8}
 }
 
-// Validate reports an unusable training config.
+// ErrBadTrainConfig is returned (wrapped) by TrainConfig.Validate, and so by
+// NewTrainer, for a training config that cannot run.
+var ErrBadTrainConfig = errors.New("invalid train config")
+
+// Validate reports the first thing wrong with c (an error wrapping
+// ErrBadTrainConfig that names the field), or nil.
 func (c TrainConfig) Validate() error {
-	bad := func(f string, a ...any) error { return fmt.Errorf("train config: "+f, a...) }
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: "+f, append([]any{ErrBadTrainConfig}, a...)...)
+	}
 	switch {
 	case c.Steps < 0:
 		return bad("steps %d is negative", c.Steps)
@@ -64,14 +75,29 @@ func (c TrainConfig) Validate() error {
 // the step that found it changes no parameter.
 var ErrDiverged = errors.New("training diverged")
 
-// Trainer trains a model on a dataset. All of its state (model, optimizer,
-// step, sampler) can be saved in a checkpoint and resumed exactly.
+var (
+	// ErrVocabMismatch is returned (wrapped) when a dataset was not
+	// encoded with the model's vocabulary (NewTrainer, ResumeTrainer).
+	ErrVocabMismatch = errors.New("vocabulary mismatch")
+	// ErrTooLarge is returned (wrapped) by NewTrainer when training would
+	// need more than MaxTrainingBytes of memory.
+	ErrTooLarge = errors.New("too large")
+)
+
+// Trainer trains a model on a dataset: it owns the optimizer, the step
+// count, the batch sampler and the fixed validation batches, all of which
+// a full checkpoint saves and ResumeTrainer restores exactly. Its state is
+// read through accessors; nothing a caller could change would keep the
+// buffers sized for the config, or the step matching the optimizer's.
+//
+// Training needs exclusive use of the model: do not generate from it or
+// train it from another goroutine while a Trainer runs.
 type Trainer struct {
-	Model  *Model
-	Opt    *Adam
-	Data   *Dataset
-	Config TrainConfig
-	Step   int // steps completed
+	model  *Model
+	opt    *Adam
+	data   *Dataset
+	config TrainConfig
+	step   int // steps completed
 
 	batchSource *rand.PCG // draws the training windows
 	batchRNG    *rand.Rand
@@ -80,35 +106,42 @@ type Trainer struct {
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
 
 	trainLoss, valLoss []LossPoint // the loss history Run records, for checkpoints
-	corpusSum          *[32]byte   // Data.SHA256(), once computed
+	corpusSum          *[32]byte   // data.SHA256(), once computed
 }
 
-// NewTrainer prepares to train m on d; the model's block size is the
-// window length. The batch sampler is seeded from tc.Seed.
+// NewTrainer prepares to train m on d with a fresh optimizer, from step 0;
+// the model's block size is the window length. m may be new (NewModel) or
+// loaded (a Checkpoint's Model, for fine-tuning): d must then be encoded
+// with the checkpoint's vocabulary (NewDatasetWithVocab). The batch
+// sampler and the validation batches are seeded from tc.Seed.
+//
+// Errors wrap ErrBadTrainConfig, ErrVocabMismatch, ErrBadText (a dataset
+// too short for the block size) or ErrTooLarge.
 func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	if err := tc.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("new trainer: %w", err)
 	}
 	T := m.Config.BlockSize
 	if d.Vocab.Size() != m.Config.VocabSize {
-		return nil, fmt.Errorf("dataset has %d characters but the model's vocabulary has %d", d.Vocab.Size(), m.Config.VocabSize)
+		return nil, fmt.Errorf("new trainer: %w: the dataset's vocabulary has %d characters, the model's %d (build the model with ConfigFor(dataset.Vocab), or the dataset with NewDatasetWithVocab and the checkpoint's vocabulary)",
+			ErrVocabMismatch, d.Vocab.Size(), m.Config.VocabSize)
 	}
 	if len(d.Train) < T+2 || len(d.Val) < T+2 {
-		return nil, fmt.Errorf("%w: %d training and %d validation tokens; block size %d needs at least %d in each", ErrBadText, len(d.Train), len(d.Val), T, T+2)
+		return nil, fmt.Errorf("new trainer: %w: %d training and %d validation tokens; block size %d needs at least %d in each", ErrBadText, len(d.Train), len(d.Val), T, T+2)
 	}
 	if need := trainingBytes(m.Config, tc); need > MaxTrainingBytes {
-		return nil, fmt.Errorf("training needs about %.1f GiB (parameters, gradients, Adam moments, activations of a batch of %d × %d, %d validation batches), above the limit of %d GiB",
-			need/(1<<30), tc.BatchSize, T, tc.EvalBatches, MaxTrainingBytes>>30)
+		return nil, fmt.Errorf("new trainer: %w: training needs about %.1f GiB (parameters, gradients, Adam moments, activations of a batch of %d × %d, %d validation batches), above the limit of %d GiB",
+			ErrTooLarge, need/(1<<30), tc.BatchSize, T, tc.EvalBatches, MaxTrainingBytes>>30)
 	}
 	ac := DefaultAdamConfig()
 	ac.WeightDecay = tc.WeightDecay
 	opt, err := NewAdam(ac, m)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("new trainer: %w", err)
 	}
 	B := tc.BatchSize
 	t := &Trainer{
-		Model: m, Opt: opt, Data: d, Config: tc,
+		model: m, opt: opt, data: d, config: tc,
 		batchSource: rand.NewPCG(tc.Seed, streamBatch),
 		grads:       make([]float64, len(m.Params)),
 		xb:          make([]int, B*T), yb: make([]int, B*T),
@@ -121,6 +154,23 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	}
 	return t, nil
 }
+
+// Model returns the model being trained (the one passed to NewTrainer, or
+// ResumeTrainer's copy). Its parameters change with every step.
+func (t *Trainer) Model() *Model { return t.model }
+
+// Optimizer returns the optimizer. Read it; changing its state desynchronises
+// it from the trainer's step.
+func (t *Trainer) Optimizer() *Adam { return t.opt }
+
+// Dataset returns the dataset being trained on.
+func (t *Trainer) Dataset() *Dataset { return t.data }
+
+// Config returns a copy of the training config.
+func (t *Trainer) Config() TrainConfig { return t.config }
+
+// Step returns the number of steps completed.
+func (t *Trainer) Step() int { return t.step }
 
 // MaxTrainingBytes bounds the memory NewTrainer will commit to, so that an
 // oversized config or batch is an error rather than an out-of-memory crash.
@@ -147,9 +197,11 @@ func sampleBatch(x, y []int, data []int32, B, T int, rng *rand.Rand) {
 	}
 }
 
-// LearningRate returns the learning rate used for step (counted from 0).
-func (t *Trainer) LearningRate(step int) float64 {
-	c := t.Config
+// LearningRate returns the learning rate of step (counted from 0): a
+// linear warmup from LR/WarmupSteps to LR over the first WarmupSteps
+// steps, then LR, or with CosineDecay a half cosine from LR down to MinLR
+// at the last step (Steps-1), and MinLR after it.
+func (c TrainConfig) LearningRate(step int) float64 {
 	if step < c.WarmupSteps {
 		return c.LR * float64(step+1) / float64(c.WarmupSteps)
 	}
@@ -167,29 +219,41 @@ func (t *Trainer) LearningRate(step int) float64 {
 // TrainStep draws a batch, computes the loss and gradient, and updates the
 // parameters. It returns the batch's loss.
 func (t *Trainer) TrainStep() (float64, error) {
-	m, B, T := t.Model, t.Config.BatchSize, t.Model.Config.BlockSize
-	sampleBatch(t.xb, t.yb, t.Data.Train, B, T, t.batchRNG)
+	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
+	sampleBatch(t.xb, t.yb, t.data.Train, B, T, t.batchRNG)
 	a := m.batchActivations(B, T)
 	m.forward(a, t.xb, 0, T, 0)
 	loss := m.crossEntropy(a, t.yb)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, fmt.Errorf("%w: loss %v in step %d", ErrDiverged, loss, t.Step+1) // counted from 1, as Progress.Step
+		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
 	clear(t.grads)
 	m.backward(a, t.grads, t.xb)
-	norm := math.Sqrt(sumSquares(t.grads))
-	if math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return loss, fmt.Errorf("%w: gradient norm %v in step %d", ErrDiverged, norm, t.Step+1)
+	if norm, _ := clipGradients(t.grads, t.config.GradClip); math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
-	if clip := t.Config.GradClip; clip > 0 && norm > clip {
-		scale := clip / norm
-		for i := range t.grads {
-			t.grads[i] *= scale
-		}
+	if err := t.opt.Update(m.Params, t.grads, t.config.LearningRate(t.step)); err != nil {
+		panic("minigpt: " + err.Error()) // the trainer sized both slabs from the model
 	}
-	t.Opt.Update(m.Params, t.grads, t.LearningRate(t.Step))
-	t.Step++
+	t.step++
 	return loss, nil
+}
+
+// clipGradients scales grads so that their global L2 norm is at most clip
+// (0: no clipping) and returns the norm before scaling and whether it
+// scaled. A norm equal to clip is left alone, as in PyTorch's
+// clip_grad_norm_ (which scales by clip/norm only above 1). A non-finite
+// norm is returned unclipped for the caller to refuse.
+func clipGradients(grads []float64, clip float64) (norm float64, clipped bool) {
+	norm = math.Sqrt(sumSquares(grads))
+	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
+		return norm, false
+	}
+	scale := clip / norm
+	for i := range grads {
+		grads[i] *= scale
+	}
+	return norm, true
 }
 
 func sumSquares(xs []float64) float64 {
@@ -202,14 +266,14 @@ func sumSquares(xs []float64) float64 {
 
 // Evaluate returns the mean loss over the fixed validation batches.
 func (t *Trainer) Evaluate() float64 {
-	m, B, T := t.Model, t.Config.BatchSize, t.Model.Config.BlockSize
+	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
 	a := m.batchActivations(B, T)
 	total := 0.0
-	for i := 0; i < t.Config.EvalBatches; i++ {
+	for i := 0; i < t.config.EvalBatches; i++ {
 		m.forward(a, t.valX[i*B*T:(i+1)*B*T], 0, T, 0)
 		total += m.crossEntropy(a, t.valY[i*B*T:(i+1)*B*T])
 	}
-	return total / float64(t.Config.EvalBatches)
+	return total / float64(t.config.EvalBatches)
 }
 
 // Progress is what Run reports after each step.
@@ -230,35 +294,36 @@ func (t *Trainer) LossHistory() (train, val []LossPoint) {
 	return slices.Clone(t.trainLoss), slices.Clone(t.valLoss)
 }
 
-// Run trains until Step reaches Config.Steps, calling progress (if not
+// Run trains until Step reaches Config().Steps, calling progress (if not
 // nil) after every step. Cancelling ctx stops it between steps, returning
 // ctx's error with the model and optimizer consistent, ready to save.
 func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 	start := time.Now()
+	c := &t.config
 	// Room for the whole history now, so that recording it allocates
 	// nothing per step.
-	if left := t.Config.Steps - t.Step; left > 0 {
+	if left := c.Steps - t.step; left > 0 {
 		t.trainLoss = slices.Grow(t.trainLoss, left)
 		evals := 1
-		if t.Config.EvalEvery > 0 {
-			evals += left / t.Config.EvalEvery
+		if c.EvalEvery > 0 {
+			evals += left / c.EvalEvery
 		}
 		t.valLoss = slices.Grow(t.valLoss, evals)
 	}
-	for t.Step < t.Config.Steps {
+	for t.step < c.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		lr := t.LearningRate(t.Step)
+		lr := c.LearningRate(t.step)
 		loss, err := t.TrainStep()
 		if err != nil {
 			return err
 		}
-		p := Progress{Step: t.Step, Steps: t.Config.Steps, Loss: loss, ValLoss: math.NaN(), LR: lr}
-		t.trainLoss = append(t.trainLoss, LossPoint{t.Step, loss})
-		if (t.Config.EvalEvery > 0 && t.Step%t.Config.EvalEvery == 0) || t.Step == t.Config.Steps {
+		p := Progress{Step: t.step, Steps: c.Steps, Loss: loss, ValLoss: math.NaN(), LR: lr}
+		t.trainLoss = append(t.trainLoss, LossPoint{t.step, loss})
+		if (c.EvalEvery > 0 && t.step%c.EvalEvery == 0) || t.step == c.Steps {
 			p.ValLoss = t.Evaluate()
-			t.valLoss = append(t.valLoss, LossPoint{t.Step, p.ValLoss})
+			t.valLoss = append(t.valLoss, LossPoint{t.step, p.ValLoss})
 		}
 		if progress != nil {
 			p.Elapsed = time.Since(start)
@@ -269,8 +334,10 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 }
 
 // cosDet returns cos(x) for x in [0, π] with platform-independent
-// rounding: cos(x) = -sin(x - π/2), by its Taylor series, every product
-// rounded explicitly.
+// rounding: cos(x) = -sin(x - π/2), by the Taylor series of sin around 0
+// (|x - π/2| <= π/2, so 13 terms reach full precision), every product
+// rounded explicitly. It lives here, next to its one caller (the cosine
+// schedule), not in mathdet.go with expDet and logDet.
 func cosDet(x float64) float64 {
 	y := float64(x) - math.Pi/2 // callers pass products: keep them rounded
 	y2 := float64(y * y)
@@ -280,4 +347,111 @@ func cosDet(x float64) float64 {
 		sum += term
 	}
 	return -sum
+}
+
+// CheckpointKind says what Trainer.Checkpoint puts in a checkpoint.
+type CheckpointKind int
+
+const (
+	// FullCheckpoint holds the model, its vocabulary, the training config,
+	// the optimizer state and the batch sampler's state: everything
+	// ResumeTrainer needs to continue bit for bit; and the fingerprint of
+	// the training text and the loss history.
+	FullCheckpoint CheckpointKind = iota
+	// WeightsOnly holds the model, its vocabulary and the step: enough to
+	// generate or to fine-tune, about a third of the size.
+	WeightsOnly
+)
+
+// Checkpoint returns a snapshot of the trainer's state of the given kind.
+// The snapshot shares nothing with the trainer, so training on does not
+// change it:
+//
+//	err := minigpt.SaveCheckpoint("run.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
+func (t *Trainer) Checkpoint(kind CheckpointKind) *Checkpoint {
+	c := &Checkpoint{Model: t.model.Clone(), Vocab: t.data.Vocab, Step: t.step}
+	if kind == WeightsOnly {
+		return c
+	}
+	tc := t.config
+	c.Train = &tc
+	c.Opt = cloneAdam(t.opt, c.Model)
+	state, err := t.batchSource.MarshalBinary()
+	if err != nil {
+		panic("minigpt: PCG.MarshalBinary failed: " + err.Error()) // it never does
+	}
+	c.rngState = state
+	sum := t.corpusSHA256()
+	c.CorpusSHA256 = sum[:]
+	// Present even when empty: the file then records "no points yet".
+	c.TrainLoss = append([]LossPoint{}, t.trainLoss...)
+	c.ValLoss = append([]LossPoint{}, t.valLoss...)
+	return c
+}
+
+// corpusSHA256 returns t.data.SHA256(), computed once: a checkpoint is
+// taken at every -keep-best improvement, and hashing a large text each
+// time would cost more than the snapshot.
+func (t *Trainer) corpusSHA256() [32]byte {
+	if t.corpusSum == nil {
+		sum := t.data.SHA256()
+		t.corpusSum = &sum
+	}
+	return *t.corpusSum
+}
+
+// cloneAdam returns a deep copy of o for model m (which has o's layout).
+func cloneAdam(o *Adam, m *Model) *Adam {
+	c, err := NewAdam(o.Config, m)
+	if err != nil {
+		panic("minigpt: cloning a valid optimizer: " + err.Error()) // o.Config was validated by NewAdam
+	}
+	copy(c.M, o.M)
+	copy(c.V, o.V)
+	c.Step = o.Step
+	return c
+}
+
+// ResumeTrainer returns a trainer that continues the full checkpoint c on
+// d exactly as the run that wrote it would have continued: same
+// parameters, optimizer moments, step, learning-rate schedule, batch
+// sampler state and validation batches. d must be encoded with c's
+// vocabulary (see NewDatasetWithVocab) and, if c records the fingerprint
+// of its text, be that same text: another one is an error wrapping
+// ErrCorpusMismatch (clear c.CorpusSHA256 to continue on it anyway). To
+// extend the run, raise c.Train.Steps before calling. The trainer carries
+// on c's loss history. It works on copies; c is not changed.
+//
+// To fine-tune instead (new data, fresh optimizer, step 0), pass c.Model
+// to NewTrainer.
+func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
+	if !c.Full() {
+		return nil, fmt.Errorf("resume: %w: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint (to fine-tune from it, use NewTrainer)", ErrBadCheckpoint)
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
+		return nil, fmt.Errorf("resume: %w: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", ErrVocabMismatch, d.Vocab.Size(), c.Vocab.Size())
+	}
+	if c.CorpusSHA256 != nil {
+		if sum := d.SHA256(); !bytes.Equal(sum[:], c.CorpusSHA256) {
+			return nil, fmt.Errorf("resume: %w: the dataset's text has SHA-256 %x…, the checkpoint was trained on one with %x…", ErrCorpusMismatch, sum[:8], c.CorpusSHA256[:8])
+		}
+	}
+	m := c.Model.Clone()
+	t, err := NewTrainer(m, d, *c.Train)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	t.opt = cloneAdam(c.Opt, m)
+	t.step = c.Step
+	t.trainLoss = slices.Clone(c.TrainLoss)
+	t.valLoss = slices.Clone(c.ValLoss)
+	// t.batchRNG draws from t.batchSource, so restoring the source in
+	// place restores the sampler.
+	if err := t.batchSource.UnmarshalBinary(c.rngState); err != nil {
+		return nil, fmt.Errorf("resume: sampler state: %w", err)
+	}
+	return t, nil
 }

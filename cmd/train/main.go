@@ -205,6 +205,14 @@ func (o *options) modelConfig(vocabSize int) minigpt.Config {
 	return minigpt.Config{VocabSize: vocabSize, BlockSize: o.block, EmbedDim: o.embd, Heads: o.heads, Layers: o.layers, TiedHead: o.tied}
 }
 
+// kind is the checkpoint the run writes.
+func (o *options) kind() minigpt.CheckpointKind {
+	if o.weightsOnly {
+		return minigpt.WeightsOnly
+	}
+	return minigpt.FullCheckpoint
+}
+
 func (o *options) trainConfig() minigpt.TrainConfig {
 	return minigpt.TrainConfig{
 		Steps: o.steps, BatchSize: o.batch, LR: o.lr, Seed: o.seed,
@@ -249,8 +257,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	first := tr.Step
-	rep := newReporter(stderr, tr.Step, tr.Config.Steps)
+	first := tr.Step()
+	rep := newReporter(stderr, tr.Step(), tr.Config().Steps)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = tr.Run(runCtx, func(p minigpt.Progress) {
@@ -271,11 +279,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case err == nil:
 	case ctx.Err() != nil:
 		interrupted = true
-		if tr.Step == first {
+		if tr.Step() == first {
 			// Nothing learned: the file at -out (if any) stays as it is.
 			return fmt.Errorf("%w before the first step; nothing saved", errInterrupted)
 		}
-		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the %s checkpoint\n", tr.Step, kind)
+		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the %s checkpoint\n", tr.Step(), kind)
 	case runCtx.Err() != nil: // keep-best failed: save what was learned, then report
 		err = context.Cause(runCtx)
 	case errors.Is(err, minigpt.ErrDiverged):
@@ -283,25 +291,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// the last good step. Keep it if this run got that far (to
 		// generate with, or to look at), and say what was kept.
 		// "training diverged: loss NaN in step 2 of 20"
-		if tr.Step == first {
-			return fmt.Errorf("%w of %d; nothing saved", err, tr.Config.Steps)
+		if tr.Step() == first {
+			return fmt.Errorf("%w of %d; nothing saved", err, tr.Config().Steps)
 		}
-		if serr := outs.out.saveCheckpoint(tr.Checkpoint(!o.weightsOnly)); serr != nil {
-			return fmt.Errorf("%w of %d; saving the last good state failed: %w", err, tr.Config.Steps, serr)
+		if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
+			return fmt.Errorf("%w of %d; saving the last good state failed: %w", err, tr.Config().Steps, serr)
 		}
-		return fmt.Errorf("%w of %d; saved the last good state, step %d, to %s (%s; resuming it would diverge again: start over with a lower -lr)", err, tr.Config.Steps, tr.Step, o.out, kind)
+		return fmt.Errorf("%w of %d; saved the last good state, step %d, to %s (%s; resuming it would diverge again: start over with a lower -lr)", err, tr.Config().Steps, tr.Step(), o.out, kind)
 	default:
 		return err
 	}
 
-	if serr := outs.out.saveCheckpoint(tr.Checkpoint(!o.weightsOnly)); serr != nil {
-		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step, tr.Config.Steps, serr)
+	if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
+		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step(), tr.Config().Steps, serr)
 	}
 	if err != nil && !interrupted {
 		return fmt.Errorf("checkpoint saved to %s, but %w", o.out, err)
 	}
 	val := rep.lastVal
-	if rep.lastValStep != tr.Step {
+	if rep.lastValStep != tr.Step() {
 		val = tr.Evaluate()
 	}
 	trainLoss, n := rep.meanLoss()
@@ -310,7 +318,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lossText = fmt.Sprintf("train loss %.4f (mean of the last %d steps)", trainLoss, n)
 	}
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
-		tr.Step, tr.Config.Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
+		tr.Step(), tr.Config().Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
 	if outs.plot != nil {
 		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
 		trainLosses, valLosses := tr.LossHistory()
@@ -320,16 +328,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint saved to %s, but the plot failed: %w", o.out, err)
 		}
-		fmt.Fprintf(stderr, "wrote the loss curves of steps 1 to %d to %s\n", tr.Step, o.plot)
+		fmt.Fprintf(stderr, "wrote the loss curves of steps 1 to %d to %s\n", tr.Step(), o.plot)
 	}
 	if best != nil && best.saved {
 		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.out.path)
 	}
 	if interrupted {
 		if o.weightsOnly {
-			return fmt.Errorf("%w at step %d of %d; weights saved to %s (weights-only: cannot be resumed)", errInterrupted, tr.Step, tr.Config.Steps, o.out)
+			return fmt.Errorf("%w at step %d of %d; weights saved to %s (weights-only: cannot be resumed)", errInterrupted, tr.Step(), tr.Config().Steps, o.out)
 		}
-		return fmt.Errorf("%w at step %d of %d; continue with: train -resume %s", errInterrupted, tr.Step, tr.Config.Steps, o.out)
+		return fmt.Errorf("%w at step %d of %d; continue with: train -resume %s", errInterrupted, tr.Step(), tr.Config().Steps, o.out)
 	}
 	return nil
 }
@@ -352,7 +360,7 @@ func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Tra
 		if tr, err = resume(o, set, text, corpusName, stderr); err != nil {
 			return
 		}
-		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step, tr.Config.Steps, describe(tr, corpusName))
+		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, corpusName))
 	} else {
 		var d *minigpt.Dataset
 		if d, err = minigpt.NewDataset(text, o.block); err != nil {
@@ -369,7 +377,7 @@ func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Tra
 		fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
 	}
 	if outs.best != nil {
-		best = &bestKeeper{out: outs.best, full: !o.weightsOnly, bestLoss: math.Inf(1)}
+		best = &bestKeeper{out: outs.best, kind: o.kind(), bestLoss: math.Inf(1)}
 		if o.resume != "" {
 			err = best.recall(tr, o.force, stderr)
 		}
@@ -430,14 +438,14 @@ func resume(o *options, set map[string]bool, text, corpusName string, stderr io.
 
 // describe summarises the model and the run in one line.
 func describe(tr *minigpt.Trainer, corpusName string) string {
-	c, tc := tr.Model.Config, tr.Config
+	c, tc := tr.Model().Config, tr.Config()
 	head := "untied"
 	if c.TiedHead {
 		head = "tied"
 	}
 	s := fmt.Sprintf("%d parameters (vocab %d, block %d, width %d, %d heads, %d layers, %s head) on %s (%d training, %d validation characters); %d steps of batch %d, lr %g",
-		tr.Model.NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
-		corpusName, len(tr.Data.Train), len(tr.Data.Val), tc.Steps, tc.BatchSize, tc.LR)
+		tr.Model().NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
+		corpusName, len(tr.Dataset().Train), len(tr.Dataset().Val), tc.Steps, tc.BatchSize, tc.LR)
 	if tc.WarmupSteps > 0 {
 		s += fmt.Sprintf(", warmup %d", tc.WarmupSteps)
 	}
@@ -462,7 +470,7 @@ func bestPath(out string) string {
 // bestKeeper saves the checkpoint with the lowest validation loss.
 type bestKeeper struct {
 	out      *output
-	full     bool
+	kind     minigpt.CheckpointKind
 	bestLoss float64
 	bestStep int
 	saved    bool
@@ -477,12 +485,12 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) e
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err == nil && c.Model.Config != tr.Model.Config {
+	if err == nil && c.Model.Config != tr.Model().Config {
 		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config)
 	}
 	var judge *minigpt.Trainer
 	if err == nil {
-		judge, err = minigpt.NewTrainer(c.Model, tr.Data, tr.Config)
+		judge, err = minigpt.NewTrainer(c.Model, tr.Dataset(), tr.Config())
 	}
 	if err != nil {
 		if !force {
@@ -501,10 +509,10 @@ func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
 	if !(loss < b.bestLoss) {
 		return nil
 	}
-	if err := b.out.saveCheckpoint(tr.Checkpoint(b.full)); err != nil {
+	if err := b.out.saveCheckpoint(tr.Checkpoint(b.kind)); err != nil {
 		return fmt.Errorf("keep-best: %w", err)
 	}
-	b.bestLoss, b.bestStep, b.saved = loss, tr.Step, true
+	b.bestLoss, b.bestStep, b.saved = loss, tr.Step(), true
 	return nil
 }
 

@@ -1,0 +1,52 @@
+package minigpt
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// SaveCheckpoint writes c to path atomically, replacing the file there
+// (see SaveFile): at every moment path holds the old checkpoint (or
+// nothing) or the complete new one. A failure removes the temporary file;
+// a save killed midway leaves it (.NAME.tmp-minigpt), and the next save of
+// path removes it. Anything at path that is not a regular file is refused
+// (ErrNotRegularFile), never replaced; a replaced file keeps its
+// permission bits. To refuse an existing file instead, use SaveFile with
+// WriteCheckpoint.
+func SaveCheckpoint(path string, c *Checkpoint) error {
+	return saveCheckpoint(path, c, WriteCheckpoint)
+}
+
+// saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
+// tests can make it fail midway.
+func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
+	if err := SaveFile(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}
+
+// LoadCheckpoint reads the checkpoint file at path (see ReadCheckpoint),
+// also refusing bytes after its checksum. path must be a regular file: a
+// named pipe, device or directory is refused at once (wrapping
+// ErrNotRegularFile), without blocking on it.
+func LoadCheckpoint(path string) (*Checkpoint, error) {
+	f, err := openRegular(path) // a FIFO would block in open
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, ioChunk)
+	c, err := ReadCheckpoint(br)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, bad("data after the checksum"))
+	}
+	return c, nil
+}
