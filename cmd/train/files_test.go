@@ -348,3 +348,14 @@ func TestResumedPlotContinuesTheCurve(t *testing.T) {
 		t.Fatalf("the plot has %d training and %d validation points, want 12 (steps 1-12) and 6 (every 2 steps)", trainPts, valPts)
 	}
 }
+
+// -h states the exit-status rule, the same for both commands.
+func TestHelpStatesTheExitRule(t *testing.T) {
+	var out bytes.Buffer
+	run(context.Background(), []string{"-h"}, &out, io.Discard)
+	for _, want := range []string{"Exit status: 0 done; 2 refused before any work", "1 failed after", "130 interrupted", "-force"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h lacks %q", want)
+		}
+	}
+}

@@ -125,12 +125,19 @@ func newFlagSet(o *options) *flag.FlagSet {
 	return fs
 }
 
+// summary heads -h.
+const summary = `Trains a MiniGPT on a text corpus and writes a checkpoint. Everything is
+checked before the first step; an existing output file is replaced only
+with -force (or when it is the -resume file), anything but a regular file
+never. Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves
+the checkpoint -out names (full, or weights-only with -weights-only).`
+
 // parseFlags parses and checks args. It returns the options and the set
 // of flags given explicitly.
 func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, error) {
 	o := new(options)
 	fs := newFlagSet(o)
-	set, err := cli.Parse(fs, args, "Trains a MiniGPT on a text corpus and writes a checkpoint.", stdout)
+	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
 	if err != nil {
 		return nil, nil, err
 	}

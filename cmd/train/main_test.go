@@ -24,11 +24,11 @@ func tinyArgs(out string, more ...string) []string {
 	}, more...)
 }
 
-// runTrain runs the command and returns its error, stdout and stderr.
-func runTrain(ctx context.Context, args ...string) (error, string, string) {
+// runTrain runs the command and returns its stdout, stderr and error.
+func runTrain(ctx context.Context, args ...string) (string, string, error) {
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, args, &stdout, &stderr)
-	return err, stdout.String(), stderr.String()
+	return stdout.String(), stderr.String(), err
 }
 
 func load(t *testing.T, path string) *minigpt.Checkpoint {
@@ -64,7 +64,7 @@ func TestRunWritesLoadableCheckpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "m.ckpt")
-			err, _, stderr := runTrain(context.Background(), tinyArgs(out, tc.more...)...)
+			_, stderr, err := runTrain(context.Background(), tinyArgs(out, tc.more...)...)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
 			}
@@ -100,14 +100,14 @@ func TestRunErrors(t *testing.T) {
 	badUTF8 := write("bad.txt", "the lam\xffp keeper"+strings.Repeat(" walks", 100))
 	short := write("short.txt", "the lamp keeper")
 	weights := filepath.Join(dir, "weights.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(weights, "-weights-only")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(weights, "-weights-only")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	corrupt := write("corrupt.ckpt", "\x89GPT\r\n\x1a\n\x01\x00\x00\x00 and then nonsense")
 	out := filepath.Join(dir, "out.ckpt")
 	other := write("other.txt", strings.Repeat("zebra quartz vexing jumps. ", 20))
 	otherFull := filepath.Join(dir, "other.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(otherFull, "-corpus", other)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(otherFull, "-corpus", other)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 
@@ -144,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{"resume without its corpus", []string{"-resume", otherFull}, 2, "was not trained on the built-in text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err, _, _ := runTrain(context.Background(), tc.args...)
+			_, _, err := runTrain(context.Background(), tc.args...)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
@@ -164,7 +164,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	err, stdout, _ := runTrain(context.Background(), "-h")
+	stdout, _, err := runTrain(context.Background(), "-h")
 	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
 		t.Fatalf("-h: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	dir := t.TempDir()
 	sched := []string{"-warmup", "4", "-cosine", "-min-lr", "1e-4", "-grad-clip", "1", "-weight-decay", "0.1", "-eval-every", "5"}
 	whole := filepath.Join(dir, "whole.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, append(sched, "-steps", "40")...)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(whole, append(sched, "-steps", "40")...)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 
@@ -241,7 +241,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	}
 
 	done := filepath.Join(dir, "done.ckpt")
-	if err, _, stderr := runTrain(context.Background(), "-resume", part, "-out", done); err != nil {
+	if _, stderr, err := runTrain(context.Background(), "-resume", part, "-out", done); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	got, want := load(t, done), load(t, whole)
@@ -256,14 +256,14 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 func TestResumeExtendsRun(t *testing.T) {
 	dir := t.TempDir()
 	whole, part := filepath.Join(dir, "whole.ckpt"), filepath.Join(dir, "part.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, "-steps", "6")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(whole, "-steps", "6")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(part, "-steps", "3")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(part, "-steps", "3")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	// Without -out, the -resume file is rewritten.
-	err, _, stderr := runTrain(context.Background(), "-resume", part, "-steps", "6")
+	_, stderr, err := runTrain(context.Background(), "-resume", part, "-steps", "6")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -274,7 +274,7 @@ func TestResumeExtendsRun(t *testing.T) {
 	if got.Step != 6 || !sameParams(got.Model.Params, want.Model.Params) {
 		t.Fatalf("3 steps then 3 more: step %d; parameters equal to 6 steps: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
 	}
-	err, _, _ = runTrain(context.Background(), "-resume", part, "-steps", "4")
+	_, _, err = runTrain(context.Background(), "-resume", part, "-steps", "4")
 	if exitCode(err, io.Discard) != 2 || !strings.Contains(err.Error(), "already at step 6") {
 		t.Fatalf("shrinking a finished run: %v, want a usage error", err)
 	}
@@ -283,7 +283,7 @@ func TestResumeExtendsRun(t *testing.T) {
 func TestKeepBest(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.ckpt")
-	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "6", "-eval-every", "2", "-keep-best")...)
+	_, stderr, err := runTrain(context.Background(), tinyArgs(out, "-steps", "6", "-eval-every", "2", "-keep-best")...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -296,7 +296,7 @@ func TestKeepBest(t *testing.T) {
 		t.Fatalf("stderr does not report the best checkpoint:\n%s", stderr)
 	}
 	// A resumed run starts from the best loss so far, not from scratch.
-	err, _, stderr = runTrain(context.Background(), "-resume", out, "-steps", "8", "-keep-best")
+	_, stderr, err = runTrain(context.Background(), "-resume", out, "-steps", "8", "-keep-best")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -307,7 +307,7 @@ func TestKeepBest(t *testing.T) {
 
 func TestProgressLines(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "m.ckpt")
-	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
+	_, stderr, err := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 	corpus := filepath.Join(dir, "bom.txt")
 	os.WriteFile(corpus, []byte("\uFEFF"+strings.Repeat("the lamp keeper. ", 30)), 0o644)
 	out := filepath.Join(dir, "m.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	if chars := string(load(t, out).Vocab.Chars()); strings.ContainsRune(chars, '\uFEFF') {
