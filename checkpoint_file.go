@@ -50,3 +50,28 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	}
 	return c, nil
 }
+
+// LoadCheckpointInfo reads the config, vocabulary, step and training
+// config of the checkpoint file at path without reading its weights (see
+// ReadCheckpointInfo). It also checks that the file is as long as its
+// header says, so that a truncated file is reported here too; the
+// weights' checksum is verified only by LoadCheckpoint.
+func LoadCheckpointInfo(path string) (*CheckpointInfo, error) {
+	f, err := openRegular(path) // a FIFO would block in open
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint info: %w", err)
+	}
+	defer f.Close()
+	info, err := ReadCheckpointInfo(bufio.NewReaderSize(f, 4096))
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint info %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint info %s: %w", path, err)
+	}
+	if fi.Mode().IsRegular() && fi.Size() != info.Bytes {
+		return nil, fmt.Errorf("load checkpoint info %s: %w", path, bad("the file has %d bytes, its header implies %d", fi.Size(), info.Bytes))
+	}
+	return info, nil
+}

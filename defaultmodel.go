@@ -26,3 +26,13 @@ func DefaultModel() (*Model, *Vocab, error) {
 	}
 	return c.Model, c.Vocab, nil
 }
+
+// DefaultModelInfo describes the embedded model (see CheckpointInfo)
+// without loading its weights.
+func DefaultModelInfo() (*CheckpointInfo, error) {
+	info, err := ReadCheckpointInfo(bytes.NewReader(defaultCheckpoint))
+	if err != nil {
+		return nil, fmt.Errorf("embedded model: %w", err)
+	}
+	return info, nil
+}

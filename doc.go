@@ -6,9 +6,75 @@
 // and a ReLU feed-forward network, a final LayerNorm and a linear head,
 // trained with a hand-written backward pass and Adam.
 //
-// Everything is reproducible to the bit: the same seed gives the same
-// weights, loss curve and text at any GOMAXPROCS and on amd64 and arm64.
-// Every sum has one defined order (see kernels.go), every product that
-// feeds a sum is an explicit fused multiply-add or explicitly rounded, and
-// exp and log are computed by this package rather than by the platform.
+// # Types
+//
+//   - [Vocab] maps characters to token ids (sorted, like the seed's
+//     sorted(set(text))); [Dataset] is a corpus encoded with one and split
+//     90/10 into training and validation tokens.
+//   - [Config] is a model's shape; [ConfigFor] gives the seed's shape for a
+//     vocabulary. [Model] is a Config and one flat parameter slab
+//     ([Model.Params]) with named views into it, llm.c style.
+//   - [TrainConfig] describes a run; [Trainer] runs it with [Adam] and
+//     reports [Progress] through a callback.
+//   - [Checkpoint] is a model with its vocabulary, and for a full checkpoint
+//     the trainer's whole state; CHECKPOINT.md at the repository root is the
+//     byte format. [CheckpointInfo] is its header, read without the weights.
+//   - [GenerateOptions] configures [Model.Generate] and
+//     [Model.GenerateText]: greedy decoding, temperature, top-k, top-p and a
+//     repetition penalty, as in the seed's generate. [Model.GreedyDecode] is
+//     the seed's greedy_decode (lesson 000) and [LoopOnset] the loop
+//     detector of lesson 003's exercise 3.
+//
+// # Data flow
+//
+// corpus → training → checkpoint → generation:
+//
+//	data, _ := minigpt.NewDataset(text, 32)                     // vocabulary + 90/10 split
+//	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), 42) // fresh weights
+//	tr, _ := minigpt.NewTrainer(m, data, minigpt.DefaultTrainConfig())
+//	_ = tr.Run(ctx, func(p minigpt.Progress) { ... })
+//	_ = minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
+//	c, _ := minigpt.LoadCheckpoint("my.ckpt")
+//	text, _ := c.Model.GenerateText(ctx, c.Vocab, "the ", opts)
+//
+// A full checkpoint resumes bit for bit ([ResumeTrainer]). To fine-tune
+// instead, pass a loaded model to [NewTrainer] with a dataset encoded with
+// the checkpoint's vocabulary ([NewDatasetWithVocab]): fresh optimizer,
+// step 0, new text. [DefaultModel] is the seed's trained Lantern Bay model,
+// embedded in the package.
+//
+// The library never prints, exits or reads flags; cmd/train and
+// cmd/generate do. Errors a caller may branch on wrap sentinels
+// (ErrBadConfig, ErrBadTrainConfig, ErrBadAdamConfig, ErrVocabMismatch,
+// ErrTooLarge, ErrUnknownChar, ErrBadText, ErrBadToken, ErrBadCheckpoint,
+// ErrDiverged), and their messages start with the operation.
+//
+// # Determinism
+//
+// The same seed gives the same weights, loss curve and text, to the bit,
+// at any GOMAXPROCS, on amd64 and arm64, with or without assembly (build
+// tag purego). Three rules make it so: every long sum has one defined order
+// (the two matrix kernels in kernels.go; work is split between goroutines
+// only across independent outputs, never inside a sum); every product that
+// feeds a sum is an explicit math.FMA or explicitly rounded with
+// float64(x*y), so no compiler can fuse differently per architecture; exp
+// and log are this package's own (mathdet.go) and the learning rate's
+// cosine is a rounded Taylor series (cosDet), not the platform's. Random
+// draws come from math/rand/v2 PCG sources with fixed streams:
+// initialisation from NewModel's seed, batches and validation batches from
+// TrainConfig.Seed, sampling from GenerateOptions.Rand. TestPinnedTrainingHash
+// pins the weights after a short run; CI checks it on arm64 under qemu.
+//
+// # Kernel dispatch
+//
+// The matrix kernels have a portable Go implementation, always compiled and
+// the reference, and on amd64 assembly versions chosen once at start-up
+// from CPUID and XGETBV (kernels_amd64.go; the build tag purego or a CPU
+// without the features selects Go). Every path computes the same order of
+// operations, and the kernel tests check that they agree to the bit.
+//
+// # Concurrency
+//
+// Training needs exclusive use of a Model. See the Model and Generate
+// documentation for what generation allows.
 package minigpt

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"example.org/minigpt"
 )
@@ -68,4 +71,78 @@ func ExampleTrainer() {
 	// Output:
 	// step 20: validation loss below 3: true
 	// 104728 parameters
+}
+
+// Fine-tune a trained model on new text: load it (here the embedded
+// Lantern Bay model; LoadCheckpoint for a file), encode the text with the
+// model's own vocabulary, and hand the model to NewTrainer, which starts a
+// fresh optimizer at step 0. Every character of the text must be in the
+// vocabulary.
+func ExampleNewTrainer_fineTune() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	text := strings.Repeat("the gulls sing to the keeper at dawn. ", 12)
+	data, err := minigpt.NewDatasetWithVocab(text, vocab, m.Config.BlockSize)
+	if err != nil {
+		log.Fatal(err) // e.g. "character not in vocabulary: 'z' (U+007A) at byte offset 4 ..."
+	}
+	tc := minigpt.DefaultTrainConfig()
+	tc.Steps, tc.BatchSize, tc.LR, tc.EvalBatches = 20, 8, 1e-3, 1
+	tr, err := minigpt.NewTrainer(m, data, tc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	greedy := minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true}
+	before, _ := m.GenerateText(ctx, vocab, "the gulls ", greedy)
+	if err := tr.Run(ctx, nil); err != nil {
+		log.Fatal(err)
+	}
+	after, _ := m.GenerateText(ctx, vocab, "the gulls ", greedy)
+	fmt.Println(before)
+	fmt.Println(after)
+	// Output:
+	// the gulls call over the bay when the tid
+	// the gulls sing to the keeper at dawn. th
+}
+
+// Save a model to a file, read its description without the weights, then
+// load it and generate.
+func ExampleLoadCheckpoint() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "minigpt-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "lanternbay.ckpt")
+	// A weights-only checkpoint; a Trainer's Checkpoint method makes full ones.
+	if err := minigpt.SaveCheckpoint(path, &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 1200}); err != nil {
+		log.Fatal(err)
+	}
+
+	info, err := minigpt.LoadCheckpointInfo(path) // cheap: no weights read
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d parameters, %d characters, step %d, resumable: %v\n",
+		info.Config.NumParams(), info.Vocab.Size(), info.Step, info.Full)
+
+	c, err := minigpt.LoadCheckpoint(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	text, err := c.Model.GenerateText(context.Background(), c.Vocab, "the lamp ", minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text)
+	// Output:
+	// 104728 parameters, 24 characters, step 1200, resumable: false
+	// the lamp keeper walks the shore at dusk
 }

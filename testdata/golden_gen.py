@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Generates testdata/golden_tiny.json: golden forward/backward values for a tiny
-MiniGPT, computed with the NumPy reference (../../shared/reference/minigpt_ref.py).
+MiniGPT, computed with the NumPy reference: minigpt_ref.py, the NumPy MiniGPT of
+the seed lesson (lesson 003's code with its indentation restored). The reference
+is not part of this repository; pass the directory that holds it.
 
 Regenerate (needs NumPy; on Debian: apt-get install -y python3-numpy
 libopenblas0-pthread, and use the system interpreter):
 
-    cd /work/main/testdata && /usr/bin/python3 golden_gen.py
+    cd testdata && /usr/bin/python3 golden_gen.py DIR_WITH_MINIGPT_REF
 
 It writes golden_tiny.json next to this script. The output is deterministic up to
 the last bits of floating-point rounding: the reference uses BLAS matmuls, whose
@@ -43,7 +45,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "shared", "reference")))
+if len(sys.argv) != 2 or not os.path.isfile(os.path.join(sys.argv[1], "minigpt_ref.py")):
+    sys.exit("usage: golden_gen.py DIR  (DIR holds minigpt_ref.py, the seed's NumPy MiniGPT)")
+sys.path.insert(0, os.path.abspath(sys.argv[1]))
 from minigpt_ref import MiniGPT  # noqa: E402  (module import trains nothing)
 
 V, BS, C, H, L = 7, 5, 8, 2, 2

@@ -5,6 +5,7 @@
 //	go run ./cmd/generate -temperature 0.8 -top-k 10 -prompt "the keeper "
 //	go run ./cmd/generate -compare
 //	go run ./cmd/generate -model shakespeare.ckpt -prompt-file prompt.txt
+//	go run ./cmd/generate -model shakespeare.ckpt -info
 //
 // The text streams to standard output as it is generated; timings and
 // reports go to standard error. Exit status (cli.ExitRule): 2 when
@@ -78,6 +79,7 @@ type options struct {
 	prompt, promptFile, model string
 	n                         int
 	greedy, compare, loops    bool
+	info                      bool
 	temperature, topP, rep    float64
 	topK, loopWindow          int
 	seed                      uint64
@@ -96,6 +98,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
 	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
+	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
 	fs.BoolVar(&o.loops, "loops", false, "report on stderr where the output starts repeating itself (loop onset)")
 	fs.IntVar(&o.loopWindow, "loop-window", 20, "window length, in characters, for -loops")
 	fs.SetOutput(io.Discard)
@@ -124,6 +127,9 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
 	if err != nil {
 		return err
+	}
+	if o.info {
+		return printInfo(o.model, stdout)
 	}
 	if err := o.validate(set); err != nil {
 		return cli.UsageError{Err: err}

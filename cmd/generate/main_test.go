@@ -201,3 +201,39 @@ func TestInterruptExits130(t *testing.T) {
 		t.Fatalf("exit %d, %q: want 130 and 'interrupted'", code, errOut.String())
 	}
 }
+
+// -info describes a checkpoint without loading its weights: the
+// embedded model's shape, vocabulary and step, a full checkpoint's
+// training settings, and a clear error for a missing file.
+func TestInfo(t *testing.T) {
+	out, errOut, code := runCLI(t, "-info")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"the embedded Lantern Bay model, weights-only", "104728 parameters: vocab 24, block 32, width 64, 4 heads, 2 layers", `" .abcdefghiklmnoprstuvwy"`, "step:       1200"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-info output lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	m, vocab, _ := minigpt.DefaultModel()
+	d, _ := minigpt.NewDatasetWithVocab(minigpt.LanternBay, vocab, m.Config.BlockSize)
+	tc := minigpt.DefaultTrainConfig()
+	tc.Steps, tc.BatchSize, tc.EvalBatches, tc.Seed = 0, 3, 1, 9
+	tr, err := minigpt.NewTrainer(m, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "full.ckpt")
+	if err := minigpt.SaveCheckpoint(path, tr.Checkpoint(minigpt.FullCheckpoint)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "-info", "-model", path)
+	if code != 0 || !strings.Contains(out, "full (resumable)") || !strings.Contains(out, "0 steps of batch 3, lr 0.003, seed 9") || !strings.Contains(out, "corpus:     SHA-256 ") {
+		t.Fatalf("exit %d, %q, %q", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "-info", "-model", filepath.Join(dir, "missing.ckpt"))
+	if code != 2 || !strings.Contains(errOut, "-info") { // refused before any work (cli.ExitRule)
+		t.Fatalf("missing file: exit %d, %q", code, errOut)
+	}
+}

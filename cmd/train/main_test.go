@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,8 +118,8 @@ func TestRunErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"negative steps", tinyArgs(out, "-steps", "-1"), 2, `invalid value "-1" for flag -steps: must be at least 0`},
-		{"heads not dividing width", []string{"-heads", "3", "-embd", "64"}, 2, `invalid value "3" for flag -heads: must divide -embd 64`},
+		{"negative steps", tinyArgs(out, "-steps", "-1"), 2, `invalid value "-1" for flag -steps: invalid train config: steps -1 is negative`},
+		{"heads not dividing width", []string{"-heads", "3", "-embd", "64"}, 2, `invalid value "3" for flag -heads: invalid config: embedding width 64 is not divisible by 3 heads`},
 		{"zero lr", []string{"-lr", "0"}, 2, `invalid value "0" for flag -lr`},
 		{"NaN lr", []string{"-lr", "NaN"}, 2, `invalid value "NaN" for flag -lr`},
 		{"min lr above lr", []string{"-min-lr", "1"}, 2, `invalid value "1" for flag -min-lr`},
@@ -128,6 +129,12 @@ func TestRunErrors(t *testing.T) {
 		{"stray argument", []string{"input.txt"}, 2, `unexpected argument "input.txt"`},
 		{"unknown preset", []string{"-preset", "huge"}, 2, `invalid value "huge" for flag -preset: the presets are baby`},
 		{"model flag with resume", []string{"-resume", weights, "-embd", "8"}, 2, "-embd cannot be combined with -resume"},
+		{"init-from with resume", []string{"-resume", otherFull, "-init-from", weights}, 2, "-init-from cannot be combined with -resume"},
+		{"init-from shape mismatch", tinyArgs(out, "-init-from", weights, "-embd", "32"), 2, "-embd 32 does not match -init-from " + weights + ", whose model has 16"},
+		{"init-from corpus outside vocabulary", tinyArgs(out, "-init-from", weights, "-corpus", other), 2, `'z' (U+007A) at byte offset 0`},
+		{"init-from missing", tinyArgs(out, "-init-from", filepath.Join(dir, "nope.ckpt")), 2, "-init-from: load checkpoint"},
+		{"out is the init-from file", tinyArgs(weights, "-init-from", weights), 2, "-out and -init-from both name"},
+		{"embd 30 heads 4", []string{"-embd", "30"}, 2, `invalid value "30" for flag -embd: invalid config: embedding width 30 is not divisible by 4 heads`},
 		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 2, "no such file"},
 		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 2, "invalid UTF-8 at byte offset 7"},
 		{"short corpus", tinyArgs(out, "-corpus", short), 2, "a corpus of at least 100 characters"},
@@ -351,5 +358,69 @@ func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 	}
 	if chars := string(load(t, out).Vocab.Chars()); strings.ContainsRune(chars, '\uFEFF') {
 		t.Fatalf("vocabulary %q holds the byte-order mark", chars)
+	}
+}
+
+// -init-from fine-tunes: the run starts from the checkpoint's weights
+// (not a fresh initialisation), at step 0 with a fresh optimizer, on a
+// new corpus encoded with the checkpoint's vocabulary; shape flags that
+// match are accepted.
+func TestInitFromFineTunes(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.ckpt")
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(base, "-steps", "5")...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	corpus := filepath.Join(dir, "mine.txt")
+	os.WriteFile(corpus, []byte(strings.Repeat("the gulls rest on the rocks at dusk. ", 10)), 0o644)
+	tuned := filepath.Join(dir, "tuned.ckpt")
+	_, stderr, err := runTrain(context.Background(), "-init-from", base, "-corpus", corpus, "-steps", "2",
+		"-batch", "4", "-eval-batches", "1", "-block", "8", "-seed", "7", "-out", tuned)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "fine-tuning "+base) {
+		t.Errorf("stderr does not announce the fine-tuning:\n%s", stderr)
+	}
+	b, got := load(t, base), load(t, tuned)
+	if got.Model.Config != b.Model.Config || !slices.Equal(got.Vocab.Chars(), b.Vocab.Chars()) {
+		t.Fatalf("fine-tuned model %+v %q, want the base's shape %+v and vocabulary %q", got.Model.Config, string(got.Vocab.Chars()), b.Model.Config, string(b.Vocab.Chars()))
+	}
+	if got.Step != 2 || got.Opt.Step != 2 || got.Train.Seed != 7 || got.Train.Steps != 2 {
+		t.Fatalf("fine-tuned checkpoint at step %d (optimizer %d, seed %d, steps %d); want a fresh run of 2 steps with seed 7", got.Step, got.Opt.Step, got.Train.Seed, got.Train.Steps)
+	}
+
+	// The same two steps from the base weights through the library.
+	d, err := minigpt.NewDatasetWithVocab(strings.Repeat("the gulls rest on the rocks at dusk. ", 10), b.Vocab, b.Model.Config.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := minigpt.DefaultTrainConfig()
+	tc.Steps, tc.BatchSize, tc.EvalBatches, tc.Seed = 2, 4, 1, 7
+	tr, err := minigpt.NewTrainer(b.Model, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !sameParams(got.Model.Params, tr.Model().Params) {
+		t.Fatal("-init-from's weights differ from NewTrainer on the loaded model with the same settings")
+	}
+}
+
+// -preset's help is generated from the preset table: every value shows.
+func TestPresetHelpListsValues(t *testing.T) {
+	stdout, _, _ := runTrain(context.Background(), "-h")
+	for _, p := range presets {
+		for _, kv := range p.values {
+			want := "-" + kv[0] + " " + kv[1]
+			if kv[1] == "true" {
+				want = "-" + kv[0]
+			}
+			if !strings.Contains(stdout, want) {
+				t.Errorf("-h lacks preset %s's %q", p.name, want)
+			}
+		}
 	}
 }

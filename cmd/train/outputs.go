@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
@@ -111,7 +112,7 @@ func planOutputs(o *options, outFromResume bool) (*outputs, error) {
 	}
 
 	type file struct{ flag, path string }
-	files := []file{{"out", o.out}, {"plot", o.plot}, {"corpus", o.corpus}, {"resume", o.resume}}
+	files := []file{{"out", o.out}, {"plot", o.plot}, {"corpus", o.corpus}, {"resume", o.resume}, {"init-from", o.initFrom}}
 	if outs.best != nil {
 		files = append(files, file{"keep-best", outs.best.path})
 	}
@@ -149,4 +150,59 @@ func samePath(a, b string) bool {
 	absA, errA := filepath.Abs(a)
 	absB, errB := filepath.Abs(b)
 	return errA == nil && errB == nil && absA == absB
+}
+
+// bestPath inserts ".best" before the extension of out.
+func bestPath(out string) string {
+	ext := filepath.Ext(out)
+	return strings.TrimSuffix(out, ext) + ".best" + ext
+}
+
+// bestKeeper saves the checkpoint with the lowest validation loss.
+type bestKeeper struct {
+	out      *output
+	kind     minigpt.CheckpointKind
+	bestLoss float64
+	bestStep int
+	saved    bool
+}
+
+// recall sets the loss to beat, on a resumed run, from the best checkpoint
+// an earlier part of the run left, measured on the same validation
+// batches. A file there that is not such a checkpoint is not this run's:
+// it is refused, unless -force gives consent to replace it.
+func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) error {
+	c, err := minigpt.LoadCheckpoint(b.out.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil && c.Model.Config != tr.Model().Config {
+		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config)
+	}
+	var judge *minigpt.Trainer
+	if err == nil {
+		judge, err = minigpt.NewTrainer(c.Model, tr.Dataset(), tr.Config())
+	}
+	if err != nil {
+		if !force {
+			return cli.Usagef("%s is not this run's best checkpoint (%v); pass -force to replace it", b.out.label(), err)
+		}
+		fmt.Fprintf(stderr, "keep-best: -force: will replace %s (%v)\n", b.out.path, err)
+		return nil
+	}
+	b.bestLoss, b.bestStep = judge.Evaluate(), c.Step
+	fmt.Fprintf(stderr, "keep-best: %s (step %d) has val loss %.4f to beat\n", b.out.path, c.Step, b.bestLoss)
+	return nil
+}
+
+// offer saves tr's state if loss is the lowest yet.
+func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
+	if !(loss < b.bestLoss) {
+		return nil
+	}
+	if err := b.out.saveCheckpoint(tr.Checkpoint(b.kind)); err != nil {
+		return fmt.Errorf("keep-best: %w", err)
+	}
+	b.bestLoss, b.bestStep, b.saved = loss, tr.Step(), true
+	return nil
 }
