@@ -43,11 +43,29 @@ func TestVocabEncodeDecode(t *testing.T) {
 	if !errors.Is(err, ErrUnknownChar) || !strings.Contains(err.Error(), `'x' at position 2`) {
 		t.Fatalf("unknown character: %v", err)
 	}
-	if _, err := v.Decode([]int{0, 3}); err == nil || !strings.Contains(err.Error(), "token id 3 at position 1") {
+	if _, err := v.Decode([]int{0, 3}); !errors.Is(err, ErrBadToken) || !strings.HasPrefix(err.Error(), "decode: ") || !strings.Contains(err.Error(), "token id 3 at position 1") {
 		t.Fatalf("Decode of an out-of-range id: %v", err)
 	}
-	if _, err := v.Decode([]int{-1}); err == nil {
+	if _, err := v.Decode([]int{-1}); !errors.Is(err, ErrBadToken) {
 		t.Fatal("Decode accepted -1")
+	}
+}
+
+// Fine-tuning encodes new text with a model's vocabulary: the first
+// character outside it is named with its byte offset (here after
+// multi-byte characters, so the byte offset 6 differs from the character
+// position 4).
+func TestDatasetWithVocabNamesUnknownCharacter(t *testing.T) {
+	v, err := NewVocab("aéb ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewDatasetWithVocab("éé aZb"+strings.Repeat("ab ", 40), v, 4)
+	if !errors.Is(err, ErrUnknownChar) || !strings.Contains(err.Error(), "'Z' (U+005A) at byte offset 6 (character 4)") {
+		t.Fatalf("NewDatasetWithVocab = %v, want ErrUnknownChar naming 'Z' at byte offset 6", err)
+	}
+	if _, err := NewDatasetWithVocab("éé ab"+strings.Repeat("ab ", 40), v, 4); err != nil {
+		t.Fatalf("text within the vocabulary: %v", err)
 	}
 }
 

@@ -42,8 +42,8 @@ func DefaultConfig() Config {
 // (TestLanternBayIsTheSeedsCorpus checks it).
 const lanternBayVocabSize = 24
 
-// ErrBadConfig is returned (wrapped) by Validate for a config that cannot
-// describe a model.
+// ErrBadConfig is returned (wrapped) by Config.Validate, and so by
+// NewModel, for a config that cannot describe a model.
 var ErrBadConfig = errors.New("invalid config")
 
 // Size limits that keep every index within int32 and every allocation
@@ -200,6 +200,12 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 }
 
 // Model is a MiniGPT: its config and its parameters in one flat slab.
+// Every Model is built by one constructor (NewModel, Clone, or reading a
+// checkpoint), so a loaded model trains exactly like a fresh one.
+//
+// Logits, Loss, Gradients and training (a Trainer) reuse buffers kept in
+// the Model: they need exclusive use of it, with no other call on the same
+// Model running concurrently.
 type Model struct {
 	Config Config
 	// Params holds every parameter, tensor after tensor in the order of

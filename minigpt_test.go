@@ -245,3 +245,19 @@ func TestLoadedModelTrains(t *testing.T) {
 		t.Fatal("two training steps from the loaded model differ from the same steps from a fresh copy")
 	}
 }
+
+// TestReportKernelDispatch logs which kernel implementations this run
+// uses and compares: .ci/run prints the line, so that a green run on a
+// CPU without the assembly's features (where only the Go kernels run) is
+// not mistaken for a check of the assembly. The names are whatever the
+// dispatch reports, so a new path shows up without a change here.
+func TestReportKernelDispatch(t *testing.T) {
+	var names []string
+	for _, k := range kernelImpls() {
+		names = append(names, k.name)
+	}
+	if len(names) == 0 || names[0] != "go" {
+		t.Fatalf("kernel implementations %v: the portable Go kernel must come first, as the reference", names)
+	}
+	t.Logf("kernel dispatch: in use %s; compared against Go: %s", kernelPath(), strings.Join(names, " "))
+}

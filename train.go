@@ -233,7 +233,8 @@ func (t *Trainer) TrainStep() (float64, error) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
 	if err := t.opt.Update(m.Params, t.grads, t.config.LearningRate(t.step)); err != nil {
-		panic("minigpt: " + err.Error()) // the trainer sized both slabs from the model
+		// Only a Params slice replaced after NewTrainer gets here.
+		return loss, fmt.Errorf("train step: %w", err)
 	}
 	t.step++
 	return loss, nil

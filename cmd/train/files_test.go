@@ -206,7 +206,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 		// Used to blame -out (which defaults to the -resume file).
 		{"-resume a directory", []string{"-resume", dir}, "-resume " + dir + ": is a directory, not a regular file"},
 		// Used to train at lr 3e-11 without a word.
-		{"warmup longer than the run", []string{"-warmup", "99999999", "-steps", "2"}, `invalid value "99999999" for flag -warmup: longer than the run's -steps 2`},
+		{"warmup longer than the run", []string{"-warmup", "99999999", "-steps", "2", "-out", filepath.Join(dir, "m.ckpt")}, `invalid value "99999999" for flag -warmup: longer than the run's -steps 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := train(context.Background(), nil, tc.args...)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"io"
 	"math"
 	"os"
@@ -170,42 +169,6 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-func TestHelp(t *testing.T) {
-	stdout, _, err := runTrain(context.Background(), "-h")
-	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
-		t.Fatalf("-h: %v", err)
-	}
-	for _, name := range []string{"-corpus", "-steps", "-resume", "-keep-best", "-preset", "-weights-only", "(default 1200)"} {
-		if !strings.Contains(stdout, name) {
-			t.Errorf("usage lacks %q", name)
-		}
-	}
-}
-
-func TestPreset(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want options
-	}{
-		{"defaults are the seed run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
-		{"baby", []string{"-preset", "baby"}, options{steps: 2000, lr: 1e-3, batch: 12, block: 64, embd: 128, heads: 4, layers: 4, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
-		{"explicit flags win", []string{"-layers", "2", "-preset", "baby", "-lr", "5e-4"}, options{steps: 2000, lr: 5e-4, batch: 12, block: 64, embd: 128, heads: 4, layers: 2, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o, _, err := parseFlags(tc.args, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := *o
-			got.preset, got.out = "", ""
-			if got != tc.want {
-				t.Fatalf("options %+v\nwant    %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 // cancelOnLine is a stderr that cancels a context when the first progress
 // line arrives, as a signal would.
 type cancelOnLine struct {
@@ -312,41 +275,6 @@ func TestKeepBest(t *testing.T) {
 	}
 }
 
-func TestProgressLines(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "m.ckpt")
-	_, stderr, err := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not a terminal: a line every 40/20 = 2 steps and at every evaluation.
-	for _, want := range []string{"step  2/40  loss", "step 15/40  loss", "val ", "steps/s", "ETA"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("progress lacks %q", want)
-		}
-	}
-	for _, unwanted := range []string{"step  1/40", "step 13/40", "\r"} {
-		if strings.Contains(stderr, unwanted) {
-			t.Errorf("progress has %q", unwanted)
-		}
-	}
-
-	// On a terminal the line is rewritten in place; evaluations stay.
-	var live bytes.Buffer
-	r := newReporter(&live, 0, 3)
-	r.live = true
-	for step := 1; step <= 3; step++ {
-		val := math.NaN()
-		if step == 3 {
-			val = 1.5
-		}
-		r.step(minigpt.Progress{Step: step, Steps: 3, Loss: 2, ValLoss: val, LR: 1e-3, Elapsed: 1e9})
-	}
-	r.finishLine()
-	if s := live.String(); !strings.HasPrefix(s, "\rstep 1/3") || !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 || !strings.Contains(s, "val 1.5000") {
-		t.Fatalf("live output %q", s)
-	}
-}
-
 // A byte-order mark at the start of a corpus is not a character of it.
 func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 	dir := t.TempDir()
@@ -406,21 +334,5 @@ func TestInitFromFineTunes(t *testing.T) {
 	}
 	if !sameParams(got.Model.Params, tr.Model().Params) {
 		t.Fatal("-init-from's weights differ from NewTrainer on the loaded model with the same settings")
-	}
-}
-
-// -preset's help is generated from the preset table: every value shows.
-func TestPresetHelpListsValues(t *testing.T) {
-	stdout, _, _ := runTrain(context.Background(), "-h")
-	for _, p := range presets {
-		for _, kv := range p.values {
-			want := "-" + kv[0] + " " + kv[1]
-			if kv[1] == "true" {
-				want = "-" + kv[0]
-			}
-			if !strings.Contains(stdout, want) {
-				t.Errorf("-h lacks preset %s's %q", p.name, want)
-			}
-		}
 	}
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestHelp(t *testing.T) {
+	stdout, _, err := runTrain(context.Background(), "-h")
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, name := range []string{"-corpus", "-steps", "-resume", "-keep-best", "-preset", "-weights-only", "(default 1200)"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("usage lacks %q", name)
+		}
+	}
+}
+
+func TestPreset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want options
+	}{
+		{"defaults are the seed run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
+		{"baby", []string{"-preset", "baby"}, options{steps: 2000, lr: 1e-3, batch: 12, block: 64, embd: 128, heads: 4, layers: 4, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
+		{"explicit flags win", []string{"-layers", "2", "-preset", "baby", "-lr", "5e-4"}, options{steps: 2000, lr: 5e-4, batch: 12, block: 64, embd: 128, heads: 4, layers: 2, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parseFlags(tc.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *o
+			got.preset, got.out = "", ""
+			if got != tc.want {
+				t.Fatalf("options %+v\nwant    %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// -preset's help is generated from the preset table: every value shows.
+func TestPresetHelpListsValues(t *testing.T) {
+	stdout, _, _ := runTrain(context.Background(), "-h")
+	for _, p := range presets {
+		for _, kv := range p.values {
+			want := "-" + kv[0] + " " + kv[1]
+			if kv[1] == "true" {
+				want = "-" + kv[0]
+			}
+			if !strings.Contains(stdout, want) {
+				t.Errorf("-h lacks preset %s's %q", p.name, want)
+			}
+		}
+	}
+}
