@@ -207,6 +207,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 		{"-resume a directory", []string{"-resume", dir}, "-resume " + dir + ": is a directory, not a regular file"},
 		// Used to train at lr 3e-11 without a word.
 		{"warmup longer than the run", []string{"-warmup", "99999999", "-steps", "2", "-out", filepath.Join(dir, "m.ckpt")}, `invalid value "99999999" for flag -warmup: longer than the run's -steps 2`},
+		{"preset warmup longer than the run", []string{"-preset", "baby", "-steps", "50", "-out", filepath.Join(dir, "m.ckpt")}, `invalid value "100" for flag -warmup: longer than the run's -steps 50, so the learning rate would never get past 0.5 × -lr (the value comes from -preset baby: give -warmup too)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := train(context.Background(), nil, tc.args...)

@@ -177,7 +177,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 	// a new run whose warmup outlasts it never reaches -lr: the issue's
 	// -warmup 99999999 -steps 2 trained at 3e-11 without a word.
 	if o.warmup > o.steps {
-		return nil, nil, cli.BadValue(fs, "warmup", fmt.Sprintf("longer than the run's -steps %d, so the learning rate would never get past %.3g × -lr", o.steps, float64(o.steps)/float64(o.warmup)))
+		why := fmt.Sprintf("longer than the run's -steps %d, so the learning rate would never get past %.3g × -lr", o.steps, float64(o.steps)/float64(o.warmup))
+		if !set["warmup"] {
+			why += fmt.Sprintf(" (the value comes from -preset %s: give -warmup too)", o.preset)
+		}
+		return nil, nil, cli.BadValue(fs, "warmup", why)
 	}
 	return o, set, nil
 }
