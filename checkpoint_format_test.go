@@ -319,7 +319,17 @@ func FuzzReadCheckpoint(f *testing.F) {
 		// The raw bytes exercise the framing; resealed, an edit reaches
 		// the checks behind the checksums.
 		for _, in := range [][]byte{data, resealCheckpoint(data)} {
+			info, infoErr := ReadCheckpointInfo(bytes.NewReader(in))
+			if infoErr != nil && !errors.Is(infoErr, ErrBadCheckpoint) {
+				t.Fatalf("ReadCheckpointInfo error does not wrap ErrBadCheckpoint: %v", infoErr)
+			}
 			c, err := ReadCheckpoint(bytes.NewReader(in))
+			if err == nil {
+				// What the full reader accepts, the info reader describes alike.
+				if infoErr != nil || info.Config != c.Model.Config || info.Step != c.Step || info.Full != c.Full() || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || !bytes.Equal(info.CorpusSHA256, c.CorpusSHA256) {
+					t.Fatalf("ReadCheckpointInfo = %+v, %v; ReadCheckpoint accepted config %+v step %d", info, infoErr, c.Model.Config, c.Step)
+				}
+			}
 			if err != nil {
 				if !errors.Is(err, ErrBadCheckpoint) {
 					t.Fatalf("error does not wrap ErrBadCheckpoint: %v", err)

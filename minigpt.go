@@ -322,7 +322,7 @@ func (m *Model) checkTokens(ids []int, what string) error {
 // row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
 func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	if err := m.checkBatch(idx, nil, B, T); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("logits: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	m.forward(a, idx, 0, T, 0)
@@ -336,7 +336,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 // for).
 func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("loss: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	m.forward(a, idx, 0, T, 0)
@@ -347,7 +347,7 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 // parameter, laid out like Params.
 func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("gradients: %w", err)
 	}
 	a := m.batchActivations(B, T)
 	grads := make([]float64, len(m.Params))

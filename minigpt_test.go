@@ -191,8 +191,8 @@ func TestBadBatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.Loss(tc.idx, tc.tgt, tc.B, tc.T)
-			if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
-				t.Fatalf("Loss error = %v, want one mentioning %q", err, tc.wantInErr)
+			if err == nil || !strings.HasPrefix(err.Error(), "loss: ") || !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Fatalf("Loss error = %v, want one starting with the operation and mentioning %q", err, tc.wantInErr)
 			}
 		})
 	}
