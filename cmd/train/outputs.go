@@ -174,6 +174,7 @@ type bestKeeper struct {
 func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) error {
 	c, err := minigpt.LoadCheckpoint(b.out.path)
 	if errors.Is(err, fs.ErrNotExist) {
+		b.out.replace = force // nothing of the run's there: one that appears is not ours
 		return nil
 	}
 	if err == nil && c.Model.Config != tr.Model().Config {
