@@ -360,3 +360,31 @@ func TestHelpStatesTheExitRule(t *testing.T) {
 		}
 	}
 }
+
+// On -resume the .best file beside -out is the earlier part's, and is
+// replaced; a file there that is not such a checkpoint is someone else's.
+func TestResumeKeepBestForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.ckpt")
+	if r := train(context.Background(), nil, tinyArgs(out, "-eval-every", "1", "-keep-best")...); r.err != nil {
+		t.Fatal(r.msg)
+	}
+	best := filepath.Join(dir, "m.best.ckpt")
+	if r := train(context.Background(), nil, "-resume", out, "-steps", "5", "-keep-best"); r.err != nil || !strings.Contains(r.stderr, "to beat") {
+		t.Fatalf("resuming with the run's own .best file: %v\n%s", r.err, r.stderr)
+	}
+	os.WriteFile(best, []byte("my notes"), 0o644)
+	r := train(context.Background(), nil, "-resume", out, "-steps", "7", "-keep-best")
+	if r.code != 2 || !strings.Contains(r.msg, "is not this run's best checkpoint") || !strings.Contains(r.msg, "-force") {
+		t.Fatalf("exit %d, %q; want exit 2 refusing to replace the foreign .best file", r.code, r.msg)
+	}
+	if got, _ := os.ReadFile(best); string(got) != "my notes" {
+		t.Fatalf("the foreign .best file now holds %.20q", got)
+	}
+	if r := train(context.Background(), nil, "-resume", out, "-steps", "7", "-keep-best", "-force"); r.err != nil {
+		t.Fatalf("-force: %v", r.msg)
+	}
+	if c := load(t, best); c.Step < 6 {
+		t.Fatalf("with -force the .best file holds step %d", c.Step)
+	}
+}
