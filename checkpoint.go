@@ -26,7 +26,26 @@ type Checkpoint struct {
 	// rngState is the training batch sampler's PCG state (from
 	// MarshalBinary); nil in a weights-only checkpoint.
 	rngState []byte
+	// CorpusSHA256 is the fingerprint of the text the run trained on
+	// (Dataset.SHA256), which ResumeTrainer compares with the dataset it
+	// is given. nil when unknown: in a weights-only checkpoint, and in a
+	// full one of format version 1. Clear it to resume on another text.
+	CorpusSHA256 []byte
+	// TrainLoss and ValLoss are the run's loss history as Trainer.Run
+	// recorded it (see Trainer.LossHistory), carried on by ResumeTrainer;
+	// nil in a weights-only checkpoint and in one of format version 1.
+	TrainLoss, ValLoss []LossPoint
 }
+
+// LossPoint is one point of a loss curve: the loss after Step steps.
+type LossPoint struct {
+	Step int
+	Loss float64
+}
+
+// ErrCorpusMismatch is returned (wrapped) by ResumeTrainer for a dataset
+// whose text is not the one the checkpoint was trained on.
+var ErrCorpusMismatch = errors.New("corpus differs from the checkpoint's")
 
 // Full reports whether c holds the complete training state, so that
 // ResumeTrainer can continue from it.
@@ -44,7 +63,10 @@ type CheckpointInfo struct {
 	Full   bool // a full checkpoint (resumable); false: weights-only
 	// Train is the run's configuration; nil in a weights-only checkpoint.
 	Train *TrainConfig
-	Bytes int64 // the checkpoint's size, as its header implies
+	// CorpusSHA256 is the fingerprint of the training text, if recorded
+	// (see Checkpoint.CorpusSHA256).
+	CorpusSHA256 []byte
+	Bytes        int64 // the checkpoint's size, as its header implies
 
 	chars    []rune      // the vocabulary section, until finishInfo checks it
 	adam     *AdamConfig // the optimizer's constants; nil when weights-only
@@ -75,8 +97,21 @@ func (c *Checkpoint) check() error {
 	if c.Step < 0 {
 		return bad("step %d is negative", c.Step)
 	}
-	if full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil; !full && !none {
+	full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil
+	if !full && !none {
 		return bad("a checkpoint holds the training config, optimizer and sampler state all together or none of them")
+	}
+	if !full && (c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil) {
+		return bad("only a full checkpoint holds a corpus fingerprint or a loss history")
+	}
+	if c.CorpusSHA256 != nil && len(c.CorpusSHA256) != corpusSumSize {
+		return bad("corpus fingerprint is %d bytes, want %d (SHA-256)", len(c.CorpusSHA256), corpusSumSize)
+	}
+	if err := checkHistory("training", c.TrainLoss, 1, c.Step); err != nil {
+		return err
+	}
+	if err := checkHistory("validation", c.ValLoss, 0, c.Step); err != nil {
+		return err
 	}
 	if c.Opt != nil && c.Opt.Step != c.Step {
 		return bad("optimizer step %d differs from the training step %d", c.Opt.Step, c.Step)
@@ -113,6 +148,26 @@ func (c *Checkpoint) check() error {
 		if err := new(rand.PCG).UnmarshalBinary(c.rngState); err != nil {
 			return bad("sampler state: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkHistory reports the first point of a loss curve that a run of
+// step steps cannot have recorded: steps strictly increasing within
+// [first, step], losses finite and not negative (cross-entropy).
+func checkHistory(what string, curve []LossPoint, first, step int) error {
+	if int64(len(curve)) > math.MaxUint32 {
+		return bad("%d %s-loss points do not fit the format", len(curve), what)
+	}
+	prev := first - 1
+	for i, p := range curve {
+		switch {
+		case p.Step <= prev || p.Step > step:
+			return bad("%s-loss point %d is at step %d, want a step in [%d, %d] after the previous point's", what, i, p.Step, prev+1, step)
+		case math.IsNaN(p.Loss) || math.IsInf(p.Loss, 0) || p.Loss < 0:
+			return bad("%s-loss point %d (step %d) is %v, want a finite loss ≥ 0", what, i, p.Step, p.Loss)
+		}
+		prev = p.Step
 	}
 	return nil
 }

@@ -4,15 +4,16 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
 )
 
-// SaveCheckpoint writes c to path atomically: into a temporary file in the
-// same directory, synced to disk, then renamed over path. If anything
-// fails, or the machine stops midway, the file at path is the old one (or
-// none) and the temporary file is removed.
+// SaveCheckpoint writes c to path atomically, replacing the file there
+// (see SaveFile): at every moment path holds the old checkpoint (or
+// nothing) or the complete new one. A failure removes the temporary file;
+// a save killed midway leaves it (.NAME.tmp-minigpt), and the next save of
+// path removes it. Anything at path that is not a regular file is refused
+// (ErrNotRegularFile), never replaced; a replaced file keeps its
+// permission bits. To refuse an existing file instead, use SaveFile with
+// WriteCheckpoint.
 func SaveCheckpoint(path string, c *Checkpoint) error {
 	return saveCheckpoint(path, c, WriteCheckpoint)
 }
@@ -20,66 +21,18 @@ func SaveCheckpoint(path string, c *Checkpoint) error {
 // saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
 // tests can make it fail midway.
 func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+	if err := SaveFile(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	if err := writeSynced(f, c, write); err != nil {
-		f.Close() // already failed; this error adds nothing
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("save checkpoint %s: written, but syncing its directory: %w", path, err)
 	}
 	return nil
 }
 
-// writeSynced writes c to f and flushes it to stable storage.
-func writeSynced(f *os.File, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	if err := write(f, c); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory
-// (and does not need to).
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
-}
-
 // LoadCheckpoint reads the checkpoint file at path (see ReadCheckpoint),
-// also refusing bytes after its checksum.
+// also refusing bytes after its checksum. path must be a regular file: a
+// named pipe, device or directory is refused at once (wrapping
+// ErrNotRegularFile), without blocking on it.
 func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
@@ -104,7 +57,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 // header says, so that a truncated file is reported here too; the
 // weights' checksum is verified only by LoadCheckpoint.
 func LoadCheckpointInfo(path string) (*CheckpointInfo, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint info: %w", err)
 	}

@@ -17,14 +17,21 @@ import (
 // The byte layout; CHECKPOINT.md is its description.
 const (
 	checkpointMagic   = "\x89GPT\r\n\x1a\n"
-	checkpointVersion = 1
+	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
 
 	flagTrain     = 1 << 0 // the training config section is present
 	flagOptimizer = 1 << 1 // the optimizer sections are present
 	flagRNG       = 1 << 2 // the sampler state section is present
-	knownFlags    = flagTrain | flagOptimizer | flagRNG
+	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
+	flagHistory   = 1 << 4 // the loss history section is present (version 2)
+	flagsFull     = flagTrain | flagOptimizer | flagRNG
+	knownFlagsV1  = flagsFull
+	knownFlags    = flagsFull | flagCorpus | flagHistory
 
-	headerSize     = 56 // through the header CRC
+	headerSizeV1   = 56 // through the header CRC
+	headerSize     = 64 // version 2: the loss-point counts before the CRC
+	corpusSumSize  = sha256.Size
+	lossPointSize  = 16 // an i64 step and an f64 loss
 	trainSize      = 11 * 8
 	optimizerSize  = 5 * 8
 	maxRNGStateLen = 64 // a PCG state is 20 bytes
@@ -35,8 +42,9 @@ const (
 	ioChunk = 64 << 10
 )
 
-// WriteCheckpoint writes c to w in the format of CHECKPOINT.md: a full
-// checkpoint when c.Train, c.Opt and the sampler state are present, a
+// WriteCheckpoint writes c to w in the format of CHECKPOINT.md (version
+// 2): a full checkpoint when c.Train, c.Opt and the sampler state are
+// present, with the corpus fingerprint and loss history if c has them; a
 // weights-only one when they are nil. It refuses (with ErrBadCheckpoint) a
 // checkpoint that ReadCheckpoint would refuse.
 func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
@@ -55,6 +63,12 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if c.rngState != nil {
 		flags |= flagRNG
 	}
+	if c.CorpusSHA256 != nil {
+		flags |= flagCorpus
+	}
+	if c.TrainLoss != nil || c.ValLoss != nil {
+		flags |= flagHistory
+	}
 
 	hdr := make([]byte, 0, headerSize)
 	hdr = append(hdr, checkpointMagic...)
@@ -65,6 +79,8 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.Step))
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.rngState)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.TrainLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.ValLoss)))
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
 	cw.write(hdr)
 
@@ -98,10 +114,23 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 		cw.write(b)
 	}
 	cw.write(c.rngState)
+	cw.write(c.CorpusSHA256)
 	cw.floats(c.Model.Params)
 	if o := c.Opt; o != nil {
 		cw.floats(o.M)
 		cw.floats(o.V)
+	}
+	for _, curve := range [][]LossPoint{c.TrainLoss, c.ValLoss} {
+		for len(curve) > 0 && cw.err == nil {
+			n := min(len(curve), ioChunk/lossPointSize)
+			cw.buf = cw.buf[:0]
+			for _, p := range curve[:n] {
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, uint64(p.Step))
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, math.Float64bits(p.Loss))
+			}
+			cw.write(cw.buf)
+			curve = curve[n:]
+		}
 	}
 	if cw.err == nil {
 		_, cw.err = cw.w.Write(cw.sum.Sum(nil))
@@ -263,10 +292,12 @@ func (cr *ckptReader) floats(name string, n int) ([]float64, error) {
 
 // ckptHeader is what the fixed-size header says.
 type ckptHeader struct {
-	flags  uint32
-	cfg    Config
-	step   int
-	rngLen int
+	version      uint32
+	flags        uint32
+	cfg          Config
+	step         int
+	rngLen       int
+	nTrain, nVal int // loss-history points (version 2)
 }
 
 func (h *ckptHeader) has(flag uint32) bool { return h.flags&flag != 0 }
@@ -293,6 +324,12 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 			return nil, err
 		}
 	}
+	var trainLoss, valLoss []LossPoint
+	if h.has(flagHistory) {
+		if trainLoss, valLoss, err = cr.readHistory(h.nTrain, h.nVal); err != nil {
+			return nil, err
+		}
+	}
 	if err := cr.verifyChecksum(); err != nil {
 		return nil, err
 	}
@@ -305,7 +342,8 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	if err != nil {
 		return nil, bad("model: %w", err)
 	}
-	c := &Checkpoint{Model: m, Vocab: info.Vocab, Step: info.Step, Train: info.Train, rngState: info.rngState}
+	c := &Checkpoint{Model: m, Vocab: info.Vocab, Step: info.Step, Train: info.Train, rngState: info.rngState,
+		CorpusSHA256: info.CorpusSHA256, TrainLoss: trainLoss, ValLoss: valLoss}
 	if info.adam != nil {
 		c.Opt, err = NewAdam(*info.adam, m)
 		if err != nil {
@@ -318,7 +356,7 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 
 // readInfo reads every section before the parameters: the header, the
 // vocabulary and, when present, the training config, the optimizer's
-// constants and the sampler state.
+// constants, the sampler state and the corpus fingerprint.
 func (cr *ckptReader) readInfo() (*CheckpointInfo, *ckptHeader, error) {
 	h, err := cr.readHeader()
 	if err != nil {
@@ -343,6 +381,11 @@ func (cr *ckptReader) readInfo() (*CheckpointInfo, *ckptHeader, error) {
 			return nil, nil, err
 		}
 	}
+	if h.has(flagCorpus) {
+		if info.CorpusSHA256, err = cr.readSection("corpus fingerprint", corpusSumSize); err != nil {
+			return nil, nil, err
+		}
+	}
 	return info, h, nil
 }
 
@@ -363,20 +406,28 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 	if string(hdr[:8]) != checkpointMagic {
 		return nil, bad("magic number is %q, want %q: not a minigpt checkpoint", hdr[:8], checkpointMagic)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != checkpointVersion {
-		return nil, bad("unsupported format version %d (this reader knows version %d)", v, checkpointVersion)
+	h := &ckptHeader{version: binary.LittleEndian.Uint32(hdr[8:])}
+	size, known := headerSize, uint32(knownFlags)
+	switch h.version {
+	case 1:
+		size, known = headerSizeV1, knownFlagsV1
+	case 2:
+	default:
+		return nil, bad("unsupported format version %d (this reader knows versions 1 and 2)", h.version)
 	}
-	rest, err := cr.bytes(headerSize - 16)
+	cr.sectionSize = size
+	rest, err := cr.bytes(size - 16)
 	if err != nil {
 		return nil, err
 	}
 	hdr = append(hdr, rest...)
-	if got, want := binary.LittleEndian.Uint32(hdr[52:]), crc32.ChecksumIEEE(hdr[:52]); got != want {
+	crcAt := size - 4
+	if got, want := binary.LittleEndian.Uint32(hdr[crcAt:]), crc32.ChecksumIEEE(hdr[:crcAt]); got != want {
 		return nil, bad("header checksum mismatch: stored CRC-32 %#08x, computed %#08x", got, want)
 	}
-	h := &ckptHeader{flags: binary.LittleEndian.Uint32(hdr[12:])}
-	if unknown := h.flags &^ knownFlags; unknown != 0 {
-		return nil, bad("unknown section flags %#x", unknown)
+	h.flags = binary.LittleEndian.Uint32(hdr[12:])
+	if unknown := h.flags &^ known; unknown != 0 {
+		return nil, bad("unknown section flags %#x (version %d)", unknown, h.version)
 	}
 	u32 := func(off int) int { return int(binary.LittleEndian.Uint32(hdr[off:])) }
 	h.cfg = Config{VocabSize: u32(16), BlockSize: u32(20), EmbedDim: u32(24), Heads: u32(28), Layers: u32(32)}
@@ -401,9 +452,27 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 	case h.has(flagRNG) && (h.rngLen < 1 || h.rngLen > maxRNGStateLen):
 		return nil, bad("sampler state length %d is outside [1, %d]", h.rngLen, maxRNGStateLen)
 	}
+	if h.version >= 2 {
+		h.nTrain, h.nVal = u32(52), u32(56)
+	}
+	// Bounded by the step before any section is read: the counts cannot
+	// announce more points than a run of that length records.
+	switch {
+	case !h.has(flagHistory) && (h.nTrain != 0 || h.nVal != 0):
+		return nil, bad("loss history counts are %d and %d but the loss history section is absent", h.nTrain, h.nVal)
+	case h.nTrain > h.step:
+		return nil, bad("%d training-loss points for %d steps", h.nTrain, h.step)
+	case h.nVal > h.step+1:
+		return nil, bad("%d validation-loss points for %d steps (at most one per step, and one before the first)", h.nVal, h.step)
+	case int64(h.nTrain)+int64(h.nVal) > math.MaxInt/lossPointSize:
+		return nil, bad("%d loss points do not fit in memory on this platform", int64(h.nTrain)+int64(h.nVal))
+	}
 
 	P := int64(h.cfg.numParams())
-	cr.size = headerSize + 4*int64(h.cfg.VocabSize) + int64(h.rngLen) + 8*P + checksumSize
+	cr.size = int64(size) + 4*int64(h.cfg.VocabSize) + int64(h.rngLen) + 8*P + checksumSize + lossPointSize*(int64(h.nTrain)+int64(h.nVal))
+	if h.has(flagCorpus) {
+		cr.size += corpusSumSize
+	}
 	if h.has(flagTrain) {
 		cr.size += trainSize
 	}
@@ -411,6 +480,22 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 		cr.size += optimizerSize + 16*P
 	}
 	return h, nil
+}
+
+// readHistory reads the loss history section: nTrain training points,
+// then nVal validation points, each an i64 step and an f64 loss. The
+// section is read as float64 pairs, allocating as bytes arrive; a step's
+// bits come back exactly.
+func (cr *ckptReader) readHistory(nTrain, nVal int) (train, val []LossPoint, err error) {
+	xs, err := cr.floats("loss history", 2*(nTrain+nVal))
+	if err != nil {
+		return nil, nil, err
+	}
+	points := make([]LossPoint, nTrain+nVal)
+	for i := range points {
+		points[i] = LossPoint{toInt(math.Float64bits(xs[2*i])), xs[2*i+1]}
+	}
+	return points[:nTrain:nTrain], points[nTrain:], nil
 }
 
 // readVocab reads the vocabulary section: n code points, which

@@ -1,6 +1,7 @@
 package minigpt
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -145,6 +146,26 @@ type Dataset struct {
 	Vocab *Vocab
 	Train []int32 // first 90% of the tokens
 	Val   []int32 // last 10%
+}
+
+// SHA256 returns the SHA-256 of the text d was made from: its tokens
+// decoded to UTF-8, the training part then the validation part, which is
+// the text given to NewDataset. Full checkpoints record it so that a run
+// is resumed on the text it was trained on.
+func (d *Dataset) SHA256() [32]byte {
+	h := sha256.New()
+	buf := make([]byte, 0, 64<<10)
+	for _, part := range [][]int32{d.Train, d.Val} {
+		for _, id := range part {
+			buf = utf8.AppendRune(buf, d.Vocab.chars[id])
+			if len(buf) > cap(buf)-utf8.UTFMax {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	h.Write(buf)
+	return [32]byte(h.Sum(nil))
 }
 
 // NewDataset encodes text with its own vocabulary and splits it 90/10.

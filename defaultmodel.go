@@ -8,7 +8,7 @@ import (
 
 // defaultCheckpoint is the weights-only checkpoint written by
 //
-//	go run ./cmd/train -weights-only -out models/lanternbay.ckpt
+//	go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt
 //
 // with every other flag at its default (the seed's run: 1200 steps on
 // Lantern Bay, seed 42). TestEmbeddedModelIsReproducible retrains and

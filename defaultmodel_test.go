@@ -22,7 +22,7 @@ func TestEmbeddedModelIsReproducible(t *testing.T) {
 	}
 	for i := range m.Params {
 		if math.Float64bits(embedded.Params[i]) != math.Float64bits(m.Params[i]) {
-			t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -out models/lanternbay.ckpt`", i, embedded.Params[i], m.Params[i])
+			t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt`", i, embedded.Params[i], m.Params[i])
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package minigpt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,9 @@ type Trainer struct {
 	grads       []float64 // (like Params)
 	xb, yb      []int     // (B, T) current batch
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
+
+	trainLoss, valLoss []LossPoint // the loss history Run records, for checkpoints
+	corpusSum          *[32]byte   // data.SHA256(), once computed
 }
 
 // NewTrainer prepares to train m on d with a fresh optimizer, from step 0;
@@ -221,12 +225,12 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m.forward(a, t.xb, 0, T, 0)
 	loss := m.crossEntropy(a, t.yb)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, fmt.Errorf("train step: %w: loss %v at step %d", ErrDiverged, loss, t.step)
+		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
 	clear(t.grads)
 	m.backward(a, t.grads, t.xb)
 	if norm, _ := clipGradients(t.grads, t.config.GradClip); math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return loss, fmt.Errorf("train step: %w: gradient norm %v at step %d", ErrDiverged, norm, t.step)
+		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
 	if err := t.opt.Update(m.Params, t.grads, t.config.LearningRate(t.step)); err != nil {
 		// Only a Params slice replaced after NewTrainer gets here.
@@ -283,12 +287,30 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
+// LossHistory returns the losses Run recorded, including those of the
+// run a resumed trainer continues (when its checkpoint kept them): the
+// training loss of every step and the validation loss of every
+// evaluation.
+func (t *Trainer) LossHistory() (train, val []LossPoint) {
+	return slices.Clone(t.trainLoss), slices.Clone(t.valLoss)
+}
+
 // Run trains until Step reaches Config().Steps, calling progress (if not
 // nil) after every step. Cancelling ctx stops it between steps, returning
 // ctx's error with the model and optimizer consistent, ready to save.
 func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 	start := time.Now()
 	c := &t.config
+	// Room for the whole history now, so that recording it allocates
+	// nothing per step.
+	if left := c.Steps - t.step; left > 0 {
+		t.trainLoss = slices.Grow(t.trainLoss, left)
+		evals := 1
+		if c.EvalEvery > 0 {
+			evals += left / c.EvalEvery
+		}
+		t.valLoss = slices.Grow(t.valLoss, evals)
+	}
 	for t.step < c.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -299,8 +321,10 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 			return err
 		}
 		p := Progress{Step: t.step, Steps: c.Steps, Loss: loss, ValLoss: math.NaN(), LR: lr}
+		t.trainLoss = append(t.trainLoss, LossPoint{t.step, loss})
 		if (c.EvalEvery > 0 && t.step%c.EvalEvery == 0) || t.step == c.Steps {
 			p.ValLoss = t.Evaluate()
+			t.valLoss = append(t.valLoss, LossPoint{t.step, p.ValLoss})
 		}
 		if progress != nil {
 			p.Elapsed = time.Since(start)
@@ -332,7 +356,8 @@ type CheckpointKind int
 const (
 	// FullCheckpoint holds the model, its vocabulary, the training config,
 	// the optimizer state and the batch sampler's state: everything
-	// ResumeTrainer needs to continue bit for bit.
+	// ResumeTrainer needs to continue bit for bit; and the fingerprint of
+	// the training text and the loss history.
 	FullCheckpoint CheckpointKind = iota
 	// WeightsOnly holds the model, its vocabulary and the step: enough to
 	// generate or to fine-tune, about a third of the size.
@@ -357,7 +382,23 @@ func (t *Trainer) Checkpoint(kind CheckpointKind) *Checkpoint {
 		panic("minigpt: PCG.MarshalBinary failed: " + err.Error()) // it never does
 	}
 	c.rngState = state
+	sum := t.corpusSHA256()
+	c.CorpusSHA256 = sum[:]
+	// Present even when empty: the file then records "no points yet".
+	c.TrainLoss = append([]LossPoint{}, t.trainLoss...)
+	c.ValLoss = append([]LossPoint{}, t.valLoss...)
 	return c
+}
+
+// corpusSHA256 returns t.data.SHA256(), computed once: a checkpoint is
+// taken at every -keep-best improvement, and hashing a large text each
+// time would cost more than the snapshot.
+func (t *Trainer) corpusSHA256() [32]byte {
+	if t.corpusSum == nil {
+		sum := t.data.SHA256()
+		t.corpusSum = &sum
+	}
+	return *t.corpusSum
 }
 
 // cloneAdam returns a deep copy of o for model m (which has o's layout).
@@ -376,9 +417,11 @@ func cloneAdam(o *Adam, m *Model) *Adam {
 // d exactly as the run that wrote it would have continued: same
 // parameters, optimizer moments, step, learning-rate schedule, batch
 // sampler state and validation batches. d must be encoded with c's
-// vocabulary (see NewDatasetWithVocab). To extend the run, raise
-// c.Train.Steps before calling. The trainer works on copies; c is not
-// changed.
+// vocabulary (see NewDatasetWithVocab) and, if c records the fingerprint
+// of its text, be that same text: another one is an error wrapping
+// ErrCorpusMismatch (clear c.CorpusSHA256 to continue on it anyway). To
+// extend the run, raise c.Train.Steps before calling. The trainer carries
+// on c's loss history. It works on copies; c is not changed.
 //
 // To fine-tune instead (new data, fresh optimizer, step 0), pass c.Model
 // to NewTrainer.
@@ -392,6 +435,11 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
 		return nil, fmt.Errorf("resume: %w: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", ErrVocabMismatch, d.Vocab.Size(), c.Vocab.Size())
 	}
+	if c.CorpusSHA256 != nil {
+		if sum := d.SHA256(); !bytes.Equal(sum[:], c.CorpusSHA256) {
+			return nil, fmt.Errorf("resume: %w: the dataset's text has SHA-256 %x…, the checkpoint was trained on one with %x…", ErrCorpusMismatch, sum[:8], c.CorpusSHA256[:8])
+		}
+	}
 	m := c.Model.Clone()
 	t, err := NewTrainer(m, d, *c.Train)
 	if err != nil {
@@ -399,6 +447,8 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	}
 	t.opt = cloneAdam(c.Opt, m)
 	t.step = c.Step
+	t.trainLoss = slices.Clone(c.TrainLoss)
+	t.valLoss = slices.Clone(c.ValLoss)
 	// t.batchRNG draws from t.batchSource, so restoring the source in
 	// place restores the sampler.
 	if err := t.batchSource.UnmarshalBinary(c.rngState); err != nil {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,10 +60,10 @@ func parseBias(arg string) (biasFlag, error) {
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.StringVar(&o.prompt, "prompt", "the ", "text to continue (every character must be in the model's vocabulary)")
-	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file instead of -prompt (keeps newlines)")
+	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this `file` instead of -prompt (keeps newlines); - reads standard input")
 	fs.IntVar(&o.n, "n", 200, "number of characters to generate (-compare defaults to 80, as in the seed)")
 	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
-	fs.Float64Var(&o.temperature, "temperature", 1.0, "divide logits by this before sampling; 0 means greedy (the same as -greedy)")
+	fs.Float64Var(&o.temperature, "temperature", 1.0, fmt.Sprintf("divide logits by this before sampling: 0 means greedy (the same as -greedy), otherwise at least %g", minTemperature))
 	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
 	fs.Float64Var(&o.topP, "top-p", 1.0, "sample from the smallest set of characters with this much probability, in (0, 1]; 1 = off")
 	fs.Float64Var(&o.minP, "min-p", 0, "drop characters less probable than this times the most probable one (after top-p), in [0, 1]; 0 = off")
@@ -96,17 +97,33 @@ func newFlagSet(o *options) *flag.FlagSet {
 	return fs
 }
 
-// samplingFlags are the flags -compare refuses (it runs its own settings).
-var samplingFlags = []string{"greedy", "temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
-	"frequency-penalty", "logit-bias", "no-repeat-ngram", "stop", "samples", "beams", "length-penalty", "explain", "logprobs", "loops"}
+// minTemperature is the smallest temperature above 0 that -temperature
+// takes. Sampling divides the logits by the temperature, and below about
+// 1e-308 (1e-320 is a subnormal number) even a logit of 1 overflows to
+// infinity; long before that, at 1e-6, a logit lead of 1e-5 already means
+// odds of e¹⁰ to 1, so smaller values are greedy decoding in all but name:
+// -temperature 0 says that exactly.
+const minTemperature = 1e-6
+
+// compareFlags are the flags -compare takes: it runs its own settings.
+var compareFlags = []string{"compare", "prompt", "prompt-file", "n", "seed", "model"}
 
 func (o *options) validate(set map[string]bool) error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if o.compare {
+		for name := range set {
+			if !slices.Contains(compareFlags, name) {
+				return fmt.Errorf("-compare runs its own five settings, so -%s has no effect there: -compare takes only -prompt, -prompt-file, -n, -seed and -model", name)
+			}
+		}
+	}
 	switch {
 	case o.n < 0:
 		return fmt.Errorf("-n %d: must be >= 0", o.n)
 	case !finite(o.temperature) || o.temperature < 0:
 		return fmt.Errorf("-temperature %v: must be finite and >= 0 (0 means greedy)", o.temperature)
+	case o.temperature > 0 && o.temperature < minTemperature:
+		return fmt.Errorf("-temperature %v: must be 0 (greedy) or at least %g (smaller values overflow the logits and would sample greedily anyway)", o.temperature, minTemperature)
 	case o.topK < 0:
 		return fmt.Errorf("-top-k %d: must be >= 0 (0 = off)", o.topK)
 	case !(o.topP > 0 && o.topP <= 1):
@@ -145,6 +162,8 @@ func (o *options) validate(set map[string]bool) error {
 		return fmt.Errorf("-loop-window %d: must be >= 1", o.loopWindow)
 	case set["prompt"] && set["prompt-file"]:
 		return fmt.Errorf("-prompt and -prompt-file: give one, not both")
+	case set["prompt-file"] && o.promptFile == "":
+		return fmt.Errorf("-prompt-file is empty: give a file name, or - for standard input")
 	case o.prompt == "" && o.promptFile == "":
 		return fmt.Errorf("-prompt is empty")
 	}
@@ -156,13 +175,6 @@ func (o *options) validate(set map[string]bool) error {
 	for _, b := range o.bias {
 		if !(b.value >= -100 && b.value <= 100) {
 			return fmt.Errorf("-logit-bias %s: the bias must be in [-100, 100]", b.arg)
-		}
-	}
-	if o.compare {
-		for _, f := range samplingFlags {
-			if set[f] {
-				return fmt.Errorf("-compare runs its own five settings: it takes only -prompt, -prompt-file, -n, -seed and -model (not -%s)", f)
-			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // printInfo writes what the checkpoint at path (the embedded model when
@@ -17,7 +18,7 @@ func printInfo(path string, w io.Writer) error {
 		info, err = minigpt.DefaultModelInfo()
 	}
 	if err != nil {
-		return fmt.Errorf("-info: %w", err)
+		return cli.Usagef("-info: %w", err) // a file a flag names, refused before any work: status 2
 	}
 	c := info.Config
 	kind, head := "weights-only", "untied"
@@ -35,6 +36,9 @@ func printInfo(path string, w io.Writer) error {
 	if tc := info.Train; tc != nil {
 		fmt.Fprintf(w, "training:   %d steps of batch %d, lr %g, seed %d, warmup %d, cosine %v to %g, clip %g, weight decay %g, eval every %d on %d batches\n",
 			tc.Steps, tc.BatchSize, tc.LR, tc.Seed, tc.WarmupSteps, tc.CosineDecay, tc.MinLR, tc.GradClip, tc.WeightDecay, tc.EvalEvery, tc.EvalBatches)
+	}
+	if info.CorpusSHA256 != nil {
+		fmt.Fprintf(w, "corpus:     SHA-256 %x (of the training text; -resume checks it)\n", info.CorpusSHA256)
 	}
 	return nil
 }

@@ -12,14 +12,21 @@
 //	go run ./cmd/generate -model shakespeare.ckpt -info
 //
 // The text streams to standard output as it is generated; timings and
-// reports go to standard error. Bad flags exit with status 2, an
-// unreadable model with status 1.
+// reports go to standard error. Exit status (cli.ExitRule): 2 when
+// nothing was done because a flag, its value or a file it names was
+// refused; 1 when generating or writing the text failed; 130 when
+// interrupted.
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,20 +38,37 @@ import (
 func main() { cli.Main("generate", run) }
 
 // exitCode reports err on stderr and returns the exit status (see
-// cli.ExitCode): 0 done, 1 runtime error, 2 bad flags, 130 interrupted.
+// cli.ExitCode): 0 done, 1 failed while generating or writing, 2 refused
+// before any work, 130 interrupted.
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("generate", err, stderr) }
 
 // maxPromptBytes bounds -prompt-file.
 const maxPromptBytes = 1 << 20
 
-// readPrompt reads a prompt file: a regular file of valid UTF-8, at most
-// maxPromptBytes, without a leading byte-order mark.
-func readPrompt(path string) (string, error) {
-	bad := func(why string) error { return cli.UsageError{Err: fmt.Errorf("-prompt-file %s: %s", path, why)} }
-	text, err := cli.ReadFile(path, maxPromptBytes)
+// stdin is what -prompt-file - reads; a variable so that tests can set it.
+var stdin io.Reader = os.Stdin
+
+// readPrompt reads a prompt file, or standard input for "-": valid UTF-8,
+// at most maxPromptBytes, without a leading byte-order mark. Reading
+// standard input gives up when ctx is done (Ctrl-C), which is then the
+// error.
+func readPrompt(ctx context.Context, path string) (string, error) {
+	var text string
+	var err error
+	if path == "-" {
+		var b []byte
+		b, err = cli.ReadAllContext(ctx, stdin, maxPromptBytes)
+		if ctx.Err() != nil {
+			return "", err
+		}
+		text, err = strings.TrimPrefix(string(b), "\uFEFF"), cli.Prefix("standard input", err)
+	} else {
+		text, err = cli.ReadFile(path, maxPromptBytes)
+	}
+	bad := func(why string) error { return cli.Usagef("-prompt-file %s: %s", path, why) }
 	switch {
 	case err != nil:
-		return "", cli.UsageError{Err: fmt.Errorf("-prompt-file %w", err)}
+		return "", cli.Usagef("-prompt-file %w", err)
 	case !utf8.ValidString(text):
 		return "", bad("not valid UTF-8")
 	case text == "":
@@ -53,10 +77,26 @@ func readPrompt(path string) (string, error) {
 	return text, nil
 }
 
+// summary heads -h.
+const summary = "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model)."
+
+// run checks every write to stdout and stderr: output that did not
+// arrive (a full disk, a closed pipe) is a failure, exit status 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
+	err := generate(ctx, args, out, errOut)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
+			return fmt.Errorf("writing the output: %w", werr)
+		}
+	}
+	return err
+}
+
+func generate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	set, err := cli.Parse(fs, args, "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model).\n\n"+pipelineHelp, stdout)
+	set, err := cli.Parse(fs, args, summary+"\n\n"+pipelineHelp+"\n\n"+cli.ExitRule, stdout)
 	if err != nil {
 		return err
 	}
@@ -66,9 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := o.validate(set); err != nil {
 		return cli.UsageError{Err: err}
 	}
-	promptFlag := fmt.Sprintf("-prompt %q", o.prompt)
+	promptFlag := "-prompt"
 	if o.promptFile != "" {
-		p, err := readPrompt(o.promptFile)
+		p, err := readPrompt(ctx, o.promptFile)
 		if err != nil {
 			return err
 		}
@@ -76,10 +116,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	m, vocab, err := loadModel(o.model)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
-	if _, err := vocab.Encode(o.prompt); err != nil {
-		return cli.UsageError{Err: fmt.Errorf("%s: %w", promptFlag, err)}
+	if err := checkPrompt(o.prompt, vocab); err != nil {
+		return cli.Usagef("%s: %w", promptFlag, err)
 	}
 	if o.compare {
 		n := o.n
@@ -119,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	_, err = m.GenerateText(ctx, vocab, o.prompt, gen)
 	elapsed := time.Since(start)
-	fmt.Fprintln(stdout)
+	io.WriteString(stdout, "\n") // checked by run, with every other write
 	if err != nil {
 		return err
 	}
@@ -140,6 +180,32 @@ and -frequency-penalty, -temperature, -repetition-penalty, -no-repeat-ngram,
 -top-k, -top-p, -min-p; then one draw. -greedy (or -temperature 0) skips
 them all; -beams applies the bias, the penalties and -no-repeat-ngram to
 each beam's log-probabilities and skips the rest, as Hugging Face does.`
+
+// checkPrompt reports the first character of prompt outside vocab with
+// its position and a short excerpt around it: the prompt may be a
+// megabyte long, and the error is one line.
+func checkPrompt(prompt string, vocab *minigpt.Vocab) error {
+	_, err := vocab.Encode(prompt)
+	if err == nil || !errors.Is(err, minigpt.ErrUnknownChar) {
+		return err
+	}
+	known := map[rune]bool{}
+	for _, c := range vocab.Chars() {
+		known[c] = true
+	}
+	pos := 0
+	for _, c := range prompt {
+		if !known[c] {
+			msg := fmt.Sprintf("%q at position %d (%U, counting from 0) in %s", c, pos, c, cli.Excerpt(prompt, pos, 20))
+			if chars := vocab.Chars(); len(chars) <= 100 {
+				msg += fmt.Sprintf("; the model knows %q", string(chars))
+			}
+			return fmt.Errorf("%w: %s", minigpt.ErrUnknownChar, msg)
+		}
+		pos++
+	}
+	return err
+}
 
 func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
 	if path == "" {
@@ -165,15 +231,19 @@ func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt
 		{"top_p=0.9", minigpt.GenerateOptions{Temperature: 1, TopP: 0.9}},
 		{"temperature=1.5", minigpt.GenerateOptions{Temperature: 1.5}},
 	}
-	fmt.Fprintf(stdout, "prompt: %q\n", prompt)
+	if _, err := fmt.Fprintf(stdout, "prompt: %q\n", prompt); err != nil {
+		return err
+	}
 	for _, r := range rows {
 		r.o.MaxNewTokens = n
-		r.o.Rand = minigpt.SampleRand(seed, 0)
+		r.o.Rand = rand.New(rand.NewPCG(seed, 0))
 		text, err := m.GenerateText(ctx, vocab, prompt, r.o)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%-15s: %q\n", r.label, text)
+		if _, err := fmt.Fprintf(stdout, "%-15s: %q\n", r.label, text); err != nil {
+			return err // stop at once: nobody reads the rest
+		}
 	}
 	return nil
 }

@@ -93,8 +93,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-prompt", "the Keeper"}, `'K' at position 4`},
 		{[]string{"-prompt", "x", "-prompt-file", "p.txt"}, "give one, not both"},
 		{[]string{"-prompt-file", "/nonexistent/prompt.txt"}, "-prompt-file"},
-		{[]string{"-prompt-file", "/dev/zero"}, "-prompt-file /dev/zero: not a regular file"},
-		{[]string{"-prompt-file", "/tmp"}, "-prompt-file /tmp: not a regular file"},
+		{[]string{"-prompt-file", "/dev/zero"}, "-prompt-file /dev/zero: is a character device, not a regular file"},
+		{[]string{"-prompt-file", "/tmp"}, "-prompt-file /tmp: is a directory, not a regular file"},
 		{[]string{"-compare", "-temperature", "0.5"}, "-compare runs its own five settings"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
@@ -120,8 +120,9 @@ func TestBadModelFile(t *testing.T) {
 	os.WriteFile(garbage, []byte("not a checkpoint at all"), 0o644)
 	for _, path := range []string{filepath.Join(dir, "missing.ckpt"), garbage} {
 		_, errOut, code := runCLI(t, "-model", path, "-greedy")
-		if code != 1 || !strings.Contains(errOut, "-model") {
-			t.Errorf("-model %s: exit %d, stderr %q; want exit 1 with a clear error", path, code, errOut)
+		// Refused before any work: exit status 2 (cli.ExitRule).
+		if code != 2 || !strings.Contains(errOut, "-model") {
+			t.Errorf("-model %s: exit %d, stderr %q; want exit 2 with a clear error", path, code, errOut)
 		}
 	}
 }
@@ -228,11 +229,11 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code = runCLI(t, "-info", "-model", path)
-	if code != 0 || !strings.Contains(out, "full (resumable)") || !strings.Contains(out, "0 steps of batch 3, lr 0.003, seed 9") {
+	if code != 0 || !strings.Contains(out, "full (resumable)") || !strings.Contains(out, "0 steps of batch 3, lr 0.003, seed 9") || !strings.Contains(out, "corpus:     SHA-256 ") {
 		t.Fatalf("exit %d, %q, %q", code, out, errOut)
 	}
 	_, errOut, code = runCLI(t, "-info", "-model", filepath.Join(dir, "missing.ckpt"))
-	if code != 1 || !strings.Contains(errOut, "-info") {
+	if code != 2 || !strings.Contains(errOut, "-info") { // refused before any work (cli.ExitRule)
 		t.Fatalf("missing file: exit %d, %q", code, errOut)
 	}
 }

@@ -146,7 +146,7 @@ func TestNewBadFlags(t *testing.T) {
 		{[]string{"-explain", "-logprobs", "3"}, "give one, not both"},
 		{[]string{"-explain-top", "0"}, "-explain-top 0"},
 		{[]string{"-beams", "2", "-explain"}, "-beams has no per-step"},
-		{[]string{"-compare", "-min-p", "0.1"}, "(not -min-p)"},
+		{[]string{"-compare", "-min-p", "0.1"}, "so -min-p has no effect there"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, errOut, code := runCLI(t, tc.args...)

@@ -25,8 +25,8 @@ type options struct {
 	minLR, gradClip, weightDecay float64
 	evalEvery, evalBatches       int
 
-	weightsOnly, keepBest bool
-	plot                  string
+	weightsOnly, keepBest, force bool
+	plot                         string
 }
 
 // preset is a named set of flag values; flags given explicitly win.
@@ -89,6 +89,9 @@ func presetNames() []string {
 var architectureFlags = []string{"block", "embd", "heads", "layers", "tied"}
 
 // fixedByCheckpoint are the flags a -resume run takes from the checkpoint.
+// The others may be given: -steps (to extend the run), -corpus (the text
+// it was trained on), the outputs (-out, -weights-only, -plot, -keep-best)
+// and -force.
 var fixedByCheckpoint = append(slices.Clone(architectureFlags),
 	"batch", "seed", "lr", "warmup", "cosine", "min-lr", "grad-clip", "weight-decay",
 	"eval-every", "eval-batches", "preset", "init-from")
@@ -98,7 +101,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.StringVar(&o.corpus, "corpus", "", "train on this UTF-8 text `file` (default: the built-in Lantern Bay text); the first 90% trains, the rest validates")
 	fs.StringVar(&o.out, "out", "minigpt.ckpt", "write the checkpoint to this `file` (a -resume run without -out rewrites its -resume file)")
-	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; model and training settings come from it, only -steps may change (pass the same -corpus)")
+	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; the model and training settings come from it: give only -steps (to extend), the same -corpus, outputs (-out, -weights-only, -plot, -keep-best) and -force")
+	fs.BoolVar(&o.force, "force", false, "replace existing -out, -plot and -keep-best files, and -resume on a corpus other than the checkpoint's")
 	fs.StringVar(&o.initFrom, "init-from", "", "fine-tune: start from the weights of this checkpoint `file` (full or weights-only) with a fresh optimizer at step 0; the model's shape comes from it (shape flags must match or be omitted) and every character of -corpus must be in its vocabulary")
 	fs.BoolVar(&o.weightsOnly, "weights-only", false, "write a weights-only checkpoint (config, vocabulary, step, parameters: enough to generate or fine-tune, not to resume)")
 	fs.StringVar(&o.preset, "preset", "", presetHelp())
@@ -125,19 +129,26 @@ func newFlagSet(o *options) *flag.FlagSet {
 	return fs
 }
 
+// summary heads -h.
+const summary = `Trains a MiniGPT on a text corpus and writes a checkpoint. Everything is
+checked before the first step; an existing output file is replaced only
+with -force (or when it is the -resume file), anything but a regular file
+never. Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves
+the checkpoint -out names (full, or weights-only with -weights-only).`
+
 // parseFlags parses and checks args. It returns the options and the set
 // of flags given explicitly.
 func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, error) {
 	o := new(options)
 	fs := newFlagSet(o)
-	set, err := cli.Parse(fs, args, "Trains a MiniGPT on a text corpus and writes a checkpoint.", stdout)
+	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
 	if err != nil {
 		return nil, nil, err
 	}
 	if o.resume != "" {
 		for _, name := range fixedByCheckpoint {
 			if set[name] {
-				return nil, nil, cli.Usagef("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (only -steps may change)", name)
+				return nil, nil, cli.Usagef("-%s cannot be combined with -resume: the checkpoint fixes the model and training settings (of those, only -steps may change)", name)
 			}
 		}
 		return o, set, checkValues(fs, o, set, []string{"steps"})
@@ -159,7 +170,20 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 	if o.initFrom != "" {
 		checked = trainFlags // the checkpoint's shape is checked when it is loaded
 	}
-	return o, set, checkValues(fs, o, set, checked)
+	if err := checkValues(fs, o, set, checked); err != nil {
+		return nil, nil, err
+	}
+	// Valid for the library (a resumed run may extend Steps past it), but
+	// a new run whose warmup outlasts it never reaches -lr: the issue's
+	// -warmup 99999999 -steps 2 trained at 3e-11 without a word.
+	if o.warmup > o.steps {
+		why := fmt.Sprintf("longer than the run's -steps %d, so the learning rate would never get past %.3g × -lr", o.steps, float64(o.steps)/float64(o.warmup))
+		if !set["warmup"] {
+			why += fmt.Sprintf(" (the value comes from -preset %s: give -warmup too)", o.preset)
+		}
+		return nil, nil, cli.BadValue(fs, "warmup", why)
+	}
+	return o, set, nil
 }
 
 // trainFlags set the TrainConfig, in the order their checks are blamed.

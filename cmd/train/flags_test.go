@@ -10,7 +10,7 @@ import (
 )
 
 func TestHelp(t *testing.T) {
-	err, stdout, _ := runTrain(context.Background(), "-h")
+	stdout, _, err := runTrain(context.Background(), "-h")
 	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
 		t.Fatalf("-h: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestPreset(t *testing.T) {
 
 // -preset's help is generated from the preset table: every value shows.
 func TestPresetHelpListsValues(t *testing.T) {
-	_, stdout, _ := runTrain(context.Background(), "-h")
+	stdout, _, _ := runTrain(context.Background(), "-h")
 	for _, p := range presets {
 		for _, kv := range p.values {
 			want := "-" + kv[0] + " " + kv[1]

@@ -8,12 +8,18 @@
 //
 // Progress goes to standard error: a live line on a terminal, otherwise a
 // log line every 1/20 of the run and at every evaluation. SIGINT or
-// SIGTERM stops at the end of the current step and writes the checkpoint,
-// so nothing learned is lost; a second signal aborts without saving.
+// SIGTERM stops at the end of the current step and writes the checkpoint
+// (full, or weights-only with -weights-only), so nothing learned is lost;
+// a second signal aborts without saving.
 //
-// Exit status: 0 done, 1 runtime error (unreadable corpus or checkpoint,
-// divergence, failed save), 2 bad flags, 130 interrupted (checkpoint
-// written).
+// Everything is checked before the first step (flags, the corpus, the
+// -resume or -init-from file, every output): an existing file is replaced
+// only with -force, or when it is the -resume file the run continues; a
+// device, FIFO, socket, symbolic link or directory never.
+//
+// Exit status (cli.ExitRule): 0 done; 2 refused before any work, nothing
+// written; 1 failed after training began (divergence, a failed save);
+// 130 interrupted (the checkpoint written if a step was taken).
 //
 // The files: flags.go (flags, presets and their checks), main.go (the
 // run), outputs.go (what the run writes), report.go (progress), plot.go
@@ -21,7 +27,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -56,7 +65,7 @@ func readCorpus(path string) (text, name string, err error) {
 	}
 	text, err = cli.ReadFile(path, maxCorpusBytes)
 	if err != nil {
-		return "", "", fmt.Errorf("corpus %w", err)
+		return "", "", fmt.Errorf("-corpus %w", err)
 	}
 	return text, path, nil
 }
@@ -67,62 +76,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.resume != "" && !set["out"] {
-		o.out = o.resume
-	}
-	if err := checkOutputs(o); err != nil {
-		return err
-	}
-	text, corpusName, err := readCorpus(o.corpus)
+	tr, outs, best, corpusName, err := prepare(o, set, stderr)
 	if err != nil {
+		// Everything before the first step is checking: a refusal here
+		// has done nothing, whatever its cause (cli.ExitRule).
+		var ue cli.UsageError
+		if !errors.As(err, &ue) {
+			err = cli.UsageError{Err: err}
+		}
 		return err
 	}
 
-	tr, err := newTrainer(o, set, text, corpusName, stderr)
-	if err != nil {
-		return err
-	}
-
-	best := bestKeeper{path: bestPath(o.out), kind: o.kind(), bestLoss: math.Inf(1)}
-	if o.keepBest && o.resume != "" {
-		best.recall(tr, stderr)
-	}
+	first := tr.Step()
 	rep := newReporter(stderr, tr.Step(), tr.Config().Steps)
-	var trainCurve, valCurve []point
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = tr.Run(runCtx, func(p minigpt.Progress) {
 		rep.step(p)
-		if o.plot != "" {
-			trainCurve = append(trainCurve, point{p.Step, p.Loss})
-			if !math.IsNaN(p.ValLoss) {
-				valCurve = append(valCurve, point{p.Step, p.ValLoss})
-			}
-		}
-		if o.keepBest && !math.IsNaN(p.ValLoss) {
+		if best != nil && !math.IsNaN(p.ValLoss) {
 			if err := best.offer(tr, p.ValLoss); err != nil {
 				cancel(err)
 			}
 		}
 	})
 	rep.finishLine()
+	kind := "full"
+	if o.weightsOnly {
+		kind = "weights-only"
+	}
 	var interrupted bool
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		interrupted = true
-		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the checkpoint\n", tr.Step())
+		if tr.Step() == first {
+			// Nothing learned: the file at -out (if any) stays as it is.
+			return fmt.Errorf("%w before the first step; nothing saved", errInterrupted)
+		}
+		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the %s checkpoint\n", tr.Step(), kind)
 	case runCtx.Err() != nil: // keep-best failed: save what was learned, then report
 		err = context.Cause(runCtx)
+	case errors.Is(err, minigpt.ErrDiverged):
+		// The failed step changed nothing: the state is the one after
+		// the last good step. Keep it if this run got that far (to
+		// generate with, or to look at), and say what was kept:
+		// "training diverged: loss NaN in step 2 of 20".
+		if tr.Step() == first {
+			return fmt.Errorf("%w of %d; nothing saved", err, tr.Config().Steps)
+		}
+		if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
+			return fmt.Errorf("%w of %d; saving the last good state failed: %w", err, tr.Config().Steps, serr)
+		}
+		return fmt.Errorf("%w of %d; saved the last good state, step %d, to %s (%s; resuming it would diverge again: start over with a lower -lr)", err, tr.Config().Steps, tr.Step(), o.out, kind)
 	default:
-		return err // divergence: the state is the one before the bad step, but resuming would repeat it
+		return err
 	}
 
-	kind := "full"
-	if o.weightsOnly {
-		kind = "weights-only"
-	}
-	if serr := minigpt.SaveCheckpoint(o.out, tr.Checkpoint(o.kind())); serr != nil {
+	if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
 		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step(), tr.Config().Steps, serr)
 	}
 	if err != nil && !interrupted {
@@ -139,15 +149,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
 		tr.Step(), tr.Config().Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
-	if o.plot != "" {
+	if outs.plot != nil {
 		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
-		if err := writePlotFile(o.plot, title, trainCurve, valCurve); err != nil {
-			return fmt.Errorf("-plot: %w", err)
+		trainLosses, valLosses := tr.LossHistory()
+		err := outs.plot.save(func(w io.Writer) error {
+			return writeLossPlot(w, title, toPoints(trainLosses), toPoints(valLosses))
+		})
+		if err != nil {
+			return fmt.Errorf("checkpoint saved to %s, but the plot failed: %w", o.out, err)
 		}
-		fmt.Fprintf(stderr, "wrote the loss curves to %s\n", o.plot)
+		fmt.Fprintf(stderr, "wrote the loss curves of steps 1 to %d to %s\n", tr.Step(), o.plot)
 	}
-	if o.keepBest && best.saved {
-		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.path)
+	if best != nil && best.saved {
+		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.out.path)
 	}
 	if interrupted {
 		if o.weightsOnly {
@@ -158,12 +172,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// prepare does everything before the first step: it checks the outputs,
+// reads the corpus, and builds the trainer.
+func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Trainer, outs *outputs, best *bestKeeper, corpusName string, err error) {
+	outFromResume := o.resume != "" && !set["out"]
+	if outFromResume {
+		o.out = o.resume
+	}
+	if outs, err = planOutputs(o, outFromResume); err != nil {
+		return
+	}
+	var text string
+	if text, corpusName, err = readCorpus(o.corpus); err != nil {
+		return
+	}
+	if tr, err = newTrainer(o, set, text, corpusName, stderr); err != nil {
+		return
+	}
+	if outs.best != nil {
+		best = &bestKeeper{out: outs.best, kind: o.kind(), bestLoss: math.Inf(1)}
+		if o.resume != "" {
+			err = best.recall(tr, o.force, stderr)
+		}
+	}
+	return
+}
+
+// toPoints converts a loss history for the plot.
+func toPoints(ps []minigpt.LossPoint) []point {
+	out := make([]point, len(ps))
+	for i, p := range ps {
+		out[i] = point{p.Step, p.Loss}
+	}
+	return out
+}
+
 // newTrainer builds the run's trainer: resumed (-resume), fine-tuning a
 // checkpoint's weights (-init-from) or a fresh model, and announces it.
 func newTrainer(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, error) {
 	switch {
 	case o.resume != "":
-		tr, err := resume(o, set, text, corpusName)
+		tr, err := resume(o, set, text, corpusName, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -227,31 +276,43 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 }
 
 // resume loads the -resume checkpoint and returns its trainer on text.
-func resume(o *options, set map[string]bool, text, corpusName string) (*minigpt.Trainer, error) {
+// A version-2 checkpoint records its text's fingerprint: another text is
+// refused unless -force (and then said).
+func resume(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, error) {
 	c, err := minigpt.LoadCheckpoint(o.resume)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-resume: %w", err)
 	}
 	if !c.Full() {
 		return nil, fmt.Errorf("%s is a weights-only checkpoint; -resume needs a full one (written without -weights-only)", o.resume)
 	}
 	if set["steps"] {
 		if o.steps < c.Step {
-			return nil, cli.UsageError{Err: fmt.Errorf("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)}
+			return nil, cli.Usagef("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)
 		}
 		c.Train.Steps = o.steps
 	}
-	if o.corpus == "" {
+	if o.corpus == "" && !o.force {
 		// Without -corpus the run continues on Lantern Bay: refuse a
 		// checkpoint that was not trained on it rather than switch texts.
 		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
-		if !slices.Equal(lb.Chars(), c.Vocab.Chars()) {
-			return nil, cli.UsageError{Err: fmt.Errorf("-resume %s was not trained on the built-in text (its vocabulary differs); pass the -corpus it was trained on", o.resume)}
+		sum := sha256.Sum256([]byte(minigpt.LanternBay))
+		if !slices.Equal(lb.Chars(), c.Vocab.Chars()) || (c.CorpusSHA256 != nil && !bytes.Equal(c.CorpusSHA256, sum[:])) {
+			return nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}
 	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
+	}
+	switch sum := d.SHA256(); {
+	case c.CorpusSHA256 == nil:
+		fmt.Fprintf(stderr, "note: %s records no fingerprint of its training text (format version 1), so the corpus cannot be checked\n", o.resume)
+	case !bytes.Equal(c.CorpusSHA256, sum[:]) && !o.force:
+		return nil, cli.Usagef("-resume %s was trained on another text than %s (SHA-256 %x…, not %x…); pass the -corpus it was trained on, or -force to continue on this one", o.resume, corpusName, c.CorpusSHA256[:6], sum[:6])
+	case !bytes.Equal(c.CorpusSHA256, sum[:]):
+		fmt.Fprintf(stderr, "-force: continuing %s on %s, which is not the text it was trained on\n", o.resume, corpusName)
+		c.CorpusSHA256 = nil
 	}
 	return minigpt.ResumeTrainer(c, d)
 }

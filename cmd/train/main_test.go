@@ -24,11 +24,11 @@ func tinyArgs(out string, more ...string) []string {
 	}, more...)
 }
 
-// runTrain runs the command and returns its error, stdout and stderr.
-func runTrain(ctx context.Context, args ...string) (error, string, string) {
+// runTrain runs the command and returns its stdout, stderr and error.
+func runTrain(ctx context.Context, args ...string) (string, string, error) {
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, args, &stdout, &stderr)
-	return err, stdout.String(), stderr.String()
+	return stdout.String(), stderr.String(), err
 }
 
 func load(t *testing.T, path string) *minigpt.Checkpoint {
@@ -64,7 +64,7 @@ func TestRunWritesLoadableCheckpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "m.ckpt")
-			err, _, stderr := runTrain(context.Background(), tinyArgs(out, tc.more...)...)
+			_, stderr, err := runTrain(context.Background(), tinyArgs(out, tc.more...)...)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
 			}
@@ -100,14 +100,14 @@ func TestRunErrors(t *testing.T) {
 	badUTF8 := write("bad.txt", "the lam\xffp keeper"+strings.Repeat(" walks", 100))
 	short := write("short.txt", "the lamp keeper")
 	weights := filepath.Join(dir, "weights.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(weights, "-weights-only")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(weights, "-weights-only")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	corrupt := write("corrupt.ckpt", "\x89GPT\r\n\x1a\n\x01\x00\x00\x00 and then nonsense")
 	out := filepath.Join(dir, "out.ckpt")
 	other := write("other.txt", strings.Repeat("zebra quartz vexing jumps. ", 20))
 	otherFull := filepath.Join(dir, "other.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(otherFull, "-corpus", other)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(otherFull, "-corpus", other)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 
@@ -130,27 +130,27 @@ func TestRunErrors(t *testing.T) {
 		{"model flag with resume", []string{"-resume", weights, "-embd", "8"}, 2, "-embd cannot be combined with -resume"},
 		{"init-from with resume", []string{"-resume", otherFull, "-init-from", weights}, 2, "-init-from cannot be combined with -resume"},
 		{"init-from shape mismatch", tinyArgs(out, "-init-from", weights, "-embd", "32"), 2, "-embd 32 does not match -init-from " + weights + ", whose model has 16"},
-		{"init-from corpus outside vocabulary", tinyArgs(out, "-init-from", weights, "-corpus", other), 1, `'z' (U+007A) at byte offset 0`},
-		{"init-from missing", tinyArgs(out, "-init-from", filepath.Join(dir, "nope.ckpt")), 1, "-init-from: load checkpoint"},
+		{"init-from corpus outside vocabulary", tinyArgs(out, "-init-from", weights, "-corpus", other), 2, `'z' (U+007A) at byte offset 0`},
+		{"init-from missing", tinyArgs(out, "-init-from", filepath.Join(dir, "nope.ckpt")), 2, "-init-from: load checkpoint"},
 		{"out is the init-from file", tinyArgs(weights, "-init-from", weights), 2, "-out and -init-from both name"},
 		{"embd 30 heads 4", []string{"-embd", "30"}, 2, `invalid value "30" for flag -embd: invalid config: embedding width 30 is not divisible by 4 heads`},
-		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 1, "no such file"},
-		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 1, "invalid UTF-8 at byte offset 7"},
-		{"short corpus", tinyArgs(out, "-corpus", short), 1, "a corpus of at least 100 characters"},
-		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 1, "no such file"},
-		{"weights-only resume", []string{"-resume", weights}, 1, "weights-only checkpoint; -resume needs a full one"},
-		{"corrupt resume file", []string{"-resume", corrupt}, 1, "bad checkpoint"},
+		{"missing corpus", tinyArgs(out, "-corpus", filepath.Join(dir, "nope.txt")), 2, "no such file"},
+		{"invalid UTF-8 corpus", tinyArgs(out, "-corpus", badUTF8), 2, "invalid UTF-8 at byte offset 7"},
+		{"short corpus", tinyArgs(out, "-corpus", short), 2, "a corpus of at least 100 characters"},
+		{"missing resume file", []string{"-resume", filepath.Join(dir, "nope.ckpt")}, 2, "no such file"},
+		{"weights-only resume", []string{"-resume", weights}, 2, "weights-only checkpoint; -resume needs a full one"},
+		{"corrupt resume file", []string{"-resume", corrupt}, 2, "bad checkpoint"},
 		{"out is the plot", tinyArgs(out, "-plot", out), 2, "-out and -plot both name"},
 		{"out is the corpus", tinyArgs(other, "-corpus", other), 2, "-out and -corpus both name"},
-		{"out in a missing directory", tinyArgs(filepath.Join(dir, "no", "such", "m.ckpt")), 2, "cannot write there"},
+		{"out in a missing directory", tinyArgs(filepath.Join(dir, "no", "such", "m.ckpt")), 2, "cannot create a file in " + filepath.Join(dir, "no", "such") + ": no such file or directory"},
 		{"out is a directory", tinyArgs(dir), 2, "is a directory"},
-		{"plot in a missing directory", tinyArgs(out, "-plot", filepath.Join(dir, "no", "p.svg")), 2, "flag -plot: cannot write there"},
-		{"corpus is a directory", tinyArgs(out, "-corpus", dir), 1, "not a regular file"},
+		{"plot in a missing directory", tinyArgs(out, "-plot", filepath.Join(dir, "no", "p.svg")), 2, "-plot " + filepath.Join(dir, "no", "p.svg") + ": cannot create a file in"},
+		{"corpus is a directory", tinyArgs(out, "-corpus", dir), 2, "-corpus " + dir + ": is a directory, not a regular file"},
 		{"weights-only over the resumed file", []string{"-resume", otherFull, "-corpus", other, "-weights-only"}, 2, "would replace the full checkpoint"},
 		{"resume without its corpus", []string{"-resume", otherFull}, 2, "was not trained on the built-in text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err, _, _ := runTrain(context.Background(), tc.args...)
+			_, _, err := runTrain(context.Background(), tc.args...)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
@@ -190,7 +190,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	dir := t.TempDir()
 	sched := []string{"-warmup", "4", "-cosine", "-min-lr", "1e-4", "-grad-clip", "1", "-weight-decay", "0.1", "-eval-every", "5"}
 	whole := filepath.Join(dir, "whole.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, append(sched, "-steps", "40")...)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(whole, append(sched, "-steps", "40")...)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 
@@ -202,7 +202,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	if code := exitCode(err, io.Discard); !errors.Is(err, errInterrupted) || code != 130 {
 		t.Fatalf("cancelled run: %v (exit %d), want interrupted (exit 130)\n%s", err, code, stderr.buf.String())
 	}
-	if !strings.Contains(err.Error(), "-resume "+part) || !strings.Contains(stderr.buf.String(), "saving the checkpoint") {
+	if !strings.Contains(err.Error(), "-resume "+part) || !strings.Contains(stderr.buf.String(), "saving the full checkpoint") {
 		t.Fatalf("the interruption is not reported with how to continue: %v\n%s", err, stderr.buf.String())
 	}
 	c := load(t, part)
@@ -211,7 +211,7 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 	}
 
 	done := filepath.Join(dir, "done.ckpt")
-	if err, _, stderr := runTrain(context.Background(), "-resume", part, "-out", done); err != nil {
+	if _, stderr, err := runTrain(context.Background(), "-resume", part, "-out", done); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	got, want := load(t, done), load(t, whole)
@@ -226,14 +226,14 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 func TestResumeExtendsRun(t *testing.T) {
 	dir := t.TempDir()
 	whole, part := filepath.Join(dir, "whole.ckpt"), filepath.Join(dir, "part.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(whole, "-steps", "6")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(whole, "-steps", "6")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(part, "-steps", "3")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(part, "-steps", "3")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	// Without -out, the -resume file is rewritten.
-	err, _, stderr := runTrain(context.Background(), "-resume", part, "-steps", "6")
+	_, stderr, err := runTrain(context.Background(), "-resume", part, "-steps", "6")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -244,7 +244,7 @@ func TestResumeExtendsRun(t *testing.T) {
 	if got.Step != 6 || !sameParams(got.Model.Params, want.Model.Params) {
 		t.Fatalf("3 steps then 3 more: step %d; parameters equal to 6 steps: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
 	}
-	err, _, _ = runTrain(context.Background(), "-resume", part, "-steps", "4")
+	_, _, err = runTrain(context.Background(), "-resume", part, "-steps", "4")
 	if exitCode(err, io.Discard) != 2 || !strings.Contains(err.Error(), "already at step 6") {
 		t.Fatalf("shrinking a finished run: %v, want a usage error", err)
 	}
@@ -253,7 +253,7 @@ func TestResumeExtendsRun(t *testing.T) {
 func TestKeepBest(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.ckpt")
-	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "6", "-eval-every", "2", "-keep-best")...)
+	_, stderr, err := runTrain(context.Background(), tinyArgs(out, "-steps", "6", "-eval-every", "2", "-keep-best")...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -266,7 +266,7 @@ func TestKeepBest(t *testing.T) {
 		t.Fatalf("stderr does not report the best checkpoint:\n%s", stderr)
 	}
 	// A resumed run starts from the best loss so far, not from scratch.
-	err, _, stderr = runTrain(context.Background(), "-resume", out, "-steps", "8", "-keep-best")
+	_, stderr, err = runTrain(context.Background(), "-resume", out, "-steps", "8", "-keep-best")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -281,7 +281,7 @@ func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 	corpus := filepath.Join(dir, "bom.txt")
 	os.WriteFile(corpus, []byte("\uFEFF"+strings.Repeat("the lamp keeper. ", 30)), 0o644)
 	out := filepath.Join(dir, "m.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	if chars := string(load(t, out).Vocab.Chars()); strings.ContainsRune(chars, '\uFEFF') {
@@ -296,13 +296,13 @@ func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 func TestInitFromFineTunes(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.ckpt")
-	if err, _, stderr := runTrain(context.Background(), tinyArgs(base, "-steps", "5")...); err != nil {
+	if _, stderr, err := runTrain(context.Background(), tinyArgs(base, "-steps", "5")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	corpus := filepath.Join(dir, "mine.txt")
 	os.WriteFile(corpus, []byte(strings.Repeat("the gulls rest on the rocks at dusk. ", 10)), 0o644)
 	tuned := filepath.Join(dir, "tuned.ckpt")
-	err, _, stderr := runTrain(context.Background(), "-init-from", base, "-corpus", corpus, "-steps", "2",
+	_, stderr, err := runTrain(context.Background(), "-init-from", base, "-corpus", corpus, "-steps", "2",
 		"-batch", "4", "-eval-batches", "1", "-block", "8", "-seed", "7", "-out", tuned)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"example.org/minigpt"
@@ -111,28 +109,6 @@ func niceStep(raw float64) float64 {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
-}
-
-// writePlotFile writes the plot to path through a temporary file in the
-// same directory, so that a failure never leaves half a picture.
-func writePlotFile(path, title string, train, val []point) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".plot-*.svg")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename there is nothing to remove
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := writeLossPlot(f, title, train, val); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // describeShape is the model and batch shape in a few words, for titles.

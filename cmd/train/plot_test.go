@@ -12,7 +12,7 @@ import (
 func TestPlotWritesSVGCurves(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "loss.svg")
-	err, _, stderr := runTrain(context.Background(), tinyArgs(filepath.Join(dir, "m.ckpt"), "-steps", "12", "-eval-every", "4", "-plot", plot)...)
+	_, stderr, err := runTrain(context.Background(), tinyArgs(filepath.Join(dir, "m.ckpt"), "-steps", "12", "-eval-every", "4", "-plot", plot)...)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
@@ -59,7 +59,7 @@ func TestPlotWritesSVGCurves(t *testing.T) {
 
 func TestPlotIntoMissingDirectoryFails(t *testing.T) {
 	dir := t.TempDir()
-	err, _, _ := runTrain(context.Background(), tinyArgs(filepath.Join(dir, "m.ckpt"), "-plot", filepath.Join(dir, "no", "such", "loss.svg"))...)
+	_, _, err := runTrain(context.Background(), tinyArgs(filepath.Join(dir, "m.ckpt"), "-plot", filepath.Join(dir, "no", "such", "loss.svg"))...)
 	if err == nil || !strings.Contains(err.Error(), "-plot") {
 		t.Fatalf("err = %v, want a -plot error", err)
 	}

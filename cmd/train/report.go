@@ -40,17 +40,17 @@ func describe(tr *minigpt.Trainer, corpusName string) string {
 // \r (evaluations stay on screen), otherwise a plain line every
 // max(1, steps/20) steps and at every evaluation.
 type reporter struct {
-	w                  io.Writer
-	live               bool
-	every              int
-	firstStep          int // step the run (or resumed part) started at
-	lastDraw           time.Time
-	drawn              int // length of the live line on screen; 0 = none
-	losses             [50]float64
-	nLosses            int
-	lastVal            float64
-	lastValStep        int
-	stepWidth, maxStep int
+	w           io.Writer
+	live        bool
+	every       int
+	firstStep   int // step the run (or resumed part) started at
+	lastDraw    time.Time
+	drawn       int // length of the live line on screen; 0 = none
+	losses      [50]float64
+	nLosses     int
+	lastVal     float64
+	lastValStep int
+	stepWidth   int
 }
 
 func newReporter(w io.Writer, firstStep, steps int) *reporter {

@@ -13,7 +13,7 @@ import (
 
 func TestProgressLines(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "m.ckpt")
-	err, _, stderr := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
+	_, stderr, err := runTrain(context.Background(), tinyArgs(out, "-steps", "40", "-eval-every", "15")...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,16 +16,34 @@ import (
 	"syscall"
 )
 
-// Exit statuses shared by the commands.
+// Exit statuses shared by the commands. The rule is about when, not
+// why: everything a command can check before it starts its work (flags,
+// their values, the files they name, whether the outputs may be written)
+// is checked first, and a refusal there is status 2 with nothing done;
+// status 1 is a failure after the work began.
 const (
 	ExitOK          = 0
-	ExitFailure     = 1   // a runtime error: unreadable input, failed save, ...
-	ExitUsage       = 2   // a bad flag or flag value
+	ExitFailure     = 1   // failed after the work began: a save, a write, divergence
+	ExitUsage       = 2   // refused before any work: a flag, its value, or a file it names
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report it)
 )
 
-// UsageError marks a bad flag or flag value: exit status 2, and the
-// message points at -h.
+// ExitRule is the exit-status rule in words, for -h and the README.
+const ExitRule = `Exit status: 0 done; 2 refused before any work (a bad flag or value, or a
+file a flag names that cannot be used; nothing was written); 1 failed after
+the work began (a save or write failed, training diverged); 130 interrupted
+by SIGINT or SIGTERM (a second signal kills at once).`
+
+// Prefix returns err with name and ": " before its message, or nil.
+func Prefix(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// UsageError marks a command refused before any work (see ExitUsage):
+// exit status 2, and the message points at -h.
 type UsageError struct{ Err error }
 
 func (e UsageError) Error() string { return e.Err.Error() }
@@ -113,27 +131,11 @@ func BadValue(fs *flag.FlagSet, name, why string) error {
 // Every error message starts with the path, so that a caller can prefix
 // the flag: "-corpus x.txt: not a regular file".
 func ReadFile(path string, limit int64) (string, error) {
-	// Stat before opening: opening a FIFO for reading blocks until a
-	// writer appears. The check after opening covers a swap in between.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path) // refuses a FIFO without blocking on it
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // "open PATH: ..." would name the operation, not the input
-		}
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)

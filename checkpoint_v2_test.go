@@ -1,0 +1,277 @@
+package minigpt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// v1FullFixture is testdata/v1_full.ckpt: a full checkpoint written by
+// the version-1 writer (commit ad44dd9's SaveCheckpoint) of
+// ckptTrainer(t, Config{VocabSize: 24, BlockSize: 4, EmbedDim: 4, Heads:
+// 2, Layers: 1, TiedHead: true}, 3, nil): Lantern Bay, 3 steps.
+const v1FullFixture = "testdata/v1_full.ckpt"
+
+func v1FixtureConfig() Config {
+	return Config{VocabSize: 24, BlockSize: 4, EmbedDim: 4, Heads: 2, Layers: 1, TiedHead: true}
+}
+
+// Version-1 files, as the old writer wrote them, still load and resume
+// exactly; they have no fingerprint and no history.
+func TestCheckpointVersion1StillLoads(t *testing.T) {
+	raw, err := os.ReadFile(v1FullFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(raw[8:]); v != 1 {
+		t.Fatalf("%s is version %d, want the version-1 fixture", v1FullFixture, v)
+	}
+	c, err := LoadCheckpoint(v1FullFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Full() || c.Step != 3 || c.Model.Config != v1FixtureConfig() || c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil {
+		t.Fatalf("v1 checkpoint: full %v, step %d, config %+v, fingerprint %x, history %v %v",
+			c.Full(), c.Step, c.Model.Config, c.CorpusSHA256, c.TrainLoss, c.ValLoss)
+	}
+	// Its bytes are exactly what the test helper makes of the version-2
+	// encoding, which validates the helper the fuzz seeds use.
+	if !bytes.Equal(downgradeToV1(encodeCheckpoint(t, c)), raw) {
+		t.Fatal("downgradeToV1(WriteCheckpoint(v1 file)) differs from the v1 file")
+	}
+	// Resuming it continues the run exactly: 3 steps + 4 = 7 uninterrupted.
+	want := ckptTrainer(t, v1FixtureConfig(), 7, nil)
+	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ResumeTrainer(c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := tr.TrainStep(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := sameBits(tr.Model().Params, want.Model().Params); !ok {
+		t.Fatal("a resumed version-1 checkpoint does not continue the run exactly")
+	}
+	// Written again, it becomes version 2 and says the same.
+	again, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, c)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sameP := sameBits(again.Model.Params, c.Model.Params)
+	_, sameV := sameBits(again.Opt.V, c.Opt.V)
+	if again.Step != c.Step || !sameP || !sameV {
+		t.Fatal("a v1 checkpoint written as v2 reads back differently")
+	}
+}
+
+// runTo trains tr with Run until it has done `stop` steps (or the run's
+// end), as an interrupted run would.
+func runTo(t *testing.T, tr *Trainer, stop int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := tr.Run(ctx, func(p Progress) {
+		if p.Step == stop {
+			cancel()
+		}
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// The loss history survives a checkpoint and a resume: the resumed run's
+// history is bit for bit the uninterrupted run's, training and
+// validation points alike.
+func TestCheckpointKeepsLossHistory(t *testing.T) {
+	const N, M = 5, 6
+	edit := func(c *TrainConfig) { c.Steps, c.EvalEvery = N+M, 2 }
+	whole := ckptTrainer(t, ckptResumeConfig(), 0, edit)
+	runTo(t, whole, N+M)
+	wantTrain, wantVal := whole.LossHistory()
+	if len(wantTrain) != N+M || len(wantVal) != (N+M)/2+1 {
+		t.Fatalf("uninterrupted history: %d training, %d validation points; want %d and %d", len(wantTrain), len(wantVal), N+M, (N+M)/2+1)
+	}
+	for i, p := range wantTrain {
+		if p.Step != i+1 || !(p.Loss > 0) {
+			t.Fatalf("training point %d is %+v", i, p)
+		}
+	}
+
+	first := ckptTrainer(t, ckptResumeConfig(), 0, edit)
+	runTo(t, first, N)
+	c, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(FullCheckpoint))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.TrainLoss) != N || len(c.ValLoss) != N/2 {
+		t.Fatalf("checkpoint after %d steps holds %d training and %d validation points", N, len(c.TrainLoss), len(c.ValLoss))
+	}
+	if sum := sha256.Sum256([]byte(LanternBay)); !bytes.Equal(c.CorpusSHA256, sum[:]) {
+		t.Fatalf("corpus fingerprint %x, want SHA-256 of Lantern Bay %x", c.CorpusSHA256, sum)
+	}
+	second, err := ResumeTrainer(c, first.Dataset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTo(t, second, N+M)
+	gotTrain, gotVal := second.LossHistory()
+	if !slices.Equal(gotTrain, wantTrain) || !slices.Equal(gotVal, wantVal) {
+		t.Fatalf("resumed history differs from the uninterrupted one:\ntrain %v\nwant  %v\nval %v\nwant %v", gotTrain, wantTrain, gotVal, wantVal)
+	}
+	// A weights-only checkpoint keeps neither.
+	w := second.Checkpoint(WeightsOnly)
+	if w.CorpusSHA256 != nil || w.TrainLoss != nil || w.ValLoss != nil {
+		t.Fatal("a weights-only checkpoint holds a fingerprint or history")
+	}
+}
+
+// A corpus with the same vocabulary but another text is refused on
+// resume; clearing the fingerprint is the way to continue on it anyway.
+func TestResumeRefusesAnotherCorpus(t *testing.T) {
+	tr := ckptTrainer(t, ckptResumeConfig(), 2, nil)
+	c := tr.Checkpoint(FullCheckpoint)
+	// Lantern Bay rotated by 7 characters: the same 24 characters, another text.
+	other := LanternBay[7:] + LanternBay[:7]
+	d, err := NewDatasetWithVocab(other, c.Vocab, c.Model.Config.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResumeTrainer(c, d); !errors.Is(err, ErrCorpusMismatch) {
+		t.Fatalf("ResumeTrainer on another text = %v, want ErrCorpusMismatch", err)
+	}
+	c.CorpusSHA256 = nil
+	if _, err := ResumeTrainer(c, d); err != nil {
+		t.Fatalf("ResumeTrainer with the fingerprint cleared = %v", err)
+	}
+	if _, err := ResumeTrainer(tr.Checkpoint(FullCheckpoint), tr.Dataset()); err != nil {
+		t.Fatalf("ResumeTrainer on the same text = %v", err)
+	}
+}
+
+// Dataset.SHA256 is the hash of the text NewDataset was given.
+func TestDatasetSHA256(t *testing.T) {
+	for _, text := range []string{LanternBay, strings.Repeat("naïve café 日本 ", 40)} {
+		d, err := NewDataset(text, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d.SHA256(), sha256.Sum256([]byte(text)); got != want {
+			t.Fatalf("SHA256 = %x, want %x", got, want)
+		}
+	}
+}
+
+// The damage the version-2 sections can suffer is named.
+func TestReadCheckpointV2Corruption(t *testing.T) {
+	cfg := ckptResumeConfig()
+	tr := ckptTrainer(t, cfg, 0, func(c *TrainConfig) { c.Steps, c.EvalEvery = 4, 2 })
+	runTo(t, tr, 4)
+	good := encodeCheckpoint(t, tr.Checkpoint(FullCheckpoint))
+	off := ckptOffsets(cfg, 4+2)
+	if off["end"] != len(good) {
+		t.Fatalf("checkpoint is %d bytes, the layout says %d", len(good), off["end"])
+	}
+	hist := off["loss history"]
+	put64 := func(at int, v uint64) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint64(b[at:], v); return resealCheckpoint(b) }
+	}
+	put32 := func(at int, v uint32) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[at:], v); return resealCheckpoint(b) }
+	}
+	weightsOnly := encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"more training points than steps", put32(52, 5)(slices.Clone(good)), "5 training-loss points for 4 steps"},
+		{"too many validation points", put32(56, 6)(slices.Clone(good)), "6 validation-loss points for 4 steps"},
+		{"counts without the section", put32(12, flagsFull|flagCorpus)(slices.Clone(good)), "loss history counts are 4 and 2 but the loss history section is absent"},
+		{"cut in the history", good[:hist+20], "truncated in the loss history section"},
+		{"steps not increasing", put64(hist+16, 1)(slices.Clone(good)), "training-loss point 1 is at step 1"},
+		{"training step 0", put64(hist, 0)(slices.Clone(good)), "training-loss point 0 is at step 0, want a step in [1, 4]"},
+		{"validation step past the end", put64(hist+16*5, 9)(slices.Clone(good)), "validation-loss point 1 is at step 9"},
+		{"NaN loss", put64(hist+8, math.Float64bits(math.NaN()))(slices.Clone(good)), "training-loss point 0 (step 1) is NaN"},
+		{"negative loss", put64(hist+16*4+8, math.Float64bits(-1))(slices.Clone(good)), "validation-loss point 0 (step 2) is -1"},
+		{"fingerprint in a weights-only checkpoint", put32(12, flagCorpus)(slices.Clone(weightsOnly)), "truncated"},
+		{"version-2 flag in a version-1 file", put32(12, flagsFull|flagCorpus)(mustReadFile(t, v1FullFixture)), "unknown section flags 0x8 (version 1)"},
+		{"version 3", put32(8, 3)(slices.Clone(good)), "unsupported format version 3 (this reader knows versions 1 and 2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadCheckpoint(bytes.NewReader(tc.in))
+			if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ReadCheckpoint = %v\nwant ErrBadCheckpoint mentioning %q", err, tc.want)
+			}
+		})
+	}
+	// What check refuses, WriteCheckpoint refuses too.
+	for _, tc := range []struct {
+		name string
+		edit func(*Checkpoint)
+		want string
+	}{
+		{"short fingerprint", func(c *Checkpoint) { c.CorpusSHA256 = c.CorpusSHA256[:8] }, "corpus fingerprint is 8 bytes"},
+		{"history in weights-only", func(c *Checkpoint) { c.Train, c.Opt, c.rngState = nil, nil, nil }, "only a full checkpoint holds"},
+		{"history past the step", func(c *Checkpoint) { c.TrainLoss = append(c.TrainLoss, LossPoint{5, 1}) }, "training-loss point 4 is at step 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tr.Checkpoint(FullCheckpoint)
+			tc.edit(c)
+			if err := WriteCheckpoint(&bytes.Buffer{}, c); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WriteCheckpoint = %v, want ErrBadCheckpoint mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The sizes CHECKPOINT.md states for the default model.
+func TestCheckpointSizesInTheDocs(t *testing.T) {
+	d, err := NewDataset(LanternBay, DefaultConfig().BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(DefaultConfig(), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, d, DefaultTrainConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))); n != 838_016 {
+		t.Errorf("default weights-only checkpoint: %d bytes, CHECKPOINT.md says 838,016", n)
+	}
+	// After the default run: 1200 steps, one training point each, one
+	// validation point at the end.
+	c := tr.Checkpoint(FullCheckpoint)
+	c.Step, c.Opt.Step = 1200, 1200
+	for s := 1; s <= 1200; s++ {
+		c.TrainLoss = append(c.TrainLoss, LossPoint{s, 1})
+	}
+	c.ValLoss = []LossPoint{{1200, 1}}
+	if n := len(encodeCheckpoint(t, c)); n != 2_533_060 {
+		t.Errorf("default full checkpoint after 1200 steps: %d bytes, CHECKPOINT.md says 2,533,060", n)
+	}
+}

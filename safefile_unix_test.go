@@ -1,0 +1,248 @@
+//go:build unix
+
+package minigpt
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// specialFiles makes, in a fresh temporary directory, one of each thing
+// that is not a regular file — never on a real system path — and returns
+// the directory, the paths by the kind the error must name, and the
+// regular file the symbolic link points to.
+func specialFiles(t *testing.T) (dir string, paths map[string]string, linked string) {
+	t.Helper()
+	dir = t.TempDir()
+	paths = map[string]string{}
+	linked = filepath.Join(dir, "linked.txt")
+	if err := os.WriteFile(linked, []byte("linked"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(linked, filepath.Join(dir, "symlink")); err == nil {
+		paths["symbolic link"] = filepath.Join(dir, "symlink")
+	}
+	if err := os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "dangling")); err == nil {
+		paths["symbolic link "] = filepath.Join(dir, "dangling") // the trailing space keeps the key unique
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err == nil {
+		paths["named pipe (FIFO)"] = filepath.Join(dir, "fifo")
+	}
+	// The device numbers of /dev/null, made here, in the test's directory.
+	if err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
+		paths["character device"] = filepath.Join(dir, "null")
+	} else {
+		t.Logf("mknod: %v (not root?); skipping the device case", err)
+	}
+	if l, err := net.Listen("unix", filepath.Join(dir, "sock")); err == nil {
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		l.Close()
+		paths["socket"] = filepath.Join(dir, "sock")
+	}
+	if err := os.Mkdir(filepath.Join(dir, "subdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	paths["directory"] = filepath.Join(dir, "subdir")
+	return dir, paths, linked
+}
+
+// TestSaveFileRefusesNonRegular is the /dev/null case: a device, named
+// pipe, socket, symbolic link or directory at the target is refused,
+// naming the path and what it is, and is still there afterwards.
+func TestSaveFileRefusesNonRegular(t *testing.T) {
+	dir, paths, linked := specialFiles(t)
+	before := dirNames(t, dir)
+	for kind, path := range paths {
+		kind = strings.TrimSpace(kind)
+		t.Run(kind+" "+filepath.Base(path), func(t *testing.T) {
+			was, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, replace := range []bool{true, false} {
+				called := false
+				err := SaveFile(path, replace, func(w io.Writer) error { called = true; _, err := io.WriteString(w, "x"); return err })
+				for name, err := range map[string]error{"SaveFile": err, "CheckOutput": CheckOutput(path, replace)} {
+					if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is a "+kind) {
+						t.Errorf("%s(%s, replace %v) = %v, want ErrNotRegularFile naming the path and %q", name, path, replace, err, kind)
+					}
+				}
+				if called {
+					t.Error("SaveFile wrote before refusing")
+				}
+			}
+			now, err := os.Lstat(path)
+			if err != nil || now.Mode() != was.Mode() || !os.SameFile(now, was) {
+				t.Fatalf("after the refusals %s is %v (%v), was %v", path, now.Mode(), err, was.Mode())
+			}
+		})
+	}
+	if got := mustRead(t, linked); got != "linked" {
+		t.Fatalf("the symbolic link's target now holds %q", got)
+	}
+	if after := dirNames(t, dir); !slices.Equal(after, before) {
+		t.Fatalf("directory held %q, now %q", before, after)
+	}
+}
+
+// An existing file keeps its permission bits; a new one gets 0644 minus
+// the umask, as os.Create would.
+func TestSaveFileMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, perm := range []fs.FileMode{0o600, 0o640, 0o444, 0o755} {
+		path := filepath.Join(dir, "kept-"+perm.String())
+		if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, perm); err != nil {
+			t.Fatal(err)
+		}
+		if err := SaveFile(path, true, writeString("new")); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != perm {
+			t.Errorf("a %v file replaced: mode %v (%v), want %v", perm, fi.Mode().Perm(), err, perm)
+		}
+	}
+	for _, umask := range []int{0o022, 0o077, 0o002} {
+		old := syscall.Umask(umask)
+		path := filepath.Join(dir, "new-"+fs.FileMode(umask).String())
+		err := SaveFile(path, false, writeString("new"))
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fs.FileMode(0o644 &^ umask)
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("new file under umask %03o: mode %v (%v), want %v", umask, fi.Mode().Perm(), err, want)
+		}
+	}
+}
+
+// TestSaveFileKilled kills a process with SIGKILL in the middle of a save
+// and checks that it leaves the old file intact and at most one stale
+// temporary file, which the next save removes.
+func TestSaveFileKilled(t *testing.T) {
+	if path := os.Getenv("MINIGPT_SAVE_AND_HANG"); path != "" {
+		// The child: start a save and never finish it.
+		SaveFile(path, true, func(w io.Writer) error {
+			io.WriteString(w, strings.Repeat("partial ", 1000))
+			os.Stdout.WriteString("writing\n")
+			select {}
+		})
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.ckpt")
+	if err := os.WriteFile(path, []byte("good"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a second kill must not add a second stale file
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSaveFileKilled$")
+		cmd.Env = append(os.Environ(), "MINIGPT_SAVE_AND_HANG="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len("writing\n"))
+		done := make(chan error, 1)
+		go func() { _, err := io.ReadFull(out, buf); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("child: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("the child never started writing")
+		}
+		cmd.Process.Kill() // SIGKILL: no cleanup runs
+		cmd.Wait()
+		if got := mustRead(t, path); got != "good" {
+			t.Fatalf("after the kill the file holds %q", got)
+		}
+		if names := dirNames(t, dir); !slices.Equal(names, []string{".run.ckpt.tmp-minigpt", "run.ckpt"}) {
+			t.Fatalf("after the kill the directory holds %q, want run.ckpt and one stale temporary file", names)
+		}
+	}
+	if err := SaveFile(path, true, writeString("better")); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, dir); !slices.Equal(names, []string{"run.ckpt"}) {
+		t.Fatalf("after the next save the directory holds %q, want only run.ckpt", names)
+	}
+}
+
+// The case at the checkpoint level: SaveCheckpoint used to rename
+// its temporary file over whatever was at the path — a device node made
+// like /dev/null, a FIFO, a symbolic link — and gave a 0600 checkpoint
+// back as 0644.
+func TestSaveCheckpointSafety(t *testing.T) {
+	c := fuzzSeedTrainer(t, false).Checkpoint(FullCheckpoint)
+	_, paths, linked := specialFiles(t)
+	for kind, path := range paths {
+		was, _ := os.Lstat(path)
+		err := SaveCheckpoint(path, c)
+		if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) {
+			t.Errorf("SaveCheckpoint over a %s = %v, want ErrNotRegularFile naming the path", strings.TrimSpace(kind), err)
+		}
+		if now, err := os.Lstat(path); err != nil || !os.SameFile(was, now) || now.Mode() != was.Mode() {
+			t.Errorf("the %s at %s was replaced", strings.TrimSpace(kind), path)
+		}
+	}
+	if got := mustRead(t, linked); got != "linked" {
+		t.Errorf("the symbolic link's target now holds %q", got)
+	}
+
+	private := filepath.Join(t.TempDir(), "private.ckpt")
+	if err := SaveCheckpoint(private, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveCheckpoint(private, c); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(private); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a 0600 checkpoint saved over comes back %v (%v)", fi.Mode().Perm(), err)
+	}
+	if err := SaveFile(private, false, func(w io.Writer) error { return WriteCheckpoint(w, c) }); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("SaveFile without replace over an existing checkpoint = %v, want fs.ErrExist", err)
+	}
+}
+
+// LoadCheckpoint refuses a FIFO at once instead of blocking in open until
+// a writer comes (which no signal could interrupt).
+func TestLoadCheckpointDoesNotBlockOnFIFO(t *testing.T) {
+	_, paths, _ := specialFiles(t)
+	for _, kind := range []string{"named pipe (FIFO)", "character device", "directory"} {
+		path, ok := paths[kind]
+		if !ok {
+			continue
+		}
+		done := make(chan error, 1)
+		go func() { _, err := LoadCheckpoint(path); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), kind) {
+				t.Errorf("LoadCheckpoint(%s) = %v, want ErrNotRegularFile naming the path and %q", path, err, kind)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("LoadCheckpoint(%s) still blocked after 10 s", path)
+		}
+	}
+}
