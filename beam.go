@@ -18,7 +18,7 @@ func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions
 	if len(o.Stop) > 0 {
 		stops = newStopper(o.Stop, chars, 0, false).stops
 	}
-	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.NoCache, o)
+	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.noCache, o)
 }
 
 // hypothesis is a finished beam.

@@ -104,7 +104,7 @@ func BenchmarkGenerate(b *testing.B) {
 	for _, mode := range []string{"greedy", "sampled"} {
 		for _, cache := range []string{"cached", "uncached"} {
 			b.Run(mode+"/"+cache, func(b *testing.B) {
-				o := GenerateOptions{MaxNewTokens: n, Greedy: mode == "greedy", NoCache: cache == "uncached"}
+				o := GenerateOptions{MaxNewTokens: n, Greedy: mode == "greedy", noCache: cache == "uncached"}
 				if mode == "sampled" {
 					o.Temperature, o.TopK, o.Rand = 0.8, 10, seeded(42)
 				}
@@ -140,7 +140,7 @@ func BenchmarkGenerateWithinBlock(b *testing.B) {
 	const n = 28
 	for _, cache := range []string{"cached", "uncached"} {
 		b.Run(cache, func(b *testing.B) {
-			o := GenerateOptions{MaxNewTokens: n, Greedy: true, NoCache: cache == "uncached"}
+			o := GenerateOptions{MaxNewTokens: n, Greedy: true, noCache: cache == "uncached"}
 			m.Generate(context.Background(), prompt, o)
 			b.ReportAllocs()
 			for b.Loop() {

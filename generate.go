@@ -122,10 +122,12 @@ type GenerateOptions struct {
 	// Trace records every released token's Step in Completion.Steps and
 	// in Chunk.Steps (Complete only).
 	Trace bool
-	// NoCache recomputes the whole context window for every token instead
-	// of extending the KV cache. The result is identical to the bit; it
-	// exists for tests and benchmarks.
-	NoCache bool
+
+	// noCache recomputes the whole context window for every token instead
+	// of extending the KV cache. The result is identical to the bit; it is
+	// unexported because only the package's tests and benchmarks (cached
+	// against uncached) need it.
+	noCache bool
 }
 
 // Limits on the knobs, checked by Validate.
