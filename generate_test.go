@@ -5,13 +5,10 @@ import (
 	"errors"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 )
-
-func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
 
 // survivors returns the ids whose filtered logit is finite.
 func survivors(logits []float64, seen []bool, o GenerateOptions) []int {
