@@ -100,6 +100,51 @@ func TestFilterOrder(t *testing.T) {
 	}
 }
 
+// Temperature and the repetition penalty both scale a logit, so in exact
+// arithmetic their order would not matter; in floating point it does, and
+// the pipeline's order (see GenerateOptions) divides by the temperature
+// first, as the seed's generate does before any filter. Every filtered
+// logit is checked against that order, computed here by hand, on values
+// of which some round differently in the other order (checked too, so
+// that the test can see a swap).
+func TestRepetitionPenaltyAfterTemperatureBits(t *testing.T) {
+	const V, temp, penalty = 64, 0.7, 1.3
+	rng := seeded(11)
+	logits, seen := make([]float64, V), make([]bool, V)
+	for i := range logits {
+		logits[i], seen[i] = 3*rng.NormFloat64(), i%2 == 0
+	}
+	s := newSampler(V)
+	o := GenerateOptions{Temperature: temp, RepetitionPenalty: penalty}
+	row, err := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, V)}, &o, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := func(x float64) float64 { // the seed's exercise 1
+		if x > 0 {
+			return x / penalty
+		}
+		return x * penalty
+	}
+	swapped := 0
+	for i, x := range logits {
+		want, other := x/temp, x
+		if seen[i] {
+			want, other = scale(want), scale(x)
+		}
+		other /= temp
+		if math.Float64bits(row[i]) != math.Float64bits(want) {
+			t.Errorf("logit %d (%v, seen %v): filtered %v, want %v (temperature, then penalty)", i, x, seen[i], row[i], want)
+		}
+		if math.Float64bits(other) != math.Float64bits(want) {
+			swapped++
+		}
+	}
+	if swapped == 0 {
+		t.Fatal("no logit rounds differently in the other order: the test cannot see a swap; choose other values")
+	}
+}
+
 func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
 	logits := []float64{2, -1, 0.5, -0.5}
 	seen := []bool{true, true, false, false}

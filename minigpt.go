@@ -56,7 +56,8 @@ const (
 	maxSequenceFloats = 1 << 28
 )
 
-// Validate reports the first thing wrong with c, or nil.
+// Validate reports the first thing wrong with c (an error wrapping
+// ErrBadConfig that names the field), or nil.
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
