@@ -320,10 +320,8 @@ func testKVCache(t *testing.T, m *Model) {
 			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
 			V := m.Config.VocabSize
 			want := logits[(len(seq)-start-1)*V:]
-			for i := range cached {
-				if math.Float64bits(cached[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), i, cached[i], want[i])
-				}
+			if i, ok := sameBits(cached, want); !ok {
+				t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), i, cached[i], want[i])
 			}
 			seq = append(seq, argmax(cached))
 		}
