@@ -48,14 +48,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	}
 	// Resuming it continues the run exactly: 3 steps + 4 = 7 uninterrupted.
 	want := ckptTrainer(t, v1FixtureConfig(), 7, nil)
-	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ResumeTrainer(c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := resumeOnLanternBay(t, c)
 	for range 4 {
 		if _, err := tr.TrainStep(); err != nil {
 			t.Fatal(err)

@@ -87,3 +87,18 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// resumeOnLanternBay is ResumeTrainer(c) on the built-in text, encoded
+// with c's vocabulary.
+func resumeOnLanternBay(t testing.TB, c *Checkpoint) *Trainer {
+	t.Helper()
+	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ResumeTrainer(c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}

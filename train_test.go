@@ -327,14 +327,7 @@ func TestResumeIsExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
-				if err != nil {
-					t.Fatal(err)
-				}
-				second, err := ResumeTrainer(c, d)
-				if err != nil {
-					t.Fatal(err)
-				}
+				second := resumeOnLanternBay(t, c)
 				if err := second.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
