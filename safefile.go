@@ -15,7 +15,9 @@ import (
 // path that exists and is not a regular file: a directory, a symbolic
 // link, a device, a named pipe or a socket. Such a path is never
 // replaced, because renaming a file over /dev/null or over a symbolic
-// link destroys something the user did not ask us to touch.
+// link destroys something the user did not ask us to touch. OpenRegular
+// (and so LoadCheckpoint) wraps it for an input that is not a regular
+// file, which is never read.
 var ErrNotRegularFile = errors.New("not a regular file")
 
 // notRegularError says what a path is instead of a regular file.
