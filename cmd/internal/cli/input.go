@@ -15,8 +15,8 @@ import (
 // regular file; refuse anything else at once, without blocking on a
 // FIFO) with the error message starting with the path rather than with
 // the operation, so that a caller can prefix the flag: "-resume x: is a
-// named pipe (FIFO), not a regular file". Errors still wrap what
-// minigpt.OpenRegular's wrap (minigpt.ErrNotRegularFile, fs.ErrNotExist).
+// named pipe (FIFO), not a regular file". The errors wrap the same
+// sentinels (minigpt.ErrNotRegularFile, fs.ErrNotExist).
 func OpenRegular(path string) (*os.File, error) {
 	f, err := minigpt.OpenRegular(path)
 	if err != nil {
