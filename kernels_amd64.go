@@ -2,32 +2,81 @@
 
 package minigpt
 
-// The amd64 kernels: AVX2+FMA assembly (kernels_amd64.s) for the hot
-// loops, this file for the blocking and the bounds checks, and the
-// portable Go kernels when the CPU lacks AVX2 or FMA.
+import "os"
+
+// The amd64 kernels: AVX-512 and AVX2+FMA assembly (kernels_avx512_amd64.s,
+// kernels_amd64.s) for the hot loops, this file for the blocking and the
+// bounds checks, and the portable Go kernels when the CPU has neither.
+// All three compute the same bits, so the choice is only about speed.
+
+// Kernel levels, in increasing order of what the CPU must support.
+const (
+	levelGo = iota
+	levelAVX2
+	levelAVX512
+)
+
+// kernelLevel is the kernel path in use: the best one this CPU and OS
+// support, capped by the environment variable MINIGPT_KERNELS (go, avx2
+// or avx512) so that CI can run the slower paths on a fast machine.
+// Tests switch it with setKernelPath; nothing else writes it.
+var kernelLevel = chooseKernelLevel(os.Getenv("MINIGPT_KERNELS"))
+
+func chooseKernelLevel(limit string) int {
+	level := levelGo
+	if hasAVX2FMA {
+		level = levelAVX2
+	}
+	if hasAVX512 {
+		level = levelAVX512
+	}
+	switch limit {
+	case "go":
+		level = levelGo
+	case "avx2":
+		level = min(level, levelAVX2)
+	}
+	return level
+}
 
 func gemmNNImpl(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	if hasAVX2FMA {
+	switch kernelLevel {
+	case levelAVX512:
+		gemmNNAVX512(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	case levelAVX2:
 		gemmNNAVX2(c, ldc, a, ai, ak, b, ldb, M, N, K)
-		return
+	default:
+		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 	}
-	gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 }
 
 func gemmNTImpl(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
-	if hasAVX2FMA {
+	switch kernelLevel {
+	case levelAVX512:
+		gemmNTAVX512(c, ldc, a, lda, b, ldb, M, N, K)
+	case levelAVX2:
 		gemmNTAVX2(c, ldc, a, lda, b, ldb, M, N, K)
-		return
+	default:
+		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 	}
-	gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 }
 
 // kernelPath names the kernel implementation in use, for benchmarks and logs.
 func kernelPath() string {
-	if hasAVX2FMA {
-		return "avx2"
+	return [...]string{"go", "avx2", "avx512"}[kernelLevel]
+}
+
+// setKernelPath switches to the named kernel path (one of kernelImpls)
+// and returns a function that restores the previous one. Only tests call
+// it, while no kernel runs.
+func setKernelPath(name string) (restore func()) {
+	saved := kernelLevel
+	for level, n := range [...]string{"go", "avx2", "avx512"} {
+		if n == name {
+			kernelLevel = level
+		}
 	}
-	return "go"
+	return func() { kernelLevel = saved }
 }
 
 // kernelImpls lists every kernel implementation this machine can run, the
@@ -37,8 +86,30 @@ func kernelImpls() []kernelImpl {
 	if hasAVX2FMA {
 		impls = append(impls, kernelImpl{"avx2", gemmNNAVX2, gemmNTAVX2})
 	}
+	if hasAVX512 {
+		impls = append(impls, kernelImpl{"avx512", gemmNNAVX512, gemmNTAVX512})
+	}
 	return impls
 }
+
+// peakImpls lists the peak loops this machine can run with the flops one
+// round of each performs (BenchmarkPeakFMA).
+func peakImpls() []peakImpl {
+	var impls []peakImpl
+	if hasAVX2FMA {
+		impls = append(impls, peakImpl{"avx2", peakFMAAVX2, 12 * 4 * 2})
+	}
+	if hasAVX512 {
+		impls = append(impls, peakImpl{"avx512", peakFMAAVX512, 24 * 8 * 2})
+	}
+	return impls
+}
+
+//go:noescape
+func peakFMAAVX2(n int)
+
+//go:noescape
+func peakFMAAVX512(n int)
 
 // nnKBlock is the depth of one pass of gemmNNAVX2 over C: a block of B
 // (nnKBlock × N) then stays in L2 while every row block of A sweeps it.
@@ -69,6 +140,50 @@ func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb 
 		for ; i < M; i++ {
 			gemmNN1AVX2(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn)
 		}
+	}
+}
+
+// gemmNNAVX512 is gemmNN (M, N >= 1) in blocks of four rows of C, with
+// the same k blocking as gemmNNAVX2.
+func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if K <= 0 {
+		return
+	}
+	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		return
+	}
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*ai+(K-1)*ak]
+	_ = b[(K-1)*ldb+N-1]
+	for k0 := 0; k0 < K; k0 += nnKBlock {
+		kn := min(nnKBlock, K-k0)
+		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
+		i := 0
+		for ; i+4 <= M; i += 4 {
+			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn)
+		}
+		for ; i < M; i++ {
+			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn)
+		}
+	}
+}
+
+// gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
+func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
+		return
+	}
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*lda : (M-1)*lda+K]
+	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+	i := 0
+	for ; i+4 <= M; i += 4 {
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+	}
+	for ; i < M; i++ {
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K)
 	}
 }
 
@@ -103,3 +218,15 @@ func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb in
 
 //go:noescape
 func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+
+//go:noescape
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)

@@ -20,3 +20,10 @@ func kernelPath() string { return "go" }
 func kernelImpls() []kernelImpl {
 	return []kernelImpl{{"go", gemmNNGo, gemmNTGo}}
 }
+
+// setKernelPath is a no-op here: the portable kernels are the only path.
+func setKernelPath(string) (restore func()) { return func() {} }
+
+// peakImpls lists the peak loops this machine can run: none without
+// assembly.
+func peakImpls() []peakImpl { return nil }

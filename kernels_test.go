@@ -347,3 +347,23 @@ func BenchmarkGemm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPeakFMA measures this machine's double-precision peak on one
+// core: a loop of independent fused multiply-adds per instruction set
+// the CPU has (kernels_peak_amd64.s). Every GFLOP/s figure of the other
+// benchmarks and of the README is stated as a share of this number, not
+// of a clock speed looked up somewhere.
+func BenchmarkPeakFMA(b *testing.B) {
+	if len(peakImpls()) == 0 {
+		b.Skip("no assembly peak loop on this platform")
+	}
+	for _, p := range peakImpls() {
+		b.Run(p.name, func(b *testing.B) {
+			const rounds = 1 << 16
+			for b.Loop() {
+				p.run(rounds)
+			}
+			b.ReportMetric(float64(p.flops)*rounds*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
