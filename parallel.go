@@ -1,7 +1,9 @@
 package minigpt
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 )
 
@@ -12,6 +14,12 @@ import (
 // and reused; a section costs two channel operations per worker and no
 // allocation: the job descriptions live in the pool and are guarded by its
 // mutex.
+//
+// A panic on a worker (an index out of range in a job, say) must not kill
+// the process from a goroutine the caller cannot recover in: the worker
+// recovers it, finishes its part of the section's bookkeeping, and the
+// caller's goroutine panics with the worker's value and stack once the
+// section is over. The pool stays usable afterwards.
 
 // rangeJob is a piece of work over an index range [lo, hi).
 type rangeJob interface {
@@ -25,7 +33,7 @@ type rangeTask struct {
 
 type workerPool struct {
 	mu      sync.Mutex // held for a whole section; contenders run serially
-	workers []chan rangeTask
+	workers []*worker
 	wg      sync.WaitGroup
 
 	// Job slots, written only while mu is held.
@@ -67,32 +75,82 @@ func (wp *workerPool) acquire(n, grain, costPerItem int) int {
 // of grain, the last chunk on the calling goroutine, and releases pool.mu.
 func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	for len(wp.workers) < p-1 {
-		ch := make(chan rangeTask)
-		wp.workers = append(wp.workers, ch)
-		go worker(ch, &wp.wg)
+		w := &worker{tasks: make(chan rangeTask)}
+		wp.workers = append(wp.workers, w)
+		go w.loop(&wp.wg)
 	}
 	units := (n + grain - 1) / grain
 	wp.wg.Add(p - 1)
 	// Even if the caller's own chunk panics, wait for the workers (they
-	// write into the caller's buffers) and release the pool.
+	// write into the caller's buffers) and release the pool; then pass on
+	// a worker's panic, unless the caller's own is already under way.
 	defer func() {
 		wp.wg.Wait()
+		var wpanic *workerPanic
+		for _, w := range wp.workers[:p-1] {
+			if w.failed != nil && wpanic == nil {
+				wpanic = w.failed
+			}
+			w.failed = nil
+		}
 		wp.mu.Unlock()
+		if wpanic != nil {
+			panic(wpanic)
+		}
 	}()
 	lo := 0
 	for w := 0; w < p-1; w++ {
 		hi := (units * (w + 1) / p) * grain
-		wp.workers[w] <- rangeTask{job, lo, hi}
+		wp.workers[w].tasks <- rangeTask{job, lo, hi}
 		lo = hi
 	}
 	job.run(lo, n)
 }
 
-func worker(tasks <-chan rangeTask, wg *sync.WaitGroup) {
-	for t := range tasks {
-		t.job.run(t.lo, t.hi)
-		wg.Done()
+// worker is one goroutine of the pool and the record of its last
+// task's panic (written by the worker before wg.Done, read and cleared
+// by dispatch after wg.Wait).
+type worker struct {
+	tasks  chan rangeTask
+	failed *workerPanic
+}
+
+func (w *worker) loop(wg *sync.WaitGroup) {
+	for t := range w.tasks {
+		w.run(t, wg)
 	}
+}
+
+// run runs one chunk. A panic is recovered here, with the worker's
+// stack, for dispatch to raise on the caller's goroutine; wg.Done comes
+// last, so dispatch sees the record.
+func (w *worker) run(t rangeTask, wg *sync.WaitGroup) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.failed = &workerPanic{value: v, stack: debug.Stack()}
+		}
+		wg.Done()
+	}()
+	t.job.run(t.lo, t.hi)
+}
+
+// workerPanic is what the caller of a parallel section panics with when
+// a worker panicked: the worker's panic value and its stack, which the
+// caller's own stack trace would not show.
+type workerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *workerPanic) Error() string {
+	return fmt.Sprintf("minigpt: panic in a parallel worker: %v\n\nworker goroutine stack:\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the worker's panic value when it was an error (a
+// runtime.Error for an index out of range, say).
+func (p *workerPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 // gemmNNJob splits gemmNN over the rows of C (independent outputs). With
