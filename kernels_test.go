@@ -63,17 +63,66 @@ func (g *gemmCase) String() string {
 	return fmt.Sprintf("NN M=%d N=%d K=%d ldc=%d ai=%d ak=%d ldb=%d", g.M, g.N, g.K, g.ldc, g.ai, g.ak, g.ld)
 }
 
+// guardLen is the number of guard elements placed before and after each
+// operand by run; guardBits is their value, a NaN no kernel computes.
+const (
+	guardLen  = 16
+	guardBits = 0x7ff8dead0000beef
+)
+
+// guarded returns a copy of x inside guard zones: the result's x part is
+// g[guardLen:guardLen+len(x)], and the slice handed to a kernel keeps the
+// trailing zone within its capacity, so a store past the logical end
+// lands in it instead of in unrelated memory.
+func guarded(x []float64) []float64 {
+	g := make([]float64, len(x)+2*guardLen)
+	for i := range g {
+		g[i] = math.Float64frombits(guardBits)
+	}
+	copy(g[guardLen:], x)
+	return g
+}
+
+// checkGuards reports the first guard element of g that is not intact.
+func checkGuards(g []float64, n int) (int, bool) {
+	for i, v := range g {
+		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
+			return i - guardLen, false
+		}
+	}
+	return 0, true
+}
+
 // run applies the kernel pair nn/nt to a fresh copy of c and returns it.
+// Every operand sits between guard zones: run panics if a kernel writes
+// before or after C's elements (values past the logical end must be
+// untouched) or writes to A or B at all (the kernels only read them).
 func (g *gemmCase) run(nn func([]float64, int, []float64, int, int, []float64, int, int, int, int),
 	nt func([]float64, int, []float64, int, []float64, int, int, int, int)) []float64 {
-	c := append([]float64(nil), g.c...)
 	if g.M <= 0 || g.N <= 0 {
-		return c // gemmNN and gemmNT return before any implementation runs
+		return append([]float64(nil), g.c...) // gemmNN and gemmNT return before any implementation runs
 	}
+	cg, ag, bg := guarded(g.c), guarded(g.a), guarded(g.b)
+	nc, na, nb := len(g.c), len(g.a), len(g.b)
+	c, a, b := cg[guardLen:guardLen+nc], ag[guardLen:guardLen+na], bg[guardLen:guardLen+nb]
 	if g.nt {
-		nt(c, g.ldc, g.a, g.ai, g.b, g.ld, g.M, g.N, g.K)
+		nt(c, g.ldc, a, g.ai, b, g.ld, g.M, g.N, g.K)
 	} else {
-		nn(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		nn(c, g.ldc, a, g.ai, g.ak, b, g.ld, g.M, g.N, g.K)
+	}
+	if i, ok := checkGuards(cg, nc); !ok {
+		panic(fmt.Sprintf("%v: the kernel wrote c[%d], outside c[0:%d]", g, i, nc))
+	}
+	for _, op := range []struct {
+		name      string
+		g, before []float64
+	}{{"a", ag, g.a}, {"b", bg, g.b}} {
+		if i, ok := checkGuards(op.g, len(op.before)); !ok {
+			panic(fmt.Sprintf("%v: the kernel wrote %s[%d], outside the operand", g, op.name, i))
+		}
+		if i, ok := sameBits(op.g[guardLen:guardLen+len(op.before)], op.before); !ok {
+			panic(fmt.Sprintf("%v: the kernel changed its input %s[%d]", g, op.name, i))
+		}
 	}
 	return c
 }
