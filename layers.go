@@ -220,6 +220,25 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 	gemmNNParallelInit(out, OC, bias, inp, C, 1, weight, OC, N, OC, C)
 }
 
+// matmulForwardReLU is matmulForward followed by act = relu(out)
+// (reluForward), in the same parallel section: each worker applies the
+// ReLU to its own rows right after computing them.
+func matmulForwardReLU(out, act, inp, weight, bias []float64, N, C, OC int) {
+	if bias != nil {
+		bias = bias[:OC]
+	}
+	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, act: act[:N*OC]}, N)
+}
+
+// matmulForwardResidual is matmulForward followed by out = res + out
+// (residualForward), in the same parallel section.
+func matmulForwardResidual(out, inp, weight, bias, res []float64, N, C, OC int) {
+	if bias != nil {
+		bias = bias[:OC]
+	}
+	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, res: res[:N*OC]}, N)
+}
+
 // matmulBackward undoes out = inp·weight + bias:
 //
 //	dinp += dout·weightᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n]
@@ -227,15 +246,81 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 // dbias may be nil; its sums over rows are spread over the workers by
 // columns, each column summed in row order.
 func matmulBackward(dinp, dweight, dbias, dout, inp, weight []float64, N, C, OC int) {
-	gemmNTParallel(dinp, C, dout, OC, weight, OC, N, C, OC)
-	gemmNNParallel(dweight, OC, inp, 1, C, dout, OC, C, OC, N)
-	if dbias != nil {
-		job := columnSumJob{sum: dbias[:OC], rows: dout, N: N, W: OC}
-		if p := pool.acquire(OC, 8, N); p > 1 {
-			pool.colsum = job
-			pool.dispatch(p, OC, 8, &pool.colsum)
-		} else {
-			job.run(0, OC)
+	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC})
+}
+
+// matmulBackwardSet is matmulBackward with dinp overwritten instead of
+// accumulated (the same bits as clearing it first), and, when reluPre is
+// not nil, dinp then masked by reluBackward(dinp, reluPre): the gradient
+// through out = relu(pre)·weight + bias with respect to pre.
+func matmulBackwardSet(dinp, dweight, dbias, dout, inp, weight, reluPre []float64, N, C, OC int) {
+	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC, set: true, reluPre: reluPre})
+}
+
+// matmulBackwardUnits is the number of pieces each of the two products
+// of matmulBackward is cut into. The input gradient (rows of dinp) and
+// the weight gradient (rows of dweight, with dbias) are independent, so
+// they run side by side in one parallel section: with two workers, one
+// computes all of dinp while the other computes dweight and dbias, and
+// each product runs whole, in big blocks, with one barrier for the pair.
+const matmulBackwardUnits = 8
+
+// matmulBackwardJob is matmulBackward over a range of units: units
+// [0, U) are row blocks of dinp, units [U, 2U) row blocks of dweight
+// with column blocks of dbias. Every output belongs to exactly one unit,
+// and is computed in the one order its kernel defines.
+type matmulBackwardJob struct {
+	dinp, dweight, dbias, dout, inp, weight []float64
+	reluPre                                 []float64
+	set                                     bool
+	N, C, OC                                int
+}
+
+func runMatmulBackward(job matmulBackwardJob) {
+	const U = matmulBackwardUnits
+	if p := pool.acquire(2*U, 1, job.N*job.C*job.OC/U); p > 1 {
+		pool.mmb = job
+		pool.dispatch(p, 2*U, 1, &pool.mmb)
+		return
+	}
+	job.run(0, 2*U)
+}
+
+// unitRows is the first row of unit u of U over M rows: a multiple of
+// four (the kernels' row block) except at the end.
+func unitRows(M, u, U int) int {
+	if u >= U {
+		return M
+	}
+	return (M * u / U) &^ 3
+}
+
+func (j *matmulBackwardJob) run(lo, hi int) {
+	const U = matmulBackwardUnits
+	N, C, OC := j.N, j.C, j.OC
+	// dinp rows of units [lo, min(hi, U)), as one call.
+	if lo < U {
+		r0, r1 := unitRows(N, lo, U), unitRows(N, min(hi, U), U)
+		if r1 > r0 {
+			d := j.dinp[r0*C : r1*C]
+			if j.set {
+				clear(d)
+			}
+			gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
+			if j.reluPre != nil {
+				reluMask(d, j.reluPre[r0*C:r1*C])
+			}
+		}
+	}
+	// dweight rows and dbias columns of units [max(lo, U), hi).
+	if hi > U {
+		u0, u1 := max(lo, U)-U, hi-U
+		r0, r1 := unitRows(C, u0, U), unitRows(C, u1, U)
+		gemmNN(j.dweight[r0*OC:], OC, j.inp[r0:], 1, C, j.dout, OC, r1-r0, OC, N)
+		if j.dbias != nil {
+			o0, o1 := OC*u0/U, OC*u1/U
+			cs := columnSumJob{sum: j.dbias[:OC], rows: j.dout, N: N, W: OC}
+			cs.run(o0, o1)
 		}
 	}
 }
@@ -306,18 +391,24 @@ func (j *elementwiseJob) run(lo, hi int) {
 			out[i] = max(v, 0)
 		}
 	case opReluBackward:
-		for i := range out {
-			var keep uint64
-			if a[i] > 0 {
-				keep = ^uint64(0)
-			}
-			out[i] = math.Float64frombits(math.Float64bits(out[i]) & keep)
-		}
+		reluMask(out, a)
 	default:
 		b := j.b[lo:hi]
 		for i := range out {
 			out[i] = a[i] + b[i]
 		}
+	}
+}
+
+// reluMask sets d[i] to +0 where inp[i] <= 0 (reluBackward's loop).
+func reluMask(d, inp []float64) {
+	inp = inp[:len(d)]
+	for i := range d {
+		var keep uint64
+		if inp[i] > 0 {
+			keep = ^uint64(0)
+		}
+		d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
 	}
 }
 

@@ -46,6 +46,7 @@ type workerPool struct {
 	colsum columnSumJob
 	ce     crossEntropyJob
 	enc    encoderJob
+	mmb    matmulBackwardJob
 }
 
 var pool workerPool
@@ -155,7 +156,9 @@ func (p *workerPanic) Unwrap() error {
 
 // gemmNNJob splits gemmNN over the rows of C (independent outputs). With
 // init set, each chunk first sets its rows of C to bias (to zero when bias
-// is nil).
+// is nil). After the product, each chunk applies to its own rows the
+// elementwise layer that follows, while they are still in cache: with
+// act set, act = relu(C); with res set, C = res + C (both ldc = n).
 type gemmNNJob struct {
 	c      []float64
 	ldc    int
@@ -166,6 +169,8 @@ type gemmNNJob struct {
 	n, k   int
 	init   bool
 	bias   []float64
+	act    []float64
+	res    []float64
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
@@ -180,6 +185,15 @@ func (j *gemmNNJob) run(lo, hi int) {
 		}
 	}
 	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
+	if j.act != nil {
+		e := elementwiseJob{op: opRelu, out: j.act[lo*j.n : hi*j.n], a: j.c[lo*j.n : hi*j.n]}
+		e.run(0, len(e.out))
+	}
+	if j.res != nil {
+		c := j.c[lo*j.n : hi*j.n]
+		e := elementwiseJob{op: opResidual, out: c, a: j.res[lo*j.n : hi*j.n], b: c}
+		e.run(0, len(c))
+	}
 }
 
 // gemmNTJob splits gemmNT over the rows of C.
