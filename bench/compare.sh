@@ -74,7 +74,7 @@ if [ $have_numpy = 1 ]; then
   best=0
   for ct in auto $CORETYPES; do
     for th in 1 2; do
-      s=$(ref "$ct" env OPENBLAS_NUM_THREADS=$th $PY bench/numpy_ref.py train 20 | tee "$tmp/out" | rate steps/s)
+      s=$(ref "$ct" env OPENBLAS_NUM_THREADS=$th $PY bench/numpy_ref.py train 15 | tee "$tmp/out" | rate steps/s)
       echo "probe numpy seed: OPENBLAS_CORETYPE=$ct OPENBLAS_NUM_THREADS=$th: $s steps/s ($(sed -n 's/.*BLAS: //p' "$tmp/out"))"
       if awk -v a="$s" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$s; np_env="$ct $th"; fi
     done
@@ -87,7 +87,7 @@ if [ $have_torch = 1 ]; then
   for ct in $cts; do
     for tt in "1 1" "1 2" "2 1" "2 2"; do
       set -- $tt
-      s=$(ref "$ct" env OPENBLAS_NUM_THREADS=$2 $PY bench/torch_baby.py --threads $1 --steps 8 | tee "$tmp/out" | rate tokens/s)
+      s=$(ref "$ct" env OPENBLAS_NUM_THREADS=$2 $PY bench/torch_baby.py --threads $1 --steps 4 --warmup 2 | tee "$tmp/out" | rate tokens/s)
       echo "probe torch baby: OPENBLAS_CORETYPE=$ct torch threads $1, OpenBLAS threads $2: $s tokens/s ($(sed -n 's/.*BLAS: //p' "$tmp/out"))"
       if awk -v a="$s" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$s; torch_env="$ct $1 $2"; fi
     done

@@ -22,7 +22,7 @@ Usage (Debian: apt-get install -y python3-torch python3-numpy; use /usr/bin/pyth
   /usr/bin/python3 torch_baby.py [--config baby|seed] [--threads N] [--steps N] [--text FILE]
 --threads N sets torch.set_num_threads(N) and, unless already set in the
 environment, OPENBLAS_NUM_THREADS=N (Debian's torch calls OpenBLAS for matmuls).
-Timing starts after 10 warm-up steps; prints steps/s and tokens/s
+Timing starts after --warmup steps (default 10); prints steps/s and tokens/s
 (tokens/s = steps * batch * block / seconds).
 """
 import argparse
@@ -144,6 +144,7 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--text")
+    ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args()
     cfg = CONFIGS[args.config]
     torch.set_num_threads(args.threads)
@@ -176,7 +177,7 @@ def main():
         opt.step()
         return loss.item()
 
-    warm = 10
+    warm = max(args.warmup, 1)
     for _ in range(warm):
         loss0 = step()
     t0 = time.perf_counter()
