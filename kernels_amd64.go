@@ -244,3 +244,54 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
+
+// The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
+// Each returns false below the AVX-512 level, and the caller runs its Go
+// loop, which computes the same bits.
+
+func reluBlocks(out, in []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	reluAVX512(out[:len(in)], in)
+	return true
+}
+
+func addBlocks(out, a, b []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	addAVX512(out, a[:len(out)], b[:len(out)])
+	return true
+}
+
+func reluMaskBlocks(d, inp []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	reluMaskAVX512(d, inp[:len(d)])
+	return true
+}
+
+// adamBlocks runs the Adam update over all of params with the constants
+// k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink}.
+func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(params)
+	adamAVX512(params, grads[:n], m[:n], v[:n], k)
+	return true
+}
+
+//go:noescape
+func reluAVX512(out, in []float64)
+
+//go:noescape
+func addAVX512(out, a, b []float64)
+
+//go:noescape
+func reluMaskAVX512(d, inp []float64)
+
+//go:noescape
+func adamAVX512(params, grads, m, v []float64, k *[9]float64)

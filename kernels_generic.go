@@ -30,3 +30,10 @@ func peakImpls() []peakImpl { return nil }
 
 // expShiftedBlocks computes nothing here: expShifted's loop does it all.
 func expShiftedBlocks(dst, src []float64, shift float64) int { return 0 }
+
+// Without assembly the elementwise layers and Adam run their Go loops.
+
+func reluBlocks(out, in []float64) bool                            { return false }
+func addBlocks(out, a, b []float64) bool                           { return false }
+func reluMaskBlocks(d, inp []float64) bool                         { return false }
+func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }

@@ -416,3 +416,103 @@ func BenchmarkPeakFMA(b *testing.B) {
 		})
 	}
 }
+
+// elementwiseValues draws values with the cases the elementwise loops
+// treat apart: zeros of both signs, NaN and infinities among ordinary ones.
+func elementwiseValues(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		switch rng.IntN(10) {
+		case 0:
+			s[i] = math.Copysign(0, -1)
+		case 1:
+			s[i] = 0
+		case 2:
+			s[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[rng.IntN(3)]
+		default:
+			s[i] = randomValue(rng)
+		}
+	}
+	return s
+}
+
+// TestElementwisePaths checks ReLU, its backward mask, the residual add
+// and the Adam update on every kernel path against their Go loops, to
+// the bit, for every length modulo 8 (the AVX-512 tails), with guard
+// zones after the outputs.
+func TestElementwisePaths(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(11, 12))
+		for n := 0; n < 2000; n++ {
+			size := rng.IntN(41)
+			a, b := elementwiseValues(rng, size), elementwiseValues(rng, size)
+
+			want := make([]float64, size)
+			for i, v := range a {
+				want[i] = max(v, 0)
+			}
+			got := guarded(elementwiseValues(rng, size))
+			out := got[guardLen : guardLen+size]
+			(&elementwiseJob{op: opRelu, out: out, a: a}).run(0, size)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("relu(%v) = %v, want %v", a[i], out[i], want[i])
+			}
+			for i, v := range a {
+				want[i] = v + b[i]
+			}
+			(&elementwiseJob{op: opResidual, out: out, a: a, b: b}).run(0, size)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("%v + %v = %v, want %v", a[i], b[i], out[i], want[i])
+			}
+			copy(out, b)
+			for i := range want {
+				want[i] = b[i]
+				if !(a[i] > 0) {
+					want[i] = 0
+				}
+			}
+			reluMask(out, a)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("mask of %v by %v = %v, want %v", b[i], a[i], out[i], want[i])
+			}
+			if i, ok := checkGuards(got, size); !ok {
+				t.Fatalf("length %d: guard %d overwritten", size, i)
+			}
+
+			// Adam: moments and parameters from ordinary values.
+			p, g := randomSlice(rng, size), randomSlice(rng, size)
+			m, v := randomSlice(rng, size), randomSlice(rng, size)
+			for i := range v {
+				v[i] = math.Abs(v[i])
+			}
+			// 1-b1 at run time, as adamJob computes it (a constant 1 - 0.9
+			// would be the exact 0.1, not the rounded difference).
+			beta1, beta2 := 0.9, 0.999
+			kc := [9]float64{beta1, 1 - beta1, beta2, 1 - beta2, 1 - powInt(beta1, 3), 1 - powInt(beta2, 3), 3e-3, 1e-8, []float64{1, 0.9997}[rng.IntN(2)]}
+			wp, wm, wv := append([]float64(nil), p...), append([]float64(nil), m...), append([]float64(nil), v...)
+			for i := range wp {
+				b1, b2, c1, c2, lr, eps, shrink := kc[0], kc[2], kc[4], kc[5], kc[6], kc[7], kc[8]
+				wm[i] = float64(b1*wm[i]) + float64((1-b1)*g[i])
+				wv[i] = float64(b2*wv[i]) + float64((1-b2)*float64(g[i]*g[i]))
+				mh, vh := wm[i]/c1, wv[i]/c2
+				pp := wp[i]
+				if shrink != 1 {
+					pp = float64(pp * shrink)
+				}
+				wp[i] = pp - float64(lr*mh)/(math.Sqrt(vh)+eps)
+			}
+			if !adamBlocks(p, g, m, v, &kc) {
+				continue // the Go loop in adamJob is the definition itself
+			}
+			for _, c := range []struct {
+				name      string
+				got, want []float64
+			}{{"params", p, wp}, {"m", m, wm}, {"v", v, wv}} {
+				if i, ok := sameBits(c.got, c.want); !ok {
+					t.Fatalf("adam %s[%d] = %v, want %v", c.name, i, c.got[i], c.want[i])
+				}
+			}
+		}
+	})
+}

@@ -485,6 +485,9 @@ func (j *elementwiseJob) run(lo, hi int) {
 	out, a := j.out[lo:hi], j.a[lo:hi]
 	switch j.op {
 	case opRelu:
+		if reluBlocks(out, a) {
+			return
+		}
 		for i, v := range a {
 			out[i] = max(v, 0)
 		}
@@ -492,6 +495,9 @@ func (j *elementwiseJob) run(lo, hi int) {
 		reluMask(out, a)
 	default:
 		b := j.b[lo:hi]
+		if addBlocks(out, a, b) {
+			return
+		}
 		for i := range out {
 			out[i] = a[i] + b[i]
 		}
@@ -501,6 +507,9 @@ func (j *elementwiseJob) run(lo, hi int) {
 // reluMask sets d[i] to +0 where inp[i] <= 0 (reluBackward's loop).
 func reluMask(d, inp []float64) {
 	inp = inp[:len(d)]
+	if reluMaskBlocks(d, inp) {
+		return
+	}
 	for i := range d {
 		var keep uint64
 		if inp[i] > 0 {
