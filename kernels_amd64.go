@@ -105,9 +105,30 @@ func peakImpls() []peakImpl {
 	return impls
 }
 
+// peakFMAAVX2 runs n rounds of 12 independent four-lane FMAs (96 flops):
+//
+//	for r := 0; r < n; r++ {
+//		for i := 0; i < 12; i++ {
+//			for l := 0; l < 4; l++ {
+//				acc[i][l] = math.FMA(x[l], y[l], acc[i][l])
+//			}
+//		}
+//	}
+//
 //go:noescape
 func peakFMAAVX2(n int)
 
+// peakFMAAVX512 runs n rounds of 24 independent eight-lane FMAs (384
+// flops):
+//
+//	for r := 0; r < n; r++ {
+//		for i := 0; i < 24; i++ {
+//			for l := 0; l < 8; l++ {
+//				acc[i][l] = math.FMA(x[l], y[l], acc[i][l])
+//			}
+//		}
+//	}
+//
 //go:noescape
 func peakFMAAVX512(n int)
 
@@ -205,29 +226,94 @@ func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int
 	}
 }
 
-// The assembly kernels; their comments in kernels_amd64.s give the loops.
+// The assembly kernels, each documented by the Go loop it computes; the
+// .s files say how.
 
+// gemmNN4AVX2 is four rows of gemmNN (N, K >= 1):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			for k := 0; k < K; k++ {
+//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//			}
+//		}
+//	}
+//
 //go:noescape
 func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
 
+// gemmNN1AVX2 is one row of gemmNN (N, K >= 1):
+//
+//	for j := 0; j < N; j++ {
+//		for k := 0; k < K; k++ {
+//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//		}
+//	}
+//
 //go:noescape
 func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
 
+// gemmNT2AVX2 is two rows of gemmNT (N >= 1, K >= 0):
+//
+//	for i := 0; i < 2; i++ {
+//		for j := 0; j < N; j++ {
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//		}
+//	}
+//
 //go:noescape
 func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
 
+// gemmNT1AVX2 is one row of gemmNT (N >= 1, K >= 0):
+//
+//	for j := 0; j < N; j++ {
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//	}
+//
 //go:noescape
 func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
 
+// gemmNN4AVX512 is four rows of gemmNN (N, K >= 1):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			for k := 0; k < K; k++ {
+//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//			}
+//		}
+//	}
+//
 //go:noescape
 func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
 
+// gemmNN1AVX512 is one row of gemmNN (N, K >= 1):
+//
+//	for j := 0; j < N; j++ {
+//		for k := 0; k < K; k++ {
+//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//		}
+//	}
+//
 //go:noescape
 func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
 
+// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//		}
+//	}
+//
 //go:noescape
 func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
 
+// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0):
+//
+//	for j := 0; j < N; j++ {
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//	}
+//
 //go:noescape
 func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
 
@@ -242,6 +328,13 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 	return expShiftedAVX512(dst[:len(src)], src, shift)
 }
 
+// expShiftedAVX512 returns the largest n (a multiple of 8) such that no
+// element of src[:n] needs expDet's special cases, having computed
+//
+//	for i := range src[:n] {
+//		dst[i] = expDet(src[i] - shift)
+//	}
+//
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
 
@@ -284,14 +377,45 @@ func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool {
 	return true
 }
 
+// reluAVX512 computes
+//
+//	for i, v := range in {
+//		out[i] = max(v, 0)
+//	}
+//
 //go:noescape
 func reluAVX512(out, in []float64)
 
+// addAVX512 computes
+//
+//	for i := range out {
+//		out[i] = a[i] + b[i]
+//	}
+//
 //go:noescape
 func addAVX512(out, a, b []float64)
 
+// reluMaskAVX512 computes
+//
+//	for i := range d {
+//		if !(inp[i] > 0) {
+//			d[i] = 0
+//		}
+//	}
+//
 //go:noescape
 func reluMaskAVX512(d, inp []float64)
 
+// adamAVX512 computes, with k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink},
+//
+//	for i := range params {
+//		g := grads[i]
+//		m[i] = float64(b1*m[i]) + float64((1-b1)*g)
+//		v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
+//		mh, vh := m[i]/c1, v[i]/c2
+//		p := float64(params[i] * shrink)
+//		params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+//	}
+//
 //go:noescape
 func adamAVX512(params, grads, m, v []float64, k *[9]float64)
