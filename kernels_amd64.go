@@ -318,9 +318,9 @@ func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb 
 func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
-// largest n (a multiple of 8) such that every element up to n is on
-// expDet's ordinary path, and returns n; expShifted does the rest. It
-// computes nothing (n = 0) below the AVX-512 level.
+// largest n (a multiple of 8, or len(src)) such that no element before n
+// needs expDet's special cases, and returns n; expShifted does the rest.
+// It computes nothing (n = 0) below the AVX-512 level.
 func expShiftedBlocks(dst, src []float64, shift float64) int {
 	if kernelLevel < levelAVX512 {
 		return 0
@@ -328,8 +328,7 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 	return expShiftedAVX512(dst[:len(src)], src, shift)
 }
 
-// expShiftedAVX512 returns the largest n (a multiple of 8) such that no
-// element of src[:n] needs expDet's special cases, having computed
+// expShiftedAVX512 returns n as expShiftedBlocks does, having computed
 //
 //	for i := range src[:n] {
 //		dst[i] = expDet(src[i] - shift)

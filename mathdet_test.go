@@ -121,8 +121,12 @@ func TestExpShiftedPaths(t *testing.T) {
 				want[i] = expDet(v - wantMax)
 				wantSum += want[i]
 			}
-			got := make([]float64, len(src))
+			gbuf := guarded(make([]float64, len(src)))
+			got := gbuf[guardLen : guardLen+len(src)]
 			gotMax, gotSum := expShifted(got, src)
+			if i, ok := checkGuards(gbuf, len(src)); !ok {
+				t.Fatalf("src %v: wrote dst[%d]", src, i)
+			}
 			if i, ok := sameBits(got, want); !ok {
 				t.Fatalf("src %v: dst[%d] = %v, expDet gives %v", src, i, got[i], want[i])
 			}
