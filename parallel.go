@@ -5,15 +5,20 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // Parallel sections split a range of independent outputs (rows of a
-// matrix, (batch, head) pairs) into one contiguous chunk per available
-// processor. No output is ever shared between chunks and no sum is ever
-// split, so the bits do not depend on GOMAXPROCS. Workers are started once
-// and reused; a section costs two channel operations per worker and no
-// allocation: the job descriptions live in the pool and are guarded by its
-// mutex.
+// matrix, (batch, head) pairs) into contiguous chunks, a few per
+// available processor, which the caller and the workers claim one at a
+// time until none is left: a core that is slowed down (by another process
+// on a shared machine, or by a slower kernel for its part) simply claims
+// fewer chunks. No output is ever shared between chunks and no sum is
+// ever split, so the bits depend neither on GOMAXPROCS nor on who ran
+// which chunk. Workers are started once and reused; a section costs two
+// channel operations per worker, an atomic add per chunk, and no
+// allocation: the job descriptions live in the pool and are guarded by
+// its mutex.
 //
 // A panic on a worker (an index out of range in a job, say) must not kill
 // the process from a goroutine the caller cannot recover in: the worker
@@ -26,15 +31,36 @@ type rangeJob interface {
 	run(lo, hi int)
 }
 
-type rangeTask struct {
-	job    rangeJob
-	lo, hi int
+// section is one parallel section: job over [0, n) cut into chunks
+// whose boundaries are multiples of grain, claimed through next.
+type section struct {
+	job                     rangeJob
+	n, grain, units, chunks int
+	next                    atomic.Int64
+}
+
+// chunksPerWorker is how many chunks a section has per participant: more
+// balance the load better, fewer cost fewer claims and keep blocks big.
+const chunksPerWorker = 4
+
+// participate claims and runs chunks until none is left.
+func (s *section) participate() {
+	for {
+		c := int(s.next.Add(1) - 1)
+		if c >= s.chunks {
+			return
+		}
+		lo := (s.units * c / s.chunks) * s.grain
+		hi := min((s.units*(c+1)/s.chunks)*s.grain, s.n)
+		s.job.run(lo, hi)
+	}
 }
 
 type workerPool struct {
 	mu      sync.Mutex // held for a whole section; contenders run serially
 	workers []*worker
 	wg      sync.WaitGroup
+	sec     section // the current section, written only while mu is held
 
 	// Job slots, written only while mu is held.
 	nn     gemmNNJob
@@ -72,21 +98,27 @@ func (wp *workerPool) acquire(n, grain, costPerItem int) int {
 	return p
 }
 
-// dispatch runs job over [0, n) in p chunks whose boundaries are multiples
-// of grain, the last chunk on the calling goroutine, and releases pool.mu.
+// dispatch runs job over [0, n) on p participants (the calling goroutine
+// and p-1 workers), in chunks whose boundaries are multiples of grain,
+// and releases pool.mu.
 func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	for len(wp.workers) < p-1 {
-		w := &worker{tasks: make(chan rangeTask)}
+		w := &worker{tasks: make(chan *section)}
 		wp.workers = append(wp.workers, w)
 		go w.loop(&wp.wg)
 	}
 	units := (n + grain - 1) / grain
+	s := &wp.sec
+	s.job, s.n, s.grain, s.units = job, n, grain, units
+	s.chunks = min(units, p*chunksPerWorker)
+	s.next.Store(0)
 	wp.wg.Add(p - 1)
 	// Even if the caller's own chunk panics, wait for the workers (they
 	// write into the caller's buffers) and release the pool; then pass on
 	// a worker's panic, unless the caller's own is already under way.
 	defer func() {
 		wp.wg.Wait()
+		s.job = nil
 		var wpanic *workerPanic
 		for _, w := range wp.workers[:p-1] {
 			if w.failed != nil && wpanic == nil {
@@ -99,40 +131,38 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 			panic(wpanic)
 		}
 	}()
-	lo := 0
-	for w := 0; w < p-1; w++ {
-		hi := (units * (w + 1) / p) * grain
-		wp.workers[w].tasks <- rangeTask{job, lo, hi}
-		lo = hi
+	for _, w := range wp.workers[:p-1] {
+		w.tasks <- s
 	}
-	job.run(lo, n)
+	s.participate()
 }
 
 // worker is one goroutine of the pool and the record of its last
-// task's panic (written by the worker before wg.Done, read and cleared
-// by dispatch after wg.Wait).
+// section's panic (written by the worker before wg.Done, read and
+// cleared by dispatch after wg.Wait).
 type worker struct {
-	tasks  chan rangeTask
+	tasks  chan *section
 	failed *workerPanic
 }
 
 func (w *worker) loop(wg *sync.WaitGroup) {
-	for t := range w.tasks {
-		w.run(t, wg)
+	for s := range w.tasks {
+		w.run(s, wg)
 	}
 }
 
-// run runs one chunk. A panic is recovered here, with the worker's
-// stack, for dispatch to raise on the caller's goroutine; wg.Done comes
-// last, so dispatch sees the record.
-func (w *worker) run(t rangeTask, wg *sync.WaitGroup) {
+// run takes part in a section. A panic is recovered here, with the
+// worker's stack, for dispatch to raise on the caller's goroutine (the
+// chunks this worker would have claimed next are left to the others);
+// wg.Done comes last, so dispatch sees the record.
+func (w *worker) run(s *section, wg *sync.WaitGroup) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.failed = &workerPanic{value: v, stack: debug.Stack()}
 		}
 		wg.Done()
 	}()
-	t.job.run(t.lo, t.hi)
+	s.participate()
 }
 
 // workerPanic is what the caller of a parallel section panics with when
