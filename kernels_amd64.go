@@ -167,27 +167,57 @@ func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb 
 // gemmNNAVX512 is gemmNN (M, N >= 1) in blocks of four rows of C, with
 // the same k blocking as gemmNNAVX2.
 func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	if K <= 0 {
-		return
-	}
 	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 		return
 	}
+	gemmNNAVX512Init(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K)
+}
+
+// gemmNNAVX512Init is gemmNNAVX512 with the initial values of C taken
+// from C itself (mode 0), from the row bias for every row (mode 1), or
+// +0 (mode 2) for the first block of k: C = bias + A·B (or A·B) without
+// a pass over C to set it first. K must be >= 1 for modes 1 and 2.
+func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if K <= 0 {
+		return
+	}
+	// The assembly trusts its arguments (strides >= 0, checked by the
+	// callers): check the last element each operand is read or written at.
 	_ = c[(M-1)*ldc+N-1]
 	_ = a[(M-1)*ai+(K-1)*ak]
 	_ = b[(K-1)*ldb+N-1]
+	if mode == 1 {
+		bias = bias[:N]
+	}
 	for k0 := 0; k0 < K; k0 += nnKBlock {
 		kn := min(nnKBlock, K-k0)
 		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
 		i := 0
 		for ; i+4 <= M; i += 4 {
-			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn)
+			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, mode)
 		}
 		for ; i < M; i++ {
-			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn)
+			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn, bias, mode)
 		}
+		mode = 0 // later blocks of k continue the chains stored in C
 	}
+}
+
+// gemmNNInitBlocks computes, for the first M rows of c (ldc = N), the
+// chains of gemmNN started from bias (every row; +0 when bias is nil)
+// instead of from C, and reports whether it did: only the AVX-512
+// kernels can (gemmNNJob sets C first otherwise, the same bits).
+func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
+	if kernelLevel < levelAVX512 || K <= 0 || M <= 0 || N <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		return false
+	}
+	mode := 2
+	if bias != nil {
+		mode = 1
+	}
+	gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	return true
 }
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
@@ -273,29 +303,35 @@ func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb in
 //go:noescape
 func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
 
-// gemmNN4AVX512 is four rows of gemmNN (N, K >= 1):
+// gemmNN4AVX512 is four rows of gemmNN (N, K >= 1), the chains started
+// from x0 = c[i*ldc+j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			x := x0(i, j)
 //			for k := 0; k < K; k++ {
-//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
 //			}
+//			c[i*ldc+j] = x
 //		}
 //	}
 //
 //go:noescape
-func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
-// gemmNN1AVX512 is one row of gemmNN (N, K >= 1):
+// gemmNN1AVX512 is one row of gemmNN (N, K >= 1), the chains started
+// from x0 = c[j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
 //
 //	for j := 0; j < N; j++ {
+//		x := x0(j)
 //		for k := 0; k < K; k++ {
-//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
 //		}
+//		c[j] = x
 //	}
 //
 //go:noescape
-func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
 // gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0):
 //

@@ -51,17 +51,25 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 	VBROADCASTSD addr, Z20; \
 	VFMADD231PD  Z16, Z20, x0
 
-// func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+// func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 //
-// Four rows of gemmNN, all N columns:
+// Four rows of gemmNN, all N columns, from initial values x0 that are
+// C's own (mode 0), the row bias[:N] for every row (mode 1) or +0
+// (mode 2):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			x := x0(i, j) // c[i*ldc+j], bias[j] or 0
 //			for k := 0; k < K; k++ {
-//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
 //			}
+//			c[i*ldc+j] = x
 //		}
 //	}
+//
+// Modes 1 and 2 fold the layer's bias (or the clearing of C) into the
+// product: the chain starts from the same value as when C was set first,
+// without a pass over C to set it.
 //
 // Columns go in blocks of 32 (four ZMM per row, 16 accumulators), then
 // 8, then a masked block of 1-7. For each block the accumulators are
@@ -70,9 +78,10 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 //
 // Registers: AX a (k=0), SI a at k, R9 ai*8, R12 3*ai*8, R10 ak*8;
 // BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at the block,
-// R8 ldc*8, R13 3*ldc*8; DX k countdown; N+104(FP) columns left;
-// Z0-Z15 accumulators, Z16-Z19 B, Z20 broadcast A, K1 tail mask.
-TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-120
+// R8 ldc*8, R13 3*ldc*8; R14 bias at the block; DX k countdown;
+// N+104(FP) columns left; Z0-Z15 accumulators, Z16-Z19 B, Z20
+// broadcast A, K1 tail mask.
+TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-152
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -86,6 +95,7 @@ TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-120
 	MOVQ b_base+72(FP), BX
 	MOVQ ldb+96(FP), R11
 	SHLQ $3, R11
+	MOVQ bias_base+120(FP), R14
 
 nn4z_cols:
 	MOVQ N+104(FP), DX
@@ -93,6 +103,10 @@ nn4z_cols:
 	JLT  nn4z_8
 
 	// 32 columns.
+	MOVQ mode+144(FP), DX
+	CMPQ DX, $1
+	JEQ  nn4z_32_bias
+	JGT  nn4z_32_zero
 	VMOVUPD (CX), Z0
 	VMOVUPD 64(CX), Z1
 	VMOVUPD 128(CX), Z2
@@ -109,9 +123,49 @@ nn4z_cols:
 	VMOVUPD 64(CX)(R13*1), Z13
 	VMOVUPD 128(CX)(R13*1), Z14
 	VMOVUPD 192(CX)(R13*1), Z15
-	MOVQ    AX, SI
-	MOVQ    BX, DI
-	MOVQ    K+112(FP), DX
+	JMP     nn4z_32_init
+
+nn4z_32_bias:
+	VMOVUPD (R14), Z0
+	VMOVUPD 64(R14), Z1
+	VMOVUPD 128(R14), Z2
+	VMOVUPD 192(R14), Z3
+	VMOVAPD Z0, Z4
+	VMOVAPD Z1, Z5
+	VMOVAPD Z2, Z6
+	VMOVAPD Z3, Z7
+	VMOVAPD Z0, Z8
+	VMOVAPD Z1, Z9
+	VMOVAPD Z2, Z10
+	VMOVAPD Z3, Z11
+	VMOVAPD Z0, Z12
+	VMOVAPD Z1, Z13
+	VMOVAPD Z2, Z14
+	VMOVAPD Z3, Z15
+	JMP     nn4z_32_init
+
+nn4z_32_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+
+nn4z_32_init:
+	MOVQ AX, SI
+	MOVQ BX, DI
+	MOVQ K+112(FP), DX
 
 nn4z_32_k:
 	VMOVUPD (DI), Z16
@@ -145,6 +199,7 @@ nn4z_32_k:
 	VMOVUPD Z15, 192(CX)(R13*1)
 	ADDQ    $256, CX
 	ADDQ    $256, BX
+	ADDQ    $256, R14
 	SUBQ    $32, N+104(FP)
 	JMP     nn4z_cols
 
@@ -164,10 +219,30 @@ nn4z_full:
 	KMOVW 16(SI), K1
 
 nn4z_load:
+	MOVQ      mode+144(FP), DX
+	CMPQ      DX, $1
+	JEQ       nn4z_8_bias
+	JGT       nn4z_8_zero
 	VMOVUPD.Z (CX), K1, Z0
 	VMOVUPD.Z (CX)(R8*1), K1, Z4
 	VMOVUPD.Z (CX)(R8*2), K1, Z8
 	VMOVUPD.Z (CX)(R13*1), K1, Z12
+	JMP       nn4z_8_init
+
+nn4z_8_bias:
+	VMOVUPD.Z (R14), K1, Z0
+	VMOVAPD   Z0, Z4
+	VMOVAPD   Z0, Z8
+	VMOVAPD   Z0, Z12
+	JMP       nn4z_8_init
+
+nn4z_8_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z12, Z12, Z12
+
+nn4z_8_init:
 	MOVQ      AX, SI
 	MOVQ      BX, DI
 	MOVQ      K+112(FP), DX
@@ -189,6 +264,7 @@ nn4z_8_k:
 	VMOVUPD Z12, K1, (CX)(R13*1)
 	ADDQ    $64, CX
 	ADDQ    $64, BX
+	ADDQ    $64, R14
 	SUBQ    $8, N+104(FP)
 	JG      nn4z_cols
 
@@ -196,23 +272,27 @@ nn4z_done:
 	VZEROUPPER
 	RET
 
-// func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+// func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 //
-// One row of gemmNN, all N columns:
+// One row of gemmNN, all N columns, from initial values that are C's own
+// (mode 0), bias[:N] (mode 1) or +0 (mode 2), as in gemmNN4AVX512:
 //
 //	for j := 0; j < N; j++ {
+//		x := x0(j) // c[j], bias[j] or 0
 //		for k := 0; k < K; k++ {
-//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
 //		}
+//		c[j] = x
 //	}
 //
 // Columns go in blocks of 32 (four accumulators), then 8, then a masked
 // block of 1-7, each a k-ascending loop of broadcast A times vector B.
 //
 // Registers: AX a (k=0), SI a at k, R10 ak*8; BX b at the block, DI b at
-// k, R11 ldb*8; CX c at the block; DX k countdown; R8 columns left;
-// Z0-Z3 accumulators, Z16-Z19 B, Z20 broadcast A, K1 tail mask.
-TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-104
+// k, R11 ldb*8; CX c at the block; R14 bias at the block; DX k
+// countdown; R8 columns left; R9 mode; Z0-Z3 accumulators, Z16-Z19 B,
+// Z20 broadcast A, K1 tail mask.
+TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-136
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ ak+48(FP), R10
@@ -221,14 +301,35 @@ TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-104
 	MOVQ ldb+80(FP), R11
 	SHLQ $3, R11
 	MOVQ N+88(FP), R8
+	MOVQ bias_base+104(FP), R14
+	MOVQ mode+128(FP), R9
 
 nn1z_cols:
 	CMPQ R8, $32
 	JLT  nn1z_8
+	CMPQ R9, $1
+	JEQ  nn1z_32_bias
+	JGT  nn1z_32_zero
 	VMOVUPD (CX), Z0
 	VMOVUPD 64(CX), Z1
 	VMOVUPD 128(CX), Z2
 	VMOVUPD 192(CX), Z3
+	JMP     nn1z_32_init
+
+nn1z_32_bias:
+	VMOVUPD (R14), Z0
+	VMOVUPD 64(R14), Z1
+	VMOVUPD 128(R14), Z2
+	VMOVUPD 192(R14), Z3
+	JMP     nn1z_32_init
+
+nn1z_32_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+
+nn1z_32_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+96(FP), DX
@@ -250,6 +351,7 @@ nn1z_32_k:
 	VMOVUPD Z3, 192(CX)
 	ADDQ    $256, CX
 	ADDQ    $256, BX
+	ADDQ    $256, R14
 	SUBQ    $32, R8
 	JMP     nn1z_cols
 
@@ -264,7 +366,20 @@ nn1z_8:
 
 nn1z_mask:
 	KMOVW     (SI)(DX*2), K1
+	CMPQ      R9, $1
+	JEQ       nn1z_8_bias
+	JGT       nn1z_8_zero
 	VMOVUPD.Z (CX), K1, Z0
+	JMP       nn1z_8_init
+
+nn1z_8_bias:
+	VMOVUPD.Z (R14), K1, Z0
+	JMP       nn1z_8_init
+
+nn1z_8_zero:
+	VPXORQ Z0, Z0, Z0
+
+nn1z_8_init:
 	MOVQ      AX, SI
 	MOVQ      BX, DI
 	MOVQ      K+96(FP), DX
@@ -281,6 +396,7 @@ nn1z_8_k:
 	VMOVUPD Z0, K1, (CX)
 	ADDQ    $64, CX
 	ADDQ    $64, BX
+	ADDQ    $64, R14
 	SUBQ    $8, R8
 	JG      nn1z_8
 

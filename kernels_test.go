@@ -516,3 +516,43 @@ func TestElementwisePaths(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmInitModes checks gemmNNInitBlocks, the AVX-512 kernels started
+// from a bias row or from +0 instead of from C, against setting C first
+// and running the portable kernel, to the bit, with guard zones (padding
+// between the rows of C must stay untouched too).
+func TestGemmInitModes(t *testing.T) {
+	if !gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1) {
+		t.Skip("no kernel path starts chains from a bias here")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n < 3000; n++ {
+		g := randomGemmCase(rng, false)
+		if g.M == 0 || g.N == 0 || g.K == 0 || g.ldc < g.N {
+			continue
+		}
+		var bias []float64
+		if n%3 != 0 {
+			bias = randomSlice(rng, g.N)
+		}
+		want := append([]float64(nil), g.c...)
+		for i := 0; i < g.M; i++ {
+			row := want[i*g.ldc : i*g.ldc+g.N]
+			if bias != nil {
+				copy(row, bias)
+			} else {
+				clear(row)
+			}
+		}
+		gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		gc := guarded(g.c)
+		c := gc[guardLen : guardLen+len(g.c)]
+		gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		if i, ok := sameBits(c, want); !ok {
+			t.Fatalf("%v bias %v: c[%d] = %v, want %v", g, bias != nil, i, c[i], want[i])
+		}
+		if i, ok := checkGuards(gc, len(g.c)); !ok {
+			t.Fatalf("%v: wrote c[%d]", g, i)
+		}
+	}
+}

@@ -204,6 +204,11 @@ type gemmNNJob struct {
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
+	if j.init && gemmNNInitBlocks(j.c[lo*j.ldc:], j.ldc, j.bias, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k) {
+		// The kernels started the chains from the bias themselves.
+		j.post(lo, hi)
+		return
+	}
 	if j.init {
 		for i := lo; i < hi; i++ {
 			row := j.c[i*j.ldc : i*j.ldc+j.n]
@@ -215,6 +220,11 @@ func (j *gemmNNJob) run(lo, hi int) {
 		}
 	}
 	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
+	j.post(lo, hi)
+}
+
+// post applies the fused elementwise layer to rows [lo, hi).
+func (j *gemmNNJob) post(lo, hi int) {
 	if j.act != nil {
 		e := elementwiseJob{op: opRelu, out: j.act[lo*j.n : hi*j.n], a: j.c[lo*j.n : hi*j.n]}
 		e.run(0, len(e.out))
