@@ -95,7 +95,7 @@ if [ $have_torch = 1 ]; then
   echo "torch best: OPENBLAS_CORETYPE / torch threads / OpenBLAS threads = $torch_env"
 fi
 
-numpy() { set -- $np_env; ref "$1" env OPENBLAS_NUM_THREADS=$2 $PY bench/numpy_ref.py "${@:3}"; }
+numpy() { local a=($np_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=${a[1]} $PY bench/numpy_ref.py "$@"; }
 torch() { local a=($torch_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=${a[2]} $PY bench/torch_baby.py --threads ${a[1]} "$@"; }
 
 : >"$log"
@@ -107,7 +107,6 @@ for r in $(seq "$ROUNDS"); do
   done
   echo "go_decode $(gobench 2 '^BenchmarkGenerate/greedy/cached$' 3x | metric tokens/s)" >>"$log"
   if [ $have_numpy = 1 ]; then
-    set -- $np_env
     echo "np_seed $(numpy train 60 | rate steps/s)" >>"$log"
     echo "np_baby $(numpy train 10 --config baby | rate steps/s)" >>"$log"
     echo "np_decode $(numpy generate 1000 | rate tokens/s)" >>"$log"
