@@ -40,6 +40,7 @@ func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
 	}
 	tr.TrainStep() // warm-up: allocates the activations once
 	b.ReportAllocs()
+	cpu0, haveCPU := processCPUTime()
 	for b.Loop() {
 		if _, err := tr.TrainStep(); err != nil {
 			b.Fatal(err)
@@ -49,6 +50,14 @@ func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
 	b.ReportMetric(float64(batch*cfg.BlockSize)/perStep, "tokens/s")
 	b.ReportMetric(1/perStep, "steps/s")
 	b.ReportMetric(trainingFLOPs(cfg, batch, cfg.BlockSize)/perStep/1e9, "GFLOP/s")
+	if cpu1, ok := processCPUTime(); ok && haveCPU {
+		// On a shared machine the wall time depends on how many cores
+		// the other processes left us: "cores" says how many the run
+		// got on average, "cpu-ms/step" what a step cost in CPU time.
+		cpu := (cpu1 - cpu0).Seconds()
+		b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/step")
+		b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
+	}
 }
 
 // BenchmarkTrainStep is one step of the seed's run: batch 32 of 32

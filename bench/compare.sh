@@ -20,6 +20,9 @@
 #
 #   bench/compare.sh                  # everything
 #   ROUNDS=5 bench/compare.sh         # more rounds
+#   NP_ENV="SkylakeX 1" TORCH_ENV="SkylakeX 1 2" bench/compare.sh
+#                                     # skip the probes: OPENBLAS_CORETYPE
+#                                     # (or auto) and thread counts given
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-/usr/bin/python3}
@@ -69,8 +72,9 @@ have_torch=1; $PY -c 'import torch' 2>/dev/null || have_torch=0
 
 # Probes: the best OpenBLAS kernel and thread count for NumPy, the best
 # thread settings for PyTorch. Short runs; the best setting is kept.
-np_env=""; torch_env=""
-if [ $have_numpy = 1 ]; then
+# NP_ENV="Cooperlake 2" or TORCH_ENV="Cooperlake 1 2" skip a probe.
+np_env=${NP_ENV:-}; torch_env=${TORCH_ENV:-}
+if [ $have_numpy = 1 ] && [ -z "$np_env" ]; then
   best=0
   for ct in auto $CORETYPES; do
     for th in 1 2; do
@@ -81,7 +85,7 @@ if [ $have_numpy = 1 ]; then
   done
   echo "numpy best: OPENBLAS_CORETYPE / threads = $np_env"
 fi
-if [ $have_torch = 1 ]; then
+if [ $have_torch = 1 ] && [ -z "$torch_env" ]; then
   best=0
   cts="auto"; [ -n "$np_env" ] && [ "${np_env% *}" != auto ] && cts="auto ${np_env% *}"
   for ct in $cts; do
@@ -97,23 +101,49 @@ fi
 
 numpy() { local a=($np_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=${a[1]} $PY bench/numpy_ref.py "$@"; }
 torch() { local a=($torch_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=${a[2]} $PY bench/torch_baby.py --threads ${a[1]} "$@"; }
+# The same on one thread: no spinning helper threads, so their CPU time
+# is their work, comparable with minigpt's on GOMAXPROCS=1 however busy
+# the machine is.
+numpy1() { local a=($np_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=1 $PY bench/numpy_ref.py "$@"; }
+torch1() { local a=($torch_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=1 $PY bench/torch_baby.py --threads 1 "$@"; }
 
 : >"$log"
+# timed KEY CMD...: CMD's rate (its last output line's steps/s), and the
+# cores it kept busy on average ((user + system) / real, spinning
+# OpenBLAS threads included), as "KEY rate" and "KEY_cores n".
+timed() {
+  local key=$1; shift
+  local TIMEFORMAT='%R %U %S' out t
+  { time "$@" >"$tmp/out" 2>&1; } 2>"$tmp/time"
+  out=$(rate steps/s <"$tmp/out")
+  t=$(tail -1 "$tmp/time")
+  echo "$key $out" >>"$log"
+  awk -v k="$key" '{if ($1 > 0) printf "%s_cores %.2f\n", k, ($2 + $3) / $1}' <<<"$t" >>"$log"
+}
+gorow() { # gorow KEY GOMAXPROCS PATTERN BENCHTIME
+  gobench "$2" "$3" "$4" >"$tmp/out"
+  echo "$1 $(metric steps/s <"$tmp/out")" >>"$log"
+  echo "${1}_cores $(metric cores <"$tmp/out")" >>"$log"
+}
 for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS (load $(cut -d' ' -f1 /proc/loadavg))" >&2
   for p in 2 1; do
-    echo "go_seed_$p $(gobench $p '^BenchmarkTrainStep$' 60x | metric steps/s)" >>"$log"
-    echo "go_baby_$p $(gobench $p '^BenchmarkTrainStepBaby$' 15x | metric steps/s)" >>"$log"
+    gorow go_seed_$p $p '^BenchmarkTrainStep$' 60x
+    gorow go_baby_$p $p '^BenchmarkTrainStepBaby$' 15x
   done
   echo "go_decode $(gobench 2 '^BenchmarkGenerate/greedy/cached$' 3x | metric tokens/s)" >>"$log"
   if [ $have_numpy = 1 ]; then
-    echo "np_seed $(numpy train 60 | rate steps/s)" >>"$log"
-    echo "np_baby $(numpy train 10 --config baby | rate steps/s)" >>"$log"
+    timed np1_seed numpy1 train 60
+    timed np1_baby numpy1 train 10 --config baby
+    timed np_seed numpy train 60
+    timed np_baby numpy train 10 --config baby
     echo "np_decode $(numpy generate 1000 | rate tokens/s)" >>"$log"
   fi
   if [ $have_torch = 1 ]; then
-    echo "torch_seed $(torch --config seed --steps 60 | rate steps/s)" >>"$log"
-    echo "torch_baby $(torch --steps 30 | rate steps/s)" >>"$log"
+    timed torch1_seed torch1 --config seed --steps 60
+    timed torch1_baby torch1 --steps 20
+    timed torch_seed torch --config seed --steps 60
+    timed torch_baby torch --steps 30
   fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -121,10 +151,20 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 get() { awk -v k="$1" '$1 == k && $2 != "" {print $2}' "$log" | median; }
 # row LABEL KEY CORES GFLOP_PER_STEP: rate, GFLOP/s, % of the cores' peak.
 row() {
-  local v; v=$(get "$2")
+  local v k; v=$(get "$2"); k=$(get "${2}_cores")
   [ -z "$v" ] && return
-  awk -v l="$1" -v v="$v" -v c="$3" -v f="$4" -v p="${peak:-0}" 'BEGIN {
-    g = v * f; printf "%-40s %10.2f steps/s %8.1f GFLOP/s %6.1f%% of %d-core peak\n", l, v, g, (p > 0 ? 100 * g / (p * c) : 0), c }'
+  awk -v l="$1" -v v="$v" -v c="$3" -v f="$4" -v p="${peak:-0}" -v k="${k:-?}" 'BEGIN {
+    g = v * f; printf "%-40s %10.2f steps/s %8.1f GFLOP/s %6.1f%% of %d-core peak   busy cores %s\n", l, v, g, (p > 0 ? 100 * g / (p * c) : 0), c, k }'
+}
+# cpurow LABEL KEY GFLOP_PER_STEP: a one-thread run's rate per CPU-second
+# (rate / busy cores), its GFLOP per CPU-second and share of one core's
+# peak: what the code does with the CPU time it gets.
+cpurow() {
+  local v k; v=$(get "$2"); k=$(get "${2}_cores")
+  [ -z "$v" ] || [ -z "$k" ] && return
+  awk -v l="$1" -v v="$v" -v k="$k" -v f="$3" -v p="${peak:-0}" 'BEGIN {
+    r = v / k; g = r * f; printf "%-40s %10.2f steps per CPU-s %8.1f GFLOP per CPU-s %6.1f%% of 1-core peak\n", l, r, g, (p > 0 ? 100 * g / p : 0) }'
+  echo "cpu_$2 $(awk -v v="$v" -v k="$k" 'BEGIN {print v / k}')" >>"$log"
 }
 ratio() { # ratio LABEL KEY_A KEY_B
   local a b; a=$(get "$2"); b=$(get "$3")
@@ -132,7 +172,9 @@ ratio() { # ratio LABEL KEY_A KEY_B
   return 0
 }
 echo
-echo "medians of $ROUNDS interleaved rounds (seed: $seed_gflop GFLOP/step; baby: $baby_gflop GFLOP/step):"
+echo "medians of $ROUNDS interleaved rounds (seed: $seed_gflop GFLOP/step; baby: $baby_gflop GFLOP/step)."
+echo "busy cores: CPU time / wall time, the median over the rounds; below the thread count, other"
+echo "processes had the rest of the machine (for the references it counts OpenBLAS threads spinning):"
 row "minigpt seed, 2 cores" go_seed_2 2 "$seed_gflop"
 row "minigpt seed, 1 core" go_seed_1 1 "$seed_gflop"
 row "NumPy seed ($np_env)" np_seed 2 "$seed_gflop"
@@ -142,11 +184,28 @@ row "minigpt baby, 1 core" go_baby_1 1 "$baby_gflop"
 row "NumPy baby ($np_env)" np_baby 2 "$baby_gflop"
 row "PyTorch f64 baby ($torch_env)" torch_baby 2 "$baby_gflop"
 echo
+echo "one thread each, per CPU-second (robust to other processes):"
+cpurow "minigpt seed, GOMAXPROCS=1" go_seed_1 "$seed_gflop"
+cpurow "NumPy seed, 1 thread" np1_seed "$seed_gflop"
+cpurow "PyTorch f64 seed, 1 thread" torch1_seed "$seed_gflop"
+cpurow "minigpt baby, GOMAXPROCS=1" go_baby_1 "$baby_gflop"
+cpurow "NumPy baby, 1 thread" np1_baby "$baby_gflop"
+cpurow "PyTorch f64 baby, 1 thread" torch1_baby "$baby_gflop"
+cpurow "minigpt seed, GOMAXPROCS=2" go_seed_2 "$seed_gflop"
+cpurow "minigpt baby, GOMAXPROCS=2" go_baby_2 "$baby_gflop"
+echo
+echo "ratios of medians:"
 ratio "seed: minigpt / NumPy" go_seed_2 np_seed
 ratio "seed: minigpt / PyTorch" go_seed_2 torch_seed
 ratio "baby: minigpt / PyTorch" go_baby_2 torch_baby
 ratio "baby: minigpt / NumPy" go_baby_2 np_baby
-ratio "seed: 1 -> 2 cores" go_seed_2 go_seed_1
-ratio "baby: 1 -> 2 cores" go_baby_2 go_baby_1
+ratio "seed: 1 -> 2 cores (wall)" go_seed_2 go_seed_1
+ratio "baby: 1 -> 2 cores (wall)" go_baby_2 go_baby_1
+ratio "seed, per CPU-s: minigpt / NumPy" cpu_go_seed_1 cpu_np1_seed
+ratio "seed, per CPU-s: minigpt / PyTorch" cpu_go_seed_1 cpu_torch1_seed
+ratio "baby, per CPU-s: minigpt / NumPy" cpu_go_baby_1 cpu_np1_baby
+ratio "baby, per CPU-s: minigpt / PyTorch" cpu_go_baby_1 cpu_torch1_baby
+ratio "seed, per CPU-s: 2 threads / 1" cpu_go_seed_2 cpu_go_seed_1
+ratio "baby, per CPU-s: 2 threads / 1" cpu_go_baby_2 cpu_go_baby_1
 d=$(get go_decode); n=$(get np_decode)
 [ -n "$d" ] && echo "greedy decoding, 1000 tokens: minigpt $d tokens/s${n:+, NumPy (no cache) $n tokens/s, $(awk -v a="$d" -v b="$n" 'BEGIN {printf "%.1f", a / b}')x}"
