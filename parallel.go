@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Parallel sections split a range of independent outputs (rows of a
@@ -15,10 +16,10 @@ import (
 // on a shared machine, or by a slower kernel for its part) simply claims
 // fewer chunks. No output is ever shared between chunks and no sum is
 // ever split, so the bits depend neither on GOMAXPROCS nor on who ran
-// which chunk. Workers are started once and reused; a section costs two
-// channel operations per worker, an atomic add per chunk, and no
-// allocation: the job descriptions live in the pool and are guarded by
-// its mutex.
+// which chunk. Workers are started once and reused; a section costs a
+// few atomic operations (a channel operation for a parked worker), an
+// atomic add per chunk, and no allocation: the job descriptions live in
+// the pool and are guarded by its mutex.
 //
 // A panic on a worker (an index out of range in a job, say) must not kill
 // the process from a goroutine the caller cannot recover in: the worker
@@ -61,6 +62,12 @@ type workerPool struct {
 	workers []*worker
 	wg      sync.WaitGroup
 	sec     section // the current section, written only while mu is held
+	// gen is (sections published so far)<<16 | (participants of the
+	// last one): a change wakes the workers, and tells each, in one
+	// atomic read, whether it takes part (a worker that does not must
+	// not touch sec, which the next section may be rewriting).
+	gen     atomic.Uint64
+	pending atomic.Int64 // workers still in the current section
 
 	// Job slots, written only while mu is held.
 	nn     gemmNNJob
@@ -86,7 +93,7 @@ var minParallelWork = 1 << 16
 // over the workers; if it returns a count p > 1, the caller holds pool.mu
 // and must call dispatch.
 func (wp *workerPool) acquire(n, grain, costPerItem int) int {
-	p := runtime.GOMAXPROCS(0)
+	p := min(runtime.GOMAXPROCS(0), 1<<16-1) // gen has 16 bits for it
 	units := (n + grain - 1) / grain
 	if p > units {
 		p = units
@@ -98,14 +105,22 @@ func (wp *workerPool) acquire(n, grain, costPerItem int) int {
 	return p
 }
 
+// spinTime is how long a worker polls for the next section, and the
+// caller for the workers' end, before blocking. Sections of a training
+// step follow each other within microseconds, and waking a parked
+// thread costs tens of microseconds on a virtual machine: polling
+// catches the next section at once, while a pause longer than this (the
+// end of training, a prompt being typed) still parks everything.
+const spinTime = 50 * time.Microsecond
+
 // dispatch runs job over [0, n) on p participants (the calling goroutine
-// and p-1 workers), in chunks whose boundaries are multiples of grain,
-// and releases pool.mu.
+// and workers 0 to p-2), in chunks whose boundaries are multiples of
+// grain, and releases pool.mu.
 func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	for len(wp.workers) < p-1 {
-		w := &worker{tasks: make(chan *section)}
+		w := &worker{index: len(wp.workers), wake: make(chan struct{}, 1)}
 		wp.workers = append(wp.workers, w)
-		go w.loop(&wp.wg)
+		go w.loop(wp, wp.gen.Load())
 	}
 	units := (n + grain - 1) / grain
 	s := &wp.sec
@@ -113,10 +128,14 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	s.chunks = min(units, p*chunksPerWorker)
 	s.next.Store(0)
 	wp.wg.Add(p - 1)
+	wp.pending.Store(int64(p - 1))
 	// Even if the caller's own chunk panics, wait for the workers (they
 	// write into the caller's buffers) and release the pool; then pass on
 	// a worker's panic, unless the caller's own is already under way.
 	defer func() {
+		for start := time.Now(); wp.pending.Load() > 0 && time.Since(start) < spinTime; {
+			runtime.Gosched()
+		}
 		wp.wg.Wait()
 		s.job = nil
 		var wpanic *workerPanic
@@ -131,8 +150,16 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 			panic(wpanic)
 		}
 	}()
+	// Publish: polling workers see the new generation (and, through the
+	// atomic, the section written above); parked ones get a token.
+	wp.gen.Store((wp.gen.Load()>>16+1)<<16 | uint64(p))
 	for _, w := range wp.workers[:p-1] {
-		w.tasks <- s
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	s.participate()
 }
@@ -141,26 +168,59 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 // section's panic (written by the worker before wg.Done, read and
 // cleared by dispatch after wg.Wait).
 type worker struct {
-	tasks  chan *section
+	index  int
+	parked atomic.Bool
+	wake   chan struct{} // capacity 1: a token for a parked worker
 	failed *workerPanic
 }
 
-func (w *worker) loop(wg *sync.WaitGroup) {
-	for s := range w.tasks {
-		w.run(s, wg)
+// loop takes part in every section that counts this worker among its
+// participants, from the generation after seen on.
+func (w *worker) loop(wp *workerPool, seen uint64) {
+	for {
+		seen = w.next(wp, seen)
+		if participants := int(seen & 0xffff); w.index < participants-1 {
+			w.run(&wp.sec, wp)
+		}
+	}
+}
+
+// next returns the next generation after seen: polled for spinTime,
+// then waited for parked. parked is set before the last look at the
+// generation and dispatch reads it after publishing, so either this
+// worker sees the new generation or dispatch sees it parked and leaves
+// a token (a stale token only costs one more look).
+func (w *worker) next(wp *workerPool, seen uint64) uint64 {
+	for {
+		for start := time.Now(); time.Since(start) < spinTime; {
+			if g := wp.gen.Load(); g != seen {
+				return g
+			}
+			// Yield between looks: a bare load loop would take issue
+			// slots from a hyperthread sibling doing the real work.
+			runtime.Gosched()
+		}
+		w.parked.Store(true)
+		if g := wp.gen.Load(); g != seen {
+			w.parked.Store(false)
+			return g
+		}
+		<-w.wake
+		w.parked.Store(false)
 	}
 }
 
 // run takes part in a section. A panic is recovered here, with the
 // worker's stack, for dispatch to raise on the caller's goroutine (the
 // chunks this worker would have claimed next are left to the others);
-// wg.Done comes last, so dispatch sees the record.
-func (w *worker) run(s *section, wg *sync.WaitGroup) {
+// the counts come last, so dispatch sees the record.
+func (w *worker) run(s *section, wp *workerPool) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.failed = &workerPanic{value: v, stack: debug.Stack()}
 		}
-		wg.Done()
+		wp.pending.Add(-1)
+		wp.wg.Done()
 	}()
 	s.participate()
 }
