@@ -116,6 +116,17 @@ func (j *adamJob) run(lo, hi int) {
 		from, to := max(off, lo), min(off+n, hi)
 		off += n
 		decay := o.Config.WeightDecay > 0 && o.decays[ti]
+		if from < to {
+			// The AVX-512 loop does this loop's operations, in its order
+			// (kernels_elementwise_amd64.s); shrink 1 leaves p as it is.
+			k := [9]float64{b1, 1 - b1, b2, 1 - b2, c1, c2, lr, eps, 1}
+			if decay {
+				k[8] = shrink
+			}
+			if adamBlocks(params[from:to], grads[from:to], m[from:to], v[from:to], &k) {
+				continue
+			}
+		}
 		for i := from; i < to; i++ {
 			g := grads[i]
 			m[i] = float64(b1*m[i]) + float64((1-b1)*g)

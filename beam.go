@@ -18,7 +18,7 @@ func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions
 	if len(o.Stop) > 0 {
 		stops = newStopper(o.Stop, chars, 0, false).stops
 	}
-	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.NoCache, o)
+	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.noCache, o)
 }
 
 // hypothesis is a finished beam.
@@ -126,17 +126,9 @@ func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, le
 				lp[v] += scores[b]
 			}
 		}
-		// Candidates by descending score, the lower (beam, token) first
-		// among equals.
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int {
-			if c := cmp.Compare(logp[b], logp[a]); c != 0 {
-				return c
-			}
-			return a - b
-		})
+		// Candidates (beam·V + token) by descending score, the lower
+		// (beam, token) first among equals.
+		sortByValue(order, logp)
 		filled := 0
 		for rank, c := range order[:min(2*K, len(order))] {
 			b, tok := c/V, c%V

@@ -134,6 +134,16 @@ func TestOneBeamIsGreedy(t *testing.T) {
 	if !slices.Equal(res[0].IDs, g[len(prompt):]) {
 		t.Fatalf("1 beam %v, greedy %v", res[0].IDs, g[len(prompt):])
 	}
+	// Ties too: with every parameter zero all logits are equal, and
+	// greedy (NumPy's argmax) takes id 0 every time; so must one beam.
+	clear(m.Params)
+	res, err = m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := make([]int, L); !slices.Equal(res[0].IDs, want) {
+		t.Fatalf("1 beam on equal logits gave %v, want id 0 every time", res[0].IDs)
+	}
 }
 
 // With stop strings, hypotheses end at different lengths: every score is

@@ -39,8 +39,8 @@ type Checkpoint struct {
 
 // LossPoint is one point of a loss curve: the loss after Step steps.
 type LossPoint struct {
-	Step int
-	Loss float64
+	Step int     // the step that measured it, counted from 1 (as Progress.Step)
+	Loss float64 // that step's batch loss, or the validation loss after it
 }
 
 // ErrCorpusMismatch is returned (wrapped) by ResumeTrainer for a dataset
@@ -57,10 +57,10 @@ func (c *Checkpoint) Full() bool {
 // weights: enough to describe a model file, or to check that it fits a
 // corpus, without loading it (ReadCheckpointInfo, LoadCheckpointInfo).
 type CheckpointInfo struct {
-	Config Config
-	Vocab  *Vocab
-	Step   int  // training steps completed
-	Full   bool // a full checkpoint (resumable); false: weights-only
+	Config Config // the model's shape
+	Vocab  *Vocab // its vocabulary (Config.VocabSize characters)
+	Step   int    // training steps completed
+	Full   bool   // a full checkpoint (resumable); false: weights-only
 	// Train is the run's configuration; nil in a weights-only checkpoint.
 	Train *TrainConfig
 	// CorpusSHA256 is the fingerprint of the training text, if recorded

@@ -32,7 +32,7 @@ func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoin
 // named pipe, device or directory is refused at once (wrapping
 // ErrNotRegularFile), without blocking on it.
 func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := openRegular(path) // a FIFO would block in open
+	f, err := OpenRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
@@ -57,7 +57,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 // header says, so that a truncated file is reported here too; the
 // weights' checksum is verified only by LoadCheckpoint.
 func LoadCheckpointInfo(path string) (*CheckpointInfo, error) {
-	f, err := openRegular(path) // a FIFO would block in open
+	f, err := OpenRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint info: %w", err)
 	}

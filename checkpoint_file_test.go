@@ -12,20 +12,6 @@ import (
 	"testing"
 )
 
-// ckptDirNames lists a directory's entries.
-func ckptDirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func TestSaveCheckpointIsAtomic(t *testing.T) {
 	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
 	old := tr.Checkpoint(FullCheckpoint)
@@ -79,10 +65,10 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() {
 				t.Fatalf("the directory in the way was disturbed: %v", err)
 			}
-			if names := ckptDirNames(t, dir); !slices.Equal(names, []string{"model.ckpt", "sub"}) {
+			if names := dirNames(t, dir); !slices.Equal(names, []string{"model.ckpt", "sub"}) {
 				t.Fatalf("directory holds %q after the failed save, want only model.ckpt and sub", names)
 			}
-			if names := ckptDirNames(t, filepath.Join(dir, "sub")); len(names) != 0 {
+			if names := dirNames(t, filepath.Join(dir, "sub")); len(names) != 0 {
 				t.Fatalf("sub holds %q", names)
 			}
 		})
@@ -102,7 +88,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
 			}
 		}
-		if names := ckptDirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"model.ckpt"}) {
+		if names := dirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"model.ckpt"}) {
 			t.Fatalf("directory holds %q, want only model.ckpt", names)
 		}
 	})

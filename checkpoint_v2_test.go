@@ -48,14 +48,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	}
 	// Resuming it continues the run exactly: 3 steps + 4 = 7 uninterrupted.
 	want := ckptTrainer(t, v1FixtureConfig(), 7, nil)
-	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ResumeTrainer(c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := resumeOnLanternBay(t, c)
 	for range 4 {
 		if _, err := tr.TrainStep(); err != nil {
 			t.Fatal(err)
@@ -207,7 +200,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 		{"NaN loss", put64(hist+8, math.Float64bits(math.NaN()))(slices.Clone(good)), "training-loss point 0 (step 1) is NaN"},
 		{"negative loss", put64(hist+16*4+8, math.Float64bits(-1))(slices.Clone(good)), "validation-loss point 0 (step 2) is -1"},
 		{"fingerprint in a weights-only checkpoint", put32(12, flagCorpus)(slices.Clone(weightsOnly)), "truncated"},
-		{"version-2 flag in a version-1 file", put32(12, flagsFull|flagCorpus)(mustReadFile(t, v1FullFixture)), "unknown section flags 0x8 (version 1)"},
+		{"version-2 flag in a version-1 file", put32(12, flagsFull|flagCorpus)([]byte(mustRead(t, v1FullFixture))), "unknown section flags 0x8 (version 1)"},
 		{"version 3", put32(8, 3)(slices.Clone(good)), "unsupported format version 3 (this reader knows versions 1 and 2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,15 +228,6 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustReadFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // The sizes CHECKPOINT.md states for the default model.

@@ -231,7 +231,7 @@ func (g *generation) run(ctx context.Context, emit func(sample, id int, step *St
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		logits := sc.dec.next(m, sc.seqs, o.NoCache)
+		logits := sc.dec.next(m, sc.seqs, o.noCache)
 		for b := range B {
 			seq := sc.seqs[b]
 			if sc.done[b] {

@@ -25,7 +25,7 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 		for _, o := range []GenerateOptions{
 			{MaxNewTokens: 45, Temperature: 1.2, TopK: 8, TopP: 0.95, MinP: 0.02, RepetitionPenalty: 1.1, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 4, LogitBias: map[int]float64{3: -2}},
 			{MaxNewTokens: 45, Greedy: true},
-			{MaxNewTokens: 45, Temperature: 0.9, NoCache: true},
+			{MaxNewTokens: 45, Temperature: 0.9, noCache: true},
 		} {
 			const n, seed = 5, 1234
 			res, err := m.Complete(ctx, vocab, prompt, n, seed, o, nil)

@@ -100,7 +100,7 @@ func (d *decoder) rebuild(m *Model, seqs [][]int) {
 	t1 := n - start
 	if d.B == 1 || t1 < T {
 		// One sequence (or windows shorter than the block, which only
-		// NoCache asks for): one forward pass each, and only the last
+		// noCache asks for): one forward pass each, and only the last
 		// row goes past the keys and values.
 		for b, seq := range seqs {
 			m.forward(d.one, seq[start:], 0, t1, t1-1)

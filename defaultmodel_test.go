@@ -1,7 +1,6 @@
 package minigpt
 
 import (
-	"math"
 	"testing"
 )
 
@@ -20,9 +19,7 @@ func TestEmbeddedModelIsReproducible(t *testing.T) {
 	if string(vocab.Chars()) != string(v.Chars()) {
 		t.Fatalf("embedded vocabulary %q, corpus gives %q", string(vocab.Chars()), string(v.Chars()))
 	}
-	for i := range m.Params {
-		if math.Float64bits(embedded.Params[i]) != math.Float64bits(m.Params[i]) {
-			t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt`", i, embedded.Params[i], m.Params[i])
-		}
+	if i, ok := sameBits(embedded.Params, m.Params); !ok {
+		t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt`", i, embedded.Params[i], m.Params[i])
 	}
 }

@@ -42,25 +42,36 @@ func weightsHash(params []float64) string {
 }
 
 func TestPinnedTrainingHash(t *testing.T) {
-	saved := minParallelWork
-	t.Cleanup(func() { minParallelWork = saved; runtime.GOMAXPROCS(runtime.NumCPU()) })
+	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.NumCPU()) })
 	procs := []int{1, 2, 8}
 	if testing.Short() {
 		procs = []int{1, 2}
 	}
-	for _, p := range procs {
-		runtime.GOMAXPROCS(p)
-		// Split every section that can be split, so chunk boundaries land
-		// everywhere they can.
-		minParallelWork = 0
-		tr, _ := trainTiny(t, 42, 20)
-		opts, _ := trainTinyWith(t, 42, 20, editOptions)
-		minParallelWork = saved
-		if got := weightsHash(tr.Model().Params); got != pinnedWeightsSHA256 {
-			t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernelPath(), got, pinnedWeightsSHA256)
+	for _, k := range kernelImpls() {
+		for _, p := range procs {
+			pinnedRun(t, k.name, p)
 		}
-		if got := weightsHash(opts.Model().Params); got != pinnedOptionsSHA256 {
-			t.Errorf("GOMAXPROCS=%d, kernels %s, every training option: weights hash %s, pinned %s", p, kernelPath(), got, pinnedOptionsSHA256)
-		}
+	}
+}
+
+// pinnedRun trains both pinned runs with the named kernel path at
+// GOMAXPROCS p and compares their hashes with the pinned ones.
+func pinnedRun(t *testing.T, path string, p int) {
+	t.Helper()
+	defer setKernelPath(path)()
+	saved := minParallelWork
+	defer func() { minParallelWork = saved }()
+	runtime.GOMAXPROCS(p)
+	// Split every section that can be split, so chunk boundaries land
+	// everywhere they can.
+	minParallelWork = 0
+	tr, _ := trainTiny(t, 42, 20)
+	opts, _ := trainTinyWith(t, 42, 20, editOptions)
+	minParallelWork = saved
+	if got := weightsHash(tr.Model().Params); got != pinnedWeightsSHA256 {
+		t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernelPath(), got, pinnedWeightsSHA256)
+	}
+	if got := weightsHash(opts.Model().Params); got != pinnedOptionsSHA256 {
+		t.Errorf("GOMAXPROCS=%d, kernels %s, every training option: weights hash %s, pinned %s", p, kernelPath(), got, pinnedOptionsSHA256)
 	}
 }

@@ -19,11 +19,20 @@
 //   - [Checkpoint] is a model with its vocabulary, and for a full checkpoint
 //     the trainer's whole state; CHECKPOINT.md at the repository root is the
 //     byte format. [CheckpointInfo] is its header, read without the weights.
-//   - [GenerateOptions] configures [Model.Generate] and
-//     [Model.GenerateText]: greedy decoding, temperature, top-k, top-p and a
-//     repetition penalty, as in the seed's generate. [Model.GreedyDecode] is
-//     the seed's greedy_decode (lesson 000) and [LoopOnset] the loop
-//     detector of lesson 003's exercise 3.
+//   - [GenerateOptions] configures generation: greedy decoding, and the
+//     seed's sampling pipeline (temperature, top-k, top-p, repetition
+//     penalty) with the knobs of real sampling APIs (min-p, presence and
+//     frequency penalties, logit bias, no-repeat n-grams, stop strings,
+//     beam search). [Model.Generate] works on token ids,
+//     [Model.GenerateText] on text, and [Model.Complete] computes n samples
+//     (or beams) of one prompt together, streaming each [Chunk] of text as
+//     it becomes final and returning a [Completion] per sample. A per-token
+//     [Step] trace shows what each stage of the pipeline did.
+//   - [Model.GreedyDecode] is the seed's greedy_decode (seed lesson 000)
+//     and [LoopOnset] the loop detector of seed lesson 003's exercise 3.
+//   - [SaveFile], [CheckOutput] and [OpenRegular] are the file safety the
+//     commands rely on: atomic saves that never replace anything but a
+//     regular file, and reads that never block on a FIFO.
 //
 // # Data flow
 //
@@ -44,10 +53,13 @@
 // embedded in the package.
 //
 // The library never prints, exits or reads flags; cmd/train and
-// cmd/generate do. Errors a caller may branch on wrap sentinels
-// (ErrBadConfig, ErrBadTrainConfig, ErrBadAdamConfig, ErrVocabMismatch,
-// ErrTooLarge, ErrUnknownChar, ErrBadText, ErrBadToken, ErrBadCheckpoint,
-// ErrDiverged), and their messages start with the operation.
+// cmd/generate do. Errors a caller may branch on wrap sentinels:
+// ErrBadConfig, ErrBadTrainConfig, ErrBadAdamConfig and ErrBadOption for
+// invalid settings; ErrUnknownChar, ErrBadText and ErrBadToken for text
+// and ids; ErrVocabMismatch, ErrCorpusMismatch and ErrTooLarge from
+// NewTrainer and ResumeTrainer; ErrDiverged from training; ErrNonFinite
+// and ErrAllBanned from generation; ErrBadCheckpoint and ErrNotRegularFile
+// from reading and writing files (with fs.ErrExist and fs.ErrNotExist).
 //
 // # Determinism
 //
@@ -75,6 +87,8 @@
 //
 // # Concurrency
 //
-// Training needs exclusive use of a Model. See the Model and Generate
-// documentation for what generation allows.
+// Generation (Generate, GenerateText, Complete) only reads a Model and is
+// safe for concurrent use: each call has its own KV cache and buffers,
+// pooled, and gives the same bits whether or not others run. Training,
+// Logits, Loss and Gradients need exclusive use of the Model.
 package minigpt

@@ -28,12 +28,13 @@ import (
 //
 // then one softmax over the survivors and one draw from Rand. With only
 // the seed's knobs set this is exactly the seed's generate. Greedy skips
-// every stage; beam search runs stages 1, 2, 4 and 5 on log-probabilities. Hugging Face
-// runs its logits processors (repetition penalty, no-repeat n-gram,
-// bias) before the temperature warper, so its repetition penalty acts on
-// unscaled logits; llama.cpp's default chain is bias, penalties, top-k,
-// top-p, min-p and only then temperature, so its filters see the
-// distribution at temperature 1. See the README's "Generating text".
+// every stage; beam search runs stages 1, 2, 4 and 5 on
+// log-probabilities. Hugging Face runs its logits processors (repetition
+// penalty, no-repeat n-gram, bias) before the temperature warper, so its
+// repetition penalty acts on unscaled logits; llama.cpp's default chain
+// is bias, penalties, top-k, top-p, min-p and only then temperature, so
+// its filters see the distribution at temperature 1. See the README's
+// "Generating text".
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); generation
 	// ends earlier only at a stop string or on cancellation.
@@ -122,10 +123,12 @@ type GenerateOptions struct {
 	// Trace records every released token's Step in Completion.Steps and
 	// in Chunk.Steps (Complete only).
 	Trace bool
-	// NoCache recomputes the whole context window for every token instead
-	// of extending the KV cache. The result is identical to the bit; it
-	// exists for tests and benchmarks.
-	NoCache bool
+
+	// noCache recomputes the whole context window for every token instead
+	// of extending the KV cache. The result is identical to the bit; it is
+	// unexported because only the package's tests and benchmarks (cached
+	// against uncached) need it.
+	noCache bool
 }
 
 // Limits on the knobs, checked by Validate.
@@ -164,10 +167,11 @@ func (o *GenerateOptions) temperature() float64 {
 // sampled reports whether tokens are drawn at random.
 func (o *GenerateOptions) sampled() bool { return !o.Greedy && !o.beam() }
 
-// Validate reports the first invalid field, naming it and its value.
-// Checks that need the model (token ids in LogitBias, TraceTopN against
-// the vocabulary) are made by the generating calls.
-func (o *GenerateOptions) Validate() error {
+// Validate reports the first invalid field (an error wrapping
+// ErrBadOption that names it and its value), or nil. Checks that need the
+// model (token ids in LogitBias, TraceTopN against the vocabulary) are
+// made by the generating calls.
+func (o GenerateOptions) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, a...)...)
 	}
@@ -330,16 +334,18 @@ func (m *Model) GenerateText(ctx context.Context, vocab *Vocab, prompt string, o
 	return prompt + res[0].Text, err
 }
 
-// GreedyDecode is the seed's greedy_decode (lesson 1; generate with
-// greedy=True in lesson 5): it appends n tokens, each the argmax (lowest
-// id on ties) of the last position's logits.
+// GreedyDecode is the seed's greedy_decode (seed lesson 000, "Greedy
+// decoding"; generate with greedy=True in seed lesson 003): it appends n
+// tokens, each the argmax (lowest id on ties) of the last position's
+// logits.
 func (m *Model) GreedyDecode(ids []int, n int) ([]int, error) {
 	return m.Generate(context.Background(), ids, GenerateOptions{MaxNewTokens: n, Greedy: true})
 }
 
 // LoopOnset returns the first index i (in characters) at which the
 // w-character window text[i:i+w] appears again later in text, starting at
-// or after i+w; or -1 if none does (the seed's exercise 3, loop detector).
+// or after i+w; or -1 if none does: the loop detector of seed lesson 003's
+// exercise 3 ("loop onset").
 func LoopOnset(text string, w int) int {
 	if w <= 0 {
 		return -1

@@ -51,6 +51,15 @@ type kernelImpl struct {
 	nt   func(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int)
 }
 
+// peakImpl is a loop of independent fused multiply-adds that measures
+// the machine's floating-point peak: run(n) performs n rounds of flops
+// floating-point operations each.
+type peakImpl struct {
+	name  string
+	run   func(n int)
+	flops int
+}
+
 // dot8 is the canonical dot product of x and y (equal lengths): eight
 // interleaved fused multiply-add chains reduced by dot8Reduce.
 func dot8(x, y []float64) float64 {

@@ -2,32 +2,81 @@
 
 package minigpt
 
-// The amd64 kernels: AVX2+FMA assembly (kernels_amd64.s) for the hot
-// loops, this file for the blocking and the bounds checks, and the
-// portable Go kernels when the CPU lacks AVX2 or FMA.
+import "os"
+
+// The amd64 kernels: AVX-512 and AVX2+FMA assembly (kernels_avx512_amd64.s,
+// kernels_amd64.s) for the hot loops, this file for the blocking and the
+// bounds checks, and the portable Go kernels when the CPU has neither.
+// All three compute the same bits, so the choice is only about speed.
+
+// Kernel levels, in increasing order of what the CPU must support.
+const (
+	levelGo = iota
+	levelAVX2
+	levelAVX512
+)
+
+// kernelLevel is the kernel path in use: the best one this CPU and OS
+// support, capped by the environment variable MINIGPT_KERNELS (go, avx2
+// or avx512) so that CI can run the slower paths on a fast machine.
+// Tests switch it with setKernelPath; nothing else writes it.
+var kernelLevel = chooseKernelLevel(os.Getenv("MINIGPT_KERNELS"))
+
+func chooseKernelLevel(limit string) int {
+	level := levelGo
+	if hasAVX2FMA {
+		level = levelAVX2
+	}
+	if hasAVX512 {
+		level = levelAVX512
+	}
+	switch limit {
+	case "go":
+		level = levelGo
+	case "avx2":
+		level = min(level, levelAVX2)
+	}
+	return level
+}
 
 func gemmNNImpl(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	if hasAVX2FMA {
+	switch kernelLevel {
+	case levelAVX512:
+		gemmNNAVX512(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	case levelAVX2:
 		gemmNNAVX2(c, ldc, a, ai, ak, b, ldb, M, N, K)
-		return
+	default:
+		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 	}
-	gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 }
 
 func gemmNTImpl(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
-	if hasAVX2FMA {
+	switch kernelLevel {
+	case levelAVX512:
+		gemmNTAVX512(c, ldc, a, lda, b, ldb, M, N, K)
+	case levelAVX2:
 		gemmNTAVX2(c, ldc, a, lda, b, ldb, M, N, K)
-		return
+	default:
+		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 	}
-	gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 }
 
 // kernelPath names the kernel implementation in use, for benchmarks and logs.
 func kernelPath() string {
-	if hasAVX2FMA {
-		return "avx2"
+	return [...]string{"go", "avx2", "avx512"}[kernelLevel]
+}
+
+// setKernelPath switches to the named kernel path (one of kernelImpls)
+// and returns a function that restores the previous one. Only tests call
+// it, while no kernel runs.
+func setKernelPath(name string) (restore func()) {
+	saved := kernelLevel
+	for level, n := range [...]string{"go", "avx2", "avx512"} {
+		if n == name {
+			kernelLevel = level
+		}
 	}
-	return "go"
+	return func() { kernelLevel = saved }
 }
 
 // kernelImpls lists every kernel implementation this machine can run, the
@@ -37,8 +86,51 @@ func kernelImpls() []kernelImpl {
 	if hasAVX2FMA {
 		impls = append(impls, kernelImpl{"avx2", gemmNNAVX2, gemmNTAVX2})
 	}
+	if hasAVX512 {
+		impls = append(impls, kernelImpl{"avx512", gemmNNAVX512, gemmNTAVX512})
+	}
 	return impls
 }
+
+// peakImpls lists the peak loops this machine can run with the flops one
+// round of each performs (BenchmarkPeakFMA).
+func peakImpls() []peakImpl {
+	var impls []peakImpl
+	if hasAVX2FMA {
+		impls = append(impls, peakImpl{"avx2", peakFMAAVX2, 12 * 4 * 2})
+	}
+	if hasAVX512 {
+		impls = append(impls, peakImpl{"avx512", peakFMAAVX512, 24 * 8 * 2})
+	}
+	return impls
+}
+
+// peakFMAAVX2 runs n rounds of 12 independent four-lane FMAs (96 flops):
+//
+//	for r := 0; r < n; r++ {
+//		for i := 0; i < 12; i++ {
+//			for l := 0; l < 4; l++ {
+//				acc[i][l] = math.FMA(x[l], y[l], acc[i][l])
+//			}
+//		}
+//	}
+//
+//go:noescape
+func peakFMAAVX2(n int)
+
+// peakFMAAVX512 runs n rounds of 24 independent eight-lane FMAs (384
+// flops):
+//
+//	for r := 0; r < n; r++ {
+//		for i := 0; i < 24; i++ {
+//			for l := 0; l < 8; l++ {
+//				acc[i][l] = math.FMA(x[l], y[l], acc[i][l])
+//			}
+//		}
+//	}
+//
+//go:noescape
+func peakFMAAVX512(n int)
 
 // nnKBlock is the depth of one pass of gemmNNAVX2 over C: a block of B
 // (nnKBlock × N) then stays in L2 while every row block of A sweeps it.
@@ -72,6 +164,80 @@ func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb 
 	}
 }
 
+// gemmNNAVX512 is gemmNN (M, N >= 1) in blocks of four rows of C, with
+// the same k blocking as gemmNNAVX2.
+func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		return
+	}
+	gemmNNAVX512Init(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K)
+}
+
+// gemmNNAVX512Init is gemmNNAVX512 with the initial values of C taken
+// from C itself (mode 0), from the row bias for every row (mode 1), or
+// +0 (mode 2) for the first block of k: C = bias + A·B (or A·B) without
+// a pass over C to set it first. K must be >= 1 for modes 1 and 2.
+func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if K <= 0 {
+		return
+	}
+	// The assembly trusts its arguments (strides >= 0, checked by the
+	// callers): check the last element each operand is read or written at.
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*ai+(K-1)*ak]
+	_ = b[(K-1)*ldb+N-1]
+	if mode == 1 {
+		bias = bias[:N]
+	}
+	for k0 := 0; k0 < K; k0 += nnKBlock {
+		kn := min(nnKBlock, K-k0)
+		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
+		i := 0
+		for ; i+4 <= M; i += 4 {
+			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, mode)
+		}
+		for ; i < M; i++ {
+			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn, bias, mode)
+		}
+		mode = 0 // later blocks of k continue the chains stored in C
+	}
+}
+
+// gemmNNInitBlocks computes, for the first M rows of c (ldc = N), the
+// chains of gemmNN started from bias (every row; +0 when bias is nil)
+// instead of from C, and reports whether it did: only the AVX-512
+// kernels can (gemmNNJob sets C first otherwise, the same bits).
+func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
+	if kernelLevel < levelAVX512 || K <= 0 || M <= 0 || N <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		return false
+	}
+	mode := 2
+	if bias != nil {
+		mode = 1
+	}
+	gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	return true
+}
+
+// gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
+func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
+		return
+	}
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*lda : (M-1)*lda+K]
+	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+	i := 0
+	for ; i+4 <= M; i += 4 {
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+	}
+	for ; i < M; i++ {
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K)
+	}
+}
+
 // gemmNTAVX2 is gemmNT (M, N >= 1) in blocks of two rows of C.
 func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
@@ -90,16 +256,201 @@ func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int
 	}
 }
 
-// The assembly kernels; their comments in kernels_amd64.s give the loops.
+// The assembly kernels, each documented by the Go loop it computes; the
+// .s files say how.
 
+// gemmNN4AVX2 is four rows of gemmNN (N, K >= 1):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			for k := 0; k < K; k++ {
+//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//			}
+//		}
+//	}
+//
 //go:noescape
 func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
 
+// gemmNN1AVX2 is one row of gemmNN (N, K >= 1):
+//
+//	for j := 0; j < N; j++ {
+//		for k := 0; k < K; k++ {
+//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//		}
+//	}
+//
 //go:noescape
 func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
 
+// gemmNT2AVX2 is two rows of gemmNT (N >= 1, K >= 0):
+//
+//	for i := 0; i < 2; i++ {
+//		for j := 0; j < N; j++ {
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//		}
+//	}
+//
 //go:noescape
 func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
 
+// gemmNT1AVX2 is one row of gemmNT (N >= 1, K >= 0):
+//
+//	for j := 0; j < N; j++ {
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//	}
+//
 //go:noescape
 func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
+
+// gemmNN4AVX512 is four rows of gemmNN (N, K >= 1), the chains started
+// from x0 = c[i*ldc+j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			x := x0(i, j)
+//			for k := 0; k < K; k++ {
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
+//			}
+//			c[i*ldc+j] = x
+//		}
+//	}
+//
+//go:noescape
+func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+
+// gemmNN1AVX512 is one row of gemmNN (N, K >= 1), the chains started
+// from x0 = c[j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
+//
+//	for j := 0; j < N; j++ {
+//		x := x0(j)
+//		for k := 0; k < K; k++ {
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
+//		}
+//		c[j] = x
+//	}
+//
+//go:noescape
+func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+
+// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//		}
+//	}
+//
+//go:noescape
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+
+// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0):
+//
+//	for j := 0; j < N; j++ {
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//	}
+//
+//go:noescape
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
+
+// expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
+// largest n (a multiple of 8, or len(src)) such that no element before n
+// needs expDet's special cases, and returns n; expShifted does the rest.
+// It computes nothing (n = 0) below the AVX-512 level.
+func expShiftedBlocks(dst, src []float64, shift float64) int {
+	if kernelLevel < levelAVX512 {
+		return 0
+	}
+	return expShiftedAVX512(dst[:len(src)], src, shift)
+}
+
+// expShiftedAVX512 returns n as expShiftedBlocks does, having computed
+//
+//	for i := range src[:n] {
+//		dst[i] = expDet(src[i] - shift)
+//	}
+//
+//go:noescape
+func expShiftedAVX512(dst, src []float64, shift float64) int
+
+// The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
+// Each returns false below the AVX-512 level, and the caller runs its Go
+// loop, which computes the same bits.
+
+func reluBlocks(out, in []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	reluAVX512(out[:len(in)], in)
+	return true
+}
+
+func addBlocks(out, a, b []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	addAVX512(out, a[:len(out)], b[:len(out)])
+	return true
+}
+
+func reluMaskBlocks(d, inp []float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	reluMaskAVX512(d, inp[:len(d)])
+	return true
+}
+
+// adamBlocks runs the Adam update over all of params with the constants
+// k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink}.
+func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(params)
+	adamAVX512(params, grads[:n], m[:n], v[:n], k)
+	return true
+}
+
+// reluAVX512 computes
+//
+//	for i, v := range in {
+//		out[i] = max(v, 0)
+//	}
+//
+//go:noescape
+func reluAVX512(out, in []float64)
+
+// addAVX512 computes
+//
+//	for i := range out {
+//		out[i] = a[i] + b[i]
+//	}
+//
+//go:noescape
+func addAVX512(out, a, b []float64)
+
+// reluMaskAVX512 computes
+//
+//	for i := range d {
+//		if !(inp[i] > 0) {
+//			d[i] = 0
+//		}
+//	}
+//
+//go:noescape
+func reluMaskAVX512(d, inp []float64)
+
+// adamAVX512 computes, with k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink},
+//
+//	for i := range params {
+//		g := grads[i]
+//		m[i] = float64(b1*m[i]) + float64((1-b1)*g)
+//		v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
+//		mh, vh := m[i]/c1, v[i]/c2
+//		p := float64(params[i] * shrink)
+//		params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+//	}
+//
+//go:noescape
+func adamAVX512(params, grads, m, v []float64, k *[9]float64)

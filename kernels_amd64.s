@@ -4,9 +4,11 @@
 
 // AVX2+FMA kernels for gemmNN and gemmNT (see kernels.go for the order
 // every output must follow). Callers (kernels_amd64.go) guarantee
-// N >= 1, K >= 1 and that every element addressed below is inside its
-// slice; the kernels never load or store outside the rows and columns of
-// their shape (partial vectors use VMASKMOVPD).
+// N >= 1, K >= 1 for gemmNN (its k loops run at least once), K >= 0 for
+// gemmNT (K = 0 adds dot8's +0 to every output, as the Go kernel does),
+// and that every element addressed below is inside its slice; the
+// kernels never load or store outside the rows and columns of their
+// shape (partial vectors use VMASKMOVPD).
 
 // tailMask<>+64-8n, 32 bytes long, is a mask of n active lanes (n = 0..4);
 // the 64 bytes from tailMask<>+64-8r are the 8-lane mask of a ragged tail

@@ -20,3 +20,25 @@ func kernelPath() string { return "go" }
 func kernelImpls() []kernelImpl {
 	return []kernelImpl{{"go", gemmNNGo, gemmNTGo}}
 }
+
+// setKernelPath is a no-op here: the portable kernels are the only path.
+func setKernelPath(string) (restore func()) { return func() {} }
+
+// peakImpls lists the peak loops this machine can run: none without
+// assembly.
+func peakImpls() []peakImpl { return nil }
+
+// expShiftedBlocks computes nothing here: expShifted's loop does it all.
+func expShiftedBlocks(dst, src []float64, shift float64) int { return 0 }
+
+// Without assembly the elementwise layers and Adam run their Go loops.
+
+func reluBlocks(out, in []float64) bool                            { return false }
+func addBlocks(out, a, b []float64) bool                           { return false }
+func reluMaskBlocks(d, inp []float64) bool                         { return false }
+func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }
+
+// gemmNNInitBlocks does nothing here: gemmNNJob sets C first.
+func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
+	return false
+}

@@ -63,17 +63,66 @@ func (g *gemmCase) String() string {
 	return fmt.Sprintf("NN M=%d N=%d K=%d ldc=%d ai=%d ak=%d ldb=%d", g.M, g.N, g.K, g.ldc, g.ai, g.ak, g.ld)
 }
 
+// guardLen is the number of guard elements placed before and after each
+// operand by run; guardBits is their value, a NaN no kernel computes.
+const (
+	guardLen  = 16
+	guardBits = 0x7ff8dead0000beef
+)
+
+// guarded returns a copy of x inside guard zones: the result's x part is
+// g[guardLen:guardLen+len(x)], and the slice handed to a kernel keeps the
+// trailing zone within its capacity, so a store past the logical end
+// lands in it instead of in unrelated memory.
+func guarded(x []float64) []float64 {
+	g := make([]float64, len(x)+2*guardLen)
+	for i := range g {
+		g[i] = math.Float64frombits(guardBits)
+	}
+	copy(g[guardLen:], x)
+	return g
+}
+
+// checkGuards reports the first guard element of g that is not intact.
+func checkGuards(g []float64, n int) (int, bool) {
+	for i, v := range g {
+		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
+			return i - guardLen, false
+		}
+	}
+	return 0, true
+}
+
 // run applies the kernel pair nn/nt to a fresh copy of c and returns it.
+// Every operand sits between guard zones: run panics if a kernel writes
+// before or after C's elements (values past the logical end must be
+// untouched) or writes to A or B at all (the kernels only read them).
 func (g *gemmCase) run(nn func([]float64, int, []float64, int, int, []float64, int, int, int, int),
 	nt func([]float64, int, []float64, int, []float64, int, int, int, int)) []float64 {
-	c := append([]float64(nil), g.c...)
 	if g.M <= 0 || g.N <= 0 {
-		return c // gemmNN and gemmNT return before any implementation runs
+		return append([]float64(nil), g.c...) // gemmNN and gemmNT return before any implementation runs
 	}
+	cg, ag, bg := guarded(g.c), guarded(g.a), guarded(g.b)
+	nc, na, nb := len(g.c), len(g.a), len(g.b)
+	c, a, b := cg[guardLen:guardLen+nc], ag[guardLen:guardLen+na], bg[guardLen:guardLen+nb]
 	if g.nt {
-		nt(c, g.ldc, g.a, g.ai, g.b, g.ld, g.M, g.N, g.K)
+		nt(c, g.ldc, a, g.ai, b, g.ld, g.M, g.N, g.K)
 	} else {
-		nn(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		nn(c, g.ldc, a, g.ai, g.ak, b, g.ld, g.M, g.N, g.K)
+	}
+	if i, ok := checkGuards(cg, nc); !ok {
+		panic(fmt.Sprintf("%v: the kernel wrote c[%d], outside c[0:%d]", g, i, nc))
+	}
+	for _, op := range []struct {
+		name      string
+		g, before []float64
+	}{{"a", ag, g.a}, {"b", bg, g.b}} {
+		if i, ok := checkGuards(op.g, len(op.before)); !ok {
+			panic(fmt.Sprintf("%v: the kernel wrote %s[%d], outside the operand", g, op.name, i))
+		}
+		if i, ok := sameBits(op.g[guardLen:guardLen+len(op.before)], op.before); !ok {
+			panic(fmt.Sprintf("%v: the kernel changed its input %s[%d]", g, op.name, i))
+		}
 	}
 	return c
 }
@@ -344,6 +393,166 @@ func BenchmarkGemm(b *testing.B) {
 				flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+// BenchmarkPeakFMA measures this machine's double-precision peak on one
+// core: a loop of independent fused multiply-adds per instruction set
+// the CPU has (kernels_peak_amd64.s). Every GFLOP/s figure of the other
+// benchmarks and of the README is stated as a share of this number, not
+// of a clock speed looked up somewhere.
+func BenchmarkPeakFMA(b *testing.B) {
+	if len(peakImpls()) == 0 {
+		b.Skip("no assembly peak loop on this platform")
+	}
+	for _, p := range peakImpls() {
+		b.Run(p.name, func(b *testing.B) {
+			const rounds = 1 << 16
+			for b.Loop() {
+				p.run(rounds)
+			}
+			b.ReportMetric(float64(p.flops)*rounds*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// elementwiseValues draws values with the cases the elementwise loops
+// treat apart: zeros of both signs, NaN and infinities among ordinary ones.
+func elementwiseValues(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		switch rng.IntN(10) {
+		case 0:
+			s[i] = math.Copysign(0, -1)
+		case 1:
+			s[i] = 0
+		case 2:
+			s[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[rng.IntN(3)]
+		default:
+			s[i] = randomValue(rng)
+		}
+	}
+	return s
+}
+
+// TestElementwisePaths checks ReLU, its backward mask, the residual add
+// and the Adam update on every kernel path against their Go loops, to
+// the bit, for every length modulo 8 (the AVX-512 tails), with guard
+// zones after the outputs.
+func TestElementwisePaths(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(11, 12))
+		for n := 0; n < 2000; n++ {
+			size := rng.IntN(41)
+			a, b := elementwiseValues(rng, size), elementwiseValues(rng, size)
+
+			want := make([]float64, size)
+			for i, v := range a {
+				want[i] = max(v, 0)
+			}
+			got := guarded(elementwiseValues(rng, size))
+			out := got[guardLen : guardLen+size]
+			(&elementwiseJob{op: opRelu, out: out, a: a}).run(0, size)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("relu(%v) = %v, want %v", a[i], out[i], want[i])
+			}
+			for i, v := range a {
+				want[i] = v + b[i]
+			}
+			(&elementwiseJob{op: opResidual, out: out, a: a, b: b}).run(0, size)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("%v + %v = %v, want %v", a[i], b[i], out[i], want[i])
+			}
+			copy(out, b)
+			for i := range want {
+				want[i] = b[i]
+				if !(a[i] > 0) {
+					want[i] = 0
+				}
+			}
+			reluMask(out, a)
+			if i, ok := sameBits(out, want); !ok {
+				t.Fatalf("mask of %v by %v = %v, want %v", b[i], a[i], out[i], want[i])
+			}
+			if i, ok := checkGuards(got, size); !ok {
+				t.Fatalf("length %d: guard %d overwritten", size, i)
+			}
+
+			// Adam: moments and parameters from ordinary values.
+			p, g := randomSlice(rng, size), randomSlice(rng, size)
+			m, v := randomSlice(rng, size), randomSlice(rng, size)
+			for i := range v {
+				v[i] = math.Abs(v[i])
+			}
+			// 1-b1 at run time, as adamJob computes it (a constant 1 - 0.9
+			// would be the exact 0.1, not the rounded difference).
+			beta1, beta2 := 0.9, 0.999
+			kc := [9]float64{beta1, 1 - beta1, beta2, 1 - beta2, 1 - powInt(beta1, 3), 1 - powInt(beta2, 3), 3e-3, 1e-8, []float64{1, 0.9997}[rng.IntN(2)]}
+			wp, wm, wv := append([]float64(nil), p...), append([]float64(nil), m...), append([]float64(nil), v...)
+			for i := range wp {
+				b1, b2, c1, c2, lr, eps, shrink := kc[0], kc[2], kc[4], kc[5], kc[6], kc[7], kc[8]
+				wm[i] = float64(b1*wm[i]) + float64((1-b1)*g[i])
+				wv[i] = float64(b2*wv[i]) + float64((1-b2)*float64(g[i]*g[i]))
+				mh, vh := wm[i]/c1, wv[i]/c2
+				pp := wp[i]
+				if shrink != 1 {
+					pp = float64(pp * shrink)
+				}
+				wp[i] = pp - float64(lr*mh)/(math.Sqrt(vh)+eps)
+			}
+			if !adamBlocks(p, g, m, v, &kc) {
+				continue // the Go loop in adamJob is the definition itself
+			}
+			for _, c := range []struct {
+				name      string
+				got, want []float64
+			}{{"params", p, wp}, {"m", m, wm}, {"v", v, wv}} {
+				if i, ok := sameBits(c.got, c.want); !ok {
+					t.Fatalf("adam %s[%d] = %v, want %v", c.name, i, c.got[i], c.want[i])
+				}
+			}
+		}
+	})
+}
+
+// TestGemmInitModes checks gemmNNInitBlocks, the AVX-512 kernels started
+// from a bias row or from +0 instead of from C, against setting C first
+// and running the portable kernel, to the bit, with guard zones (padding
+// between the rows of C must stay untouched too).
+func TestGemmInitModes(t *testing.T) {
+	if !gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1) {
+		t.Skip("no kernel path starts chains from a bias here")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n < 3000; n++ {
+		g := randomGemmCase(rng, false)
+		if g.M == 0 || g.N == 0 || g.K == 0 || g.ldc < g.N {
+			continue
+		}
+		var bias []float64
+		if n%3 != 0 {
+			bias = randomSlice(rng, g.N)
+		}
+		want := append([]float64(nil), g.c...)
+		for i := 0; i < g.M; i++ {
+			row := want[i*g.ldc : i*g.ldc+g.N]
+			if bias != nil {
+				copy(row, bias)
+			} else {
+				clear(row)
+			}
+		}
+		gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		gc := guarded(g.c)
+		c := gc[guardLen : guardLen+len(g.c)]
+		gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+		if i, ok := sameBits(c, want); !ok {
+			t.Fatalf("%v bias %v: c[%d] = %v, want %v", g, bias != nil, i, c[i], want[i])
+		}
+		if i, ok := checkGuards(gc, len(g.c)); !ok {
+			t.Fatalf("%v: wrote c[%d]", g, i)
 		}
 	}
 }

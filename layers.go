@@ -114,10 +114,10 @@ func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []flo
 	} else {
 		job.backwardRows(0, N)
 	}
-	if p := pool.acquire(C, 1, 3*N); p > 1 {
+	if p := pool.acquire(C, 4, 3*N); p > 1 {
 		job.phase = lnBackwardColumns
 		pool.ln = job
-		pool.dispatch(p, C, 1, &pool.ln)
+		pool.dispatch(p, C, 4, &pool.ln)
 	} else {
 		job.backwardColumns(0, C)
 	}
@@ -149,9 +149,46 @@ func (j *layernormJob) run(lo, hi int) {
 	}
 }
 
+// The LayerNorm loops below are chains of dependent additions (a mean,
+// a variance, two sums per row in backward, two per column), each as
+// long as a row or a column and bound by the adder's latency. They are
+// run four rows (or columns) at a time, as independent chains the CPU
+// overlaps; every chain keeps its own order, so the bits are those of
+// one row (column) at a time, which the single-row loops still compute
+// for the remainder.
+
 func (j *layernormJob) forwardRows(lo, hi int) {
-	C, weight, bias := j.C, j.weight, j.bias
-	for n := lo; n < hi; n++ {
+	C := j.C
+	n := lo
+	for ; n+4 <= hi; n += 4 {
+		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
+		var s0, s1, s2, s3 float64
+		for i := range x0 {
+			s0 += x0[i]
+			s1 += x1[i]
+			s2 += x2[i]
+			s3 += x3[i]
+		}
+		fc := float64(C)
+		m0, m1, m2, m3 := s0/fc, s1/fc, s2/fc, s3/fc
+		var v0, v1, v2, v3 float64
+		for i := range x0 {
+			d0, d1, d2, d3 := x0[i]-m0, x1[i]-m1, x2[i]-m2, x3[i]-m3
+			v0 = math.FMA(d0, d0, v0)
+			v1 = math.FMA(d1, d1, v1)
+			v2 = math.FMA(d2, d2, v2)
+			v3 = math.FMA(d3, d3, v3)
+		}
+		j.mean[n], j.mean[n+1], j.mean[n+2], j.mean[n+3] = m0, m1, m2, m3
+		j.rstd[n] = 1 / math.Sqrt(v0/fc+layerNormEps)
+		j.rstd[n+1] = 1 / math.Sqrt(v1/fc+layerNormEps)
+		j.rstd[n+2] = 1 / math.Sqrt(v2/fc+layerNormEps)
+		j.rstd[n+3] = 1 / math.Sqrt(v3/fc+layerNormEps)
+		for r := n; r < n+4; r++ {
+			j.normalizeRow(r)
+		}
+	}
+	for ; n < hi; n++ {
 		x := j.inp[n*C : n*C+C]
 		s := 0.0
 		for _, v := range x {
@@ -163,22 +200,52 @@ func (j *layernormJob) forwardRows(lo, hi int) {
 			d := xi - mu
 			v = math.FMA(d, d, v)
 		}
-		r := 1 / math.Sqrt(v/float64(C)+layerNormEps)
-		o := j.out[n*C : n*C+C]
-		for i, xi := range x {
-			o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
-		}
-		j.mean[n], j.rstd[n] = mu, r
+		j.mean[n], j.rstd[n] = mu, 1/math.Sqrt(v/float64(C)+layerNormEps)
+		j.normalizeRow(n)
+	}
+}
+
+// normalizeRow writes row n of out from its mean and rstd.
+func (j *layernormJob) normalizeRow(n int) {
+	C := j.C
+	x, o := j.inp[n*C:n*C+C], j.out[n*C:n*C+C]
+	weight, bias := j.weight[:C], j.bias[:C]
+	mu, r := j.mean[n], j.rstd[n]
+	for i, xi := range x {
+		o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
 	}
 }
 
 func (j *layernormJob) backwardRows(lo, hi int) {
-	C, weight := j.C, j.weight
+	C, weight := j.C, j.weight[:j.C]
 	fc := float64(C)
-	for n := lo; n < hi; n++ {
+	n := lo
+	for ; n+4 <= hi; n += 4 {
+		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
+		d0, d1, d2, d3 := j.dout[n*C:n*C+C], j.dout[(n+1)*C:(n+1)*C+C], j.dout[(n+2)*C:(n+2)*C+C], j.dout[(n+3)*C:(n+3)*C+C]
+		mu0, mu1, mu2, mu3 := j.mean[n], j.mean[n+1], j.mean[n+2], j.mean[n+3]
+		r0, r1, r2, r3 := j.rstd[n], j.rstd[n+1], j.rstd[n+2], j.rstd[n+3]
+		var a0, a1, a2, a3, b0, b1, b2, b3 float64 // sums of dxhat, of dxhat·xhat
+		for i, w := range weight {
+			xh0, xh1, xh2, xh3 := float64((x0[i]-mu0)*r0), float64((x1[i]-mu1)*r1), float64((x2[i]-mu2)*r2), float64((x3[i]-mu3)*r3)
+			g0, g1, g2, g3 := float64(w*d0[i]), float64(w*d1[i]), float64(w*d2[i]), float64(w*d3[i])
+			a0 += g0
+			a1 += g1
+			a2 += g2
+			a3 += g3
+			b0 = math.FMA(g0, xh0, b0)
+			b1 = math.FMA(g1, xh1, b1)
+			b2 = math.FMA(g2, xh2, b2)
+			b3 = math.FMA(g3, xh3, b3)
+		}
+		j.backwardRow(n, a0/fc, b0/fc)
+		j.backwardRow(n+1, a1/fc, b1/fc)
+		j.backwardRow(n+2, a2/fc, b2/fc)
+		j.backwardRow(n+3, a3/fc, b3/fc)
+	}
+	for ; n < hi; n++ {
 		x := j.inp[n*C : n*C+C]
 		d := j.dout[n*C : n*C+C]
-		di := j.dinp[n*C : n*C+C]
 		mu, r := j.mean[n], j.rstd[n]
 		s1, s2 := 0.0, 0.0
 		for i, xi := range x {
@@ -187,18 +254,49 @@ func (j *layernormJob) backwardRows(lo, hi int) {
 			s1 += dxhat
 			s2 = math.FMA(dxhat, xhat, s2)
 		}
-		m1, m2 := s1/fc, s2/fc
-		for i, xi := range x {
-			xhat := float64((xi - mu) * r)
-			dxhat := float64(weight[i] * d[i])
-			di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
-		}
+		j.backwardRow(n, s1/fc, s2/fc)
+	}
+}
+
+// backwardRow adds row n's input gradient given the row means m1 of
+// dxhat and m2 of dxhat·xhat.
+func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
+	C := j.C
+	x, d, di := j.inp[n*C:n*C+C], j.dout[n*C:n*C+C], j.dinp[n*C:n*C+C]
+	weight := j.weight[:C]
+	mu, r := j.mean[n], j.rstd[n]
+	for i, xi := range x {
+		xhat := float64((xi - mu) * r)
+		dxhat := float64(weight[i] * d[i])
+		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
 	}
 }
 
 func (j *layernormJob) backwardColumns(lo, hi int) {
 	C := j.C
-	for i := lo; i < hi; i++ {
+	i := lo
+	for ; i+4 <= hi; i += 4 {
+		dw := (*[4]float64)(j.dweight[i : i+4])
+		db := (*[4]float64)(j.dbias[i : i+4])
+		w0, w1, w2, w3 := dw[0], dw[1], dw[2], dw[3]
+		b0, b1, b2, b3 := db[0], db[1], db[2], db[3]
+		for n := 0; n < j.N; n++ {
+			d := (*[4]float64)(j.dout[n*C+i : n*C+i+4])
+			x := (*[4]float64)(j.inp[n*C+i : n*C+i+4])
+			mu, r := j.mean[n], j.rstd[n]
+			w0 = math.FMA(d[0], float64((x[0]-mu)*r), w0)
+			w1 = math.FMA(d[1], float64((x[1]-mu)*r), w1)
+			w2 = math.FMA(d[2], float64((x[2]-mu)*r), w2)
+			w3 = math.FMA(d[3], float64((x[3]-mu)*r), w3)
+			b0 += d[0]
+			b1 += d[1]
+			b2 += d[2]
+			b3 += d[3]
+		}
+		dw[0], dw[1], dw[2], dw[3] = w0, w1, w2, w3
+		db[0], db[1], db[2], db[3] = b0, b1, b2, b3
+	}
+	for ; i < hi; i++ {
 		dw, db := j.dweight[i], j.dbias[i]
 		for n := 0; n < j.N; n++ {
 			d := j.dout[n*C+i]
@@ -220,6 +318,25 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 	gemmNNParallelInit(out, OC, bias, inp, C, 1, weight, OC, N, OC, C)
 }
 
+// matmulForwardReLU is matmulForward followed by act = relu(out)
+// (reluForward), in the same parallel section: each worker applies the
+// ReLU to its own rows right after computing them.
+func matmulForwardReLU(out, act, inp, weight, bias []float64, N, C, OC int) {
+	if bias != nil {
+		bias = bias[:OC]
+	}
+	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, act: act[:N*OC]}, N)
+}
+
+// matmulForwardResidual is matmulForward followed by out = res + out
+// (residualForward), in the same parallel section.
+func matmulForwardResidual(out, inp, weight, bias, res []float64, N, C, OC int) {
+	if bias != nil {
+		bias = bias[:OC]
+	}
+	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, res: res[:N*OC]}, N)
+}
+
 // matmulBackward undoes out = inp·weight + bias:
 //
 //	dinp += dout·weightᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n]
@@ -227,15 +344,81 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 // dbias may be nil; its sums over rows are spread over the workers by
 // columns, each column summed in row order.
 func matmulBackward(dinp, dweight, dbias, dout, inp, weight []float64, N, C, OC int) {
-	gemmNTParallel(dinp, C, dout, OC, weight, OC, N, C, OC)
-	gemmNNParallel(dweight, OC, inp, 1, C, dout, OC, C, OC, N)
-	if dbias != nil {
-		job := columnSumJob{sum: dbias[:OC], rows: dout, N: N, W: OC}
-		if p := pool.acquire(OC, 8, N); p > 1 {
-			pool.colsum = job
-			pool.dispatch(p, OC, 8, &pool.colsum)
-		} else {
-			job.run(0, OC)
+	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC})
+}
+
+// matmulBackwardSet is matmulBackward with dinp overwritten instead of
+// accumulated (the same bits as clearing it first), and, when reluPre is
+// not nil, dinp then masked by reluBackward(dinp, reluPre): the gradient
+// through out = relu(pre)·weight + bias with respect to pre.
+func matmulBackwardSet(dinp, dweight, dbias, dout, inp, weight, reluPre []float64, N, C, OC int) {
+	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC, set: true, reluPre: reluPre})
+}
+
+// matmulBackwardUnits is the number of pieces each of the two products
+// of matmulBackward is cut into. The input gradient (rows of dinp) and
+// the weight gradient (rows of dweight, with dbias) are independent, so
+// they run side by side in one parallel section: with two workers, one
+// computes all of dinp while the other computes dweight and dbias, and
+// each product runs whole, in big blocks, with one barrier for the pair.
+const matmulBackwardUnits = 8
+
+// matmulBackwardJob is matmulBackward over a range of units: units
+// [0, U) are row blocks of dinp, units [U, 2U) row blocks of dweight
+// with column blocks of dbias. Every output belongs to exactly one unit,
+// and is computed in the one order its kernel defines.
+type matmulBackwardJob struct {
+	dinp, dweight, dbias, dout, inp, weight []float64
+	reluPre                                 []float64
+	set                                     bool
+	N, C, OC                                int
+}
+
+func runMatmulBackward(job matmulBackwardJob) {
+	const U = matmulBackwardUnits
+	if p := pool.acquire(2*U, 1, job.N*job.C*job.OC/U); p > 1 {
+		pool.mmb = job
+		pool.dispatch(p, 2*U, 1, &pool.mmb)
+		return
+	}
+	job.run(0, 2*U)
+}
+
+// unitRows is the first row of unit u of U over M rows: a multiple of
+// four (the kernels' row block) except at the end.
+func unitRows(M, u, U int) int {
+	if u >= U {
+		return M
+	}
+	return (M * u / U) &^ 3
+}
+
+func (j *matmulBackwardJob) run(lo, hi int) {
+	const U = matmulBackwardUnits
+	N, C, OC := j.N, j.C, j.OC
+	// dinp rows of units [lo, min(hi, U)), as one call.
+	if lo < U {
+		r0, r1 := unitRows(N, lo, U), unitRows(N, min(hi, U), U)
+		if r1 > r0 {
+			d := j.dinp[r0*C : r1*C]
+			if j.set {
+				clear(d)
+			}
+			gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
+			if j.reluPre != nil {
+				reluMask(d, j.reluPre[r0*C:r1*C])
+			}
+		}
+	}
+	// dweight rows and dbias columns of units [max(lo, U), hi).
+	if hi > U {
+		u0, u1 := max(lo, U)-U, hi-U
+		r0, r1 := unitRows(C, u0, U), unitRows(C, u1, U)
+		gemmNN(j.dweight[r0*OC:], OC, j.inp[r0:], 1, C, j.dout, OC, r1-r0, OC, N)
+		if j.dbias != nil {
+			o0, o1 := OC*u0/U, OC*u1/U
+			cs := columnSumJob{sum: j.dbias[:OC], rows: j.dout, N: N, W: OC}
+			cs.run(o0, o1)
 		}
 	}
 }
@@ -250,7 +433,13 @@ type columnSumJob struct {
 func (j *columnSumJob) run(lo, hi int) {
 	s := j.sum[lo:hi]
 	for n := 0; n < j.N; n++ {
-		for o, v := range j.rows[n*j.W+lo : n*j.W+hi] {
+		row := j.rows[n*j.W+lo : n*j.W+hi]
+		// Row by row, every column's chain advances by one add: the
+		// same additions as the loop below, eight columns at a time.
+		if addBlocks(s, s, row) {
+			continue
+		}
+		for o, v := range row {
 			s[o] += v
 		}
 	}
@@ -302,22 +491,37 @@ func (j *elementwiseJob) run(lo, hi int) {
 	out, a := j.out[lo:hi], j.a[lo:hi]
 	switch j.op {
 	case opRelu:
+		if reluBlocks(out, a) {
+			return
+		}
 		for i, v := range a {
 			out[i] = max(v, 0)
 		}
 	case opReluBackward:
-		for i := range out {
-			var keep uint64
-			if a[i] > 0 {
-				keep = ^uint64(0)
-			}
-			out[i] = math.Float64frombits(math.Float64bits(out[i]) & keep)
-		}
+		reluMask(out, a)
 	default:
 		b := j.b[lo:hi]
+		if addBlocks(out, a, b) {
+			return
+		}
 		for i := range out {
 			out[i] = a[i] + b[i]
 		}
+	}
+}
+
+// reluMask sets d[i] to +0 where inp[i] <= 0 (reluBackward's loop).
+func reluMask(d, inp []float64) {
+	inp = inp[:len(d)]
+	if reluMaskBlocks(d, inp) {
+		return
+	}
+	for i := range d {
+		var keep uint64
+		if inp[i] > 0 {
+			keep = ^uint64(0)
+		}
+		d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
 	}
 }
 

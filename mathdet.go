@@ -149,9 +149,17 @@ func expShifted(dst, src []float64) (maxv, sum float64) {
 	for _, v := range src {
 		maxv = max(maxv, v)
 	}
-	for i, v := range src {
-		e := expDet(v - maxv)
-		dst[i] = e
+	// The exponentials are independent: the AVX-512 kernel computes them
+	// eight at a time with expDet's operations (same bits) as far as it
+	// can; expDet does the rest, one at a time. The sum stays one chain
+	// in index order.
+	for i := 0; i < len(src); {
+		i += expShiftedBlocks(dst[i:], src[i:], maxv)
+		for end := min(i+8, len(src)); i < end; i++ {
+			dst[i] = expDet(src[i] - maxv)
+		}
+	}
+	for _, e := range dst {
 		sum += e
 	}
 	return maxv, sum

@@ -83,3 +83,84 @@ func TestPowInt(t *testing.T) {
 		}
 	}
 }
+
+// TestExpShiftedPaths checks expShifted on every kernel path against its
+// definition, one expDet per element and the sum in index order, to the
+// bit: the AVX-512 path computes eight exponentials at a time and must
+// hand every element expDet treats apart (NaN, ±Inf, |x| < 2^-28,
+// results outside the normal range) back to expDet.
+func TestExpShiftedPaths(t *testing.T) {
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
+		1.0 / (1 << 28), -1.0 / (1 << 28), 1.0 / (1 << 29), 3e-9, -3.8e-9,
+		-706.9, -707.2, -707.5, -708.4, -709, -745, -745.2, -800, 706.9, 707.5, 709.7, 710}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(9, 10))
+		for n := 0; n < 3000; n++ {
+			src := make([]float64, rng.IntN(41))
+			for i := range src {
+				switch rng.IntN(8) {
+				case 0:
+					src[i] = specials[rng.IntN(len(specials))]
+				case 1:
+					src[i] = (rng.Float64() - 0.5) * 1500
+				default:
+					src[i] = (rng.Float64() - 0.5) * 40
+				}
+			}
+			if len(src) > 0 && rng.IntN(4) == 0 {
+				src[rng.IntN(len(src))] = math.Inf(-1) // masked logits
+			}
+			wantMax := math.Inf(-1)
+			for _, v := range src {
+				wantMax = max(wantMax, v)
+			}
+			want := make([]float64, len(src))
+			wantSum := 0.0
+			for i, v := range src {
+				want[i] = expDet(v - wantMax)
+				wantSum += want[i]
+			}
+			gbuf := guarded(make([]float64, len(src)))
+			got := gbuf[guardLen : guardLen+len(src)]
+			gotMax, gotSum := expShifted(got, src)
+			if i, ok := checkGuards(gbuf, len(src)); !ok {
+				t.Fatalf("src %v: wrote dst[%d]", src, i)
+			}
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("src %v: dst[%d] = %v, expDet gives %v", src, i, got[i], want[i])
+			}
+			if _, ok := sameBits([]float64{gotMax, gotSum}, []float64{wantMax, wantSum}); !ok {
+				t.Fatalf("src %v: max, sum = %v, %v, want %v, %v", src, gotMax, gotSum, wantMax, wantSum)
+			}
+		}
+		// The ordinary range right up to the fast path's edges (k = ±1019)
+		// and past them, directly with shift 0 (expShifted itself only
+		// sees x <= 0), and in place below a max of 0 as softmax calls it.
+		for _, lo := range []float64{-710, -707.5, -706, -3, -1e-8, 0, 700, 705} {
+			src := make([]float64, 64)
+			for i := range src {
+				src[i] = lo + float64(i)*0.0625
+			}
+			got := make([]float64, len(src))
+			n := expShiftedBlocks(got, src, 0)
+			for i, v := range src[:n] {
+				if want := expDet(v); math.Float64bits(got[i]) != math.Float64bits(want) {
+					t.Fatalf("x = %v: block gives %v, expDet %v", v, got[i], want)
+				}
+			}
+			src[0] = 0
+			for i := 1; i < len(src); i++ {
+				src[i] = min(lo, 0) - float64(i)*0.0625
+			}
+			want := make([]float64, len(src))
+			for i, v := range src {
+				want[i] = expDet(v)
+			}
+			expShifted(src, src)
+			if i, ok := sameBits(src, want); !ok {
+				t.Fatalf("below %v: dst[%d] = %v, expDet gives %v", lo, i, src[i], want[i])
+			}
+		}
+	})
+}

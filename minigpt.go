@@ -56,7 +56,8 @@ const (
 	maxSequenceFloats = 1 << 28
 )
 
-// Validate reports the first thing wrong with c, or nil.
+// Validate reports the first thing wrong with c (an error wrapping
+// ErrBadConfig that names the field), or nil.
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -283,8 +284,8 @@ func (m *Model) NumParams() int { return len(m.Params) }
 
 // Tensor is a named view into a model's parameter slab.
 type Tensor struct {
-	Name  string
-	Shape []int
+	Name  string    // as in the checkpoint format: "qkv_weight"
+	Shape []int     // row-major; layered tensors lead with the layer: (L, C, 3C)
 	Data  []float64 // aliases Model.Params
 }
 

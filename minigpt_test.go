@@ -9,51 +9,6 @@ import (
 	"testing"
 )
 
-// tinyConfig is small enough for finite differences over every tensor.
-func tinyConfig(tied bool) Config {
-	return Config{VocabSize: 7, BlockSize: 5, EmbedDim: 8, Heads: 2, Layers: 2, TiedHead: tied}
-}
-
-// randomizedModel returns a model whose every parameter (gains and biases
-// included) is random, so that no gradient is trivially zero or one.
-func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
-	t.Helper()
-	m, err := NewModel(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(seed, 99))
-	for i := range m.Params {
-		m.Params[i] = 0.3 * rng.NormFloat64()
-	}
-	for _, ts := range m.Tensors() {
-		if strings.HasSuffix(ts.Name, "_gain") {
-			for i := range ts.Data {
-				ts.Data[i] += 1
-			}
-		}
-	}
-	return m
-}
-
-// bitsEqual is sameBits (kernels_test.go), the package's one bit-equality
-// check, as a condition; unequal lengths are unequal.
-func bitsEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	_, ok := sameBits(a, b)
-	return ok
-}
-
-func randomTokens(rng *rand.Rand, n, vocab int) []int {
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = rng.IntN(vocab)
-	}
-	return ids
-}
-
 func TestDefaultConfigParamCount(t *testing.T) {
 	// The seed's code gives 104,728 (its prose says 154k).
 	if got := DefaultConfig().NumParams(); got != 104728 {

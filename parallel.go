@@ -1,32 +1,73 @@
 package minigpt
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Parallel sections split a range of independent outputs (rows of a
-// matrix, (batch, head) pairs) into one contiguous chunk per available
-// processor. No output is ever shared between chunks and no sum is ever
-// split, so the bits do not depend on GOMAXPROCS. Workers are started once
-// and reused; a section costs two channel operations per worker and no
-// allocation: the job descriptions live in the pool and are guarded by its
-// mutex.
+// matrix, (batch, head) pairs) into contiguous chunks, a few per
+// available processor, which the caller and the workers claim one at a
+// time until none is left: a core that is slowed down (by another process
+// on a shared machine, or by a slower kernel for its part) simply claims
+// fewer chunks. No output is ever shared between chunks and no sum is
+// ever split, so the bits depend neither on GOMAXPROCS nor on who ran
+// which chunk. Workers are started once and reused; a section costs a
+// few atomic operations (a channel operation for a parked worker), an
+// atomic add per chunk, and no allocation: the job descriptions live in
+// the pool and are guarded by its mutex.
+//
+// A panic on a worker (an index out of range in a job, say) must not kill
+// the process from a goroutine the caller cannot recover in: the worker
+// recovers it, finishes its part of the section's bookkeeping, and the
+// caller's goroutine panics with the worker's value and stack once the
+// section is over. The pool stays usable afterwards.
 
 // rangeJob is a piece of work over an index range [lo, hi).
 type rangeJob interface {
 	run(lo, hi int)
 }
 
-type rangeTask struct {
-	job    rangeJob
-	lo, hi int
+// section is one parallel section: job over [0, n) cut into chunks
+// whose boundaries are multiples of grain, claimed through next.
+type section struct {
+	job                     rangeJob
+	n, grain, units, chunks int
+	next                    atomic.Int64
+}
+
+// chunksPerWorker is how many chunks a section has per participant: more
+// balance the load better, fewer cost fewer claims and keep blocks big.
+const chunksPerWorker = 4
+
+// participate claims and runs chunks until none is left.
+func (s *section) participate() {
+	for {
+		c := int(s.next.Add(1) - 1)
+		if c >= s.chunks {
+			return
+		}
+		lo := (s.units * c / s.chunks) * s.grain
+		hi := min((s.units*(c+1)/s.chunks)*s.grain, s.n)
+		s.job.run(lo, hi)
+	}
 }
 
 type workerPool struct {
 	mu      sync.Mutex // held for a whole section; contenders run serially
-	workers []chan rangeTask
+	workers []*worker
 	wg      sync.WaitGroup
+	sec     section // the current section, written only while mu is held
+	// gen is (sections published so far)<<16 | (participants of the
+	// last one): a change wakes the workers, and tells each, in one
+	// atomic read, whether it takes part (a worker that does not must
+	// not touch sec, which the next section may be rewriting).
+	gen     atomic.Uint64
+	pending atomic.Int64 // workers still in the current section
 
 	// Job slots, written only while mu is held.
 	nn     gemmNNJob
@@ -38,6 +79,7 @@ type workerPool struct {
 	colsum columnSumJob
 	ce     crossEntropyJob
 	enc    encoderJob
+	mmb    matmulBackwardJob
 }
 
 var pool workerPool
@@ -51,7 +93,7 @@ var minParallelWork = 1 << 16
 // over the workers; if it returns a count p > 1, the caller holds pool.mu
 // and must call dispatch.
 func (wp *workerPool) acquire(n, grain, costPerItem int) int {
-	p := runtime.GOMAXPROCS(0)
+	p := min(runtime.GOMAXPROCS(0), 1<<16-1) // gen has 16 bits for it
 	units := (n + grain - 1) / grain
 	if p > units {
 		p = units
@@ -63,41 +105,150 @@ func (wp *workerPool) acquire(n, grain, costPerItem int) int {
 	return p
 }
 
-// dispatch runs job over [0, n) in p chunks whose boundaries are multiples
-// of grain, the last chunk on the calling goroutine, and releases pool.mu.
+// spinTime is how long a worker polls for the next section, and the
+// caller for the workers' end, before blocking. Sections of a training
+// step follow each other within microseconds, and waking a parked
+// thread costs tens of microseconds on a virtual machine: polling
+// catches the next section at once, while a pause longer than this (the
+// end of training, a prompt being typed) still parks everything.
+const spinTime = 50 * time.Microsecond
+
+// dispatch runs job over [0, n) on p participants (the calling goroutine
+// and workers 0 to p-2), in chunks whose boundaries are multiples of
+// grain, and releases pool.mu.
 func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	for len(wp.workers) < p-1 {
-		ch := make(chan rangeTask)
-		wp.workers = append(wp.workers, ch)
-		go worker(ch, &wp.wg)
+		w := &worker{index: len(wp.workers), wake: make(chan struct{}, 1)}
+		wp.workers = append(wp.workers, w)
+		go w.loop(wp, wp.gen.Load())
 	}
 	units := (n + grain - 1) / grain
+	s := &wp.sec
+	s.job, s.n, s.grain, s.units = job, n, grain, units
+	s.chunks = min(units, p*chunksPerWorker)
+	s.next.Store(0)
 	wp.wg.Add(p - 1)
+	wp.pending.Store(int64(p - 1))
 	// Even if the caller's own chunk panics, wait for the workers (they
-	// write into the caller's buffers) and release the pool.
+	// write into the caller's buffers) and release the pool; then pass on
+	// a worker's panic, unless the caller's own is already under way.
 	defer func() {
+		for start := time.Now(); wp.pending.Load() > 0 && time.Since(start) < spinTime; {
+			runtime.Gosched()
+		}
 		wp.wg.Wait()
+		s.job = nil
+		var wpanic *workerPanic
+		for _, w := range wp.workers[:p-1] {
+			if w.failed != nil && wpanic == nil {
+				wpanic = w.failed
+			}
+			w.failed = nil
+		}
 		wp.mu.Unlock()
+		if wpanic != nil {
+			panic(wpanic)
+		}
 	}()
-	lo := 0
-	for w := 0; w < p-1; w++ {
-		hi := (units * (w + 1) / p) * grain
-		wp.workers[w] <- rangeTask{job, lo, hi}
-		lo = hi
+	// Publish: polling workers see the new generation (and, through the
+	// atomic, the section written above); parked ones get a token.
+	wp.gen.Store((wp.gen.Load()>>16+1)<<16 | uint64(p))
+	for _, w := range wp.workers[:p-1] {
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
-	job.run(lo, n)
+	s.participate()
 }
 
-func worker(tasks <-chan rangeTask, wg *sync.WaitGroup) {
-	for t := range tasks {
-		t.job.run(t.lo, t.hi)
-		wg.Done()
+// worker is one goroutine of the pool and the record of its last
+// section's panic (written by the worker before wg.Done, read and
+// cleared by dispatch after wg.Wait).
+type worker struct {
+	index  int
+	parked atomic.Bool
+	wake   chan struct{} // capacity 1: a token for a parked worker
+	failed *workerPanic
+}
+
+// loop takes part in every section that counts this worker among its
+// participants, from the generation after seen on.
+func (w *worker) loop(wp *workerPool, seen uint64) {
+	for {
+		seen = w.next(wp, seen)
+		if participants := int(seen & 0xffff); w.index < participants-1 {
+			w.run(&wp.sec, wp)
+		}
 	}
+}
+
+// next returns the next generation after seen: polled for spinTime,
+// then waited for parked. parked is set before the last look at the
+// generation and dispatch reads it after publishing, so either this
+// worker sees the new generation or dispatch sees it parked and leaves
+// a token (a stale token only costs one more look).
+func (w *worker) next(wp *workerPool, seen uint64) uint64 {
+	for {
+		for start := time.Now(); time.Since(start) < spinTime; {
+			if g := wp.gen.Load(); g != seen {
+				return g
+			}
+			// Yield between looks: a bare load loop would take issue
+			// slots from a hyperthread sibling doing the real work.
+			runtime.Gosched()
+		}
+		w.parked.Store(true)
+		if g := wp.gen.Load(); g != seen {
+			w.parked.Store(false)
+			return g
+		}
+		<-w.wake
+		w.parked.Store(false)
+	}
+}
+
+// run takes part in a section. A panic is recovered here, with the
+// worker's stack, for dispatch to raise on the caller's goroutine (the
+// chunks this worker would have claimed next are left to the others);
+// the counts come last, so dispatch sees the record.
+func (w *worker) run(s *section, wp *workerPool) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.failed = &workerPanic{value: v, stack: debug.Stack()}
+		}
+		wp.pending.Add(-1)
+		wp.wg.Done()
+	}()
+	s.participate()
+}
+
+// workerPanic is what the caller of a parallel section panics with when
+// a worker panicked: the worker's panic value and its stack, which the
+// caller's own stack trace would not show.
+type workerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *workerPanic) Error() string {
+	return fmt.Sprintf("minigpt: panic in a parallel worker: %v\n\nworker goroutine stack:\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the worker's panic value when it was an error (a
+// runtime.Error for an index out of range, say).
+func (p *workerPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 // gemmNNJob splits gemmNN over the rows of C (independent outputs). With
 // init set, each chunk first sets its rows of C to bias (to zero when bias
-// is nil).
+// is nil). After the product, each chunk applies to its own rows the
+// elementwise layer that follows, while they are still in cache: with
+// act set, act = relu(C); with res set, C = res + C (both ldc = n).
 type gemmNNJob struct {
 	c      []float64
 	ldc    int
@@ -108,9 +259,16 @@ type gemmNNJob struct {
 	n, k   int
 	init   bool
 	bias   []float64
+	act    []float64
+	res    []float64
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
+	if j.init && gemmNNInitBlocks(j.c[lo*j.ldc:], j.ldc, j.bias, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k) {
+		// The kernels started the chains from the bias themselves.
+		j.post(lo, hi)
+		return
+	}
 	if j.init {
 		for i := lo; i < hi; i++ {
 			row := j.c[i*j.ldc : i*j.ldc+j.n]
@@ -122,6 +280,20 @@ func (j *gemmNNJob) run(lo, hi int) {
 		}
 	}
 	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
+	j.post(lo, hi)
+}
+
+// post applies the fused elementwise layer to rows [lo, hi).
+func (j *gemmNNJob) post(lo, hi int) {
+	if j.act != nil {
+		e := elementwiseJob{op: opRelu, out: j.act[lo*j.n : hi*j.n], a: j.c[lo*j.n : hi*j.n]}
+		e.run(0, len(e.out))
+	}
+	if j.res != nil {
+		c := j.c[lo*j.n : hi*j.n]
+		e := elementwiseJob{op: opResidual, out: c, a: j.res[lo*j.n : hi*j.n], b: c}
+		e.run(0, len(c))
+	}
 }
 
 // gemmNTJob splits gemmNT over the rows of C.

@@ -15,7 +15,9 @@ import (
 // path that exists and is not a regular file: a directory, a symbolic
 // link, a device, a named pipe or a socket. Such a path is never
 // replaced, because renaming a file over /dev/null or over a symbolic
-// link destroys something the user did not ask us to touch.
+// link destroys something the user did not ask us to touch. OpenRegular
+// (and so LoadCheckpoint) wraps it for an input that is not a regular
+// file, which is never read.
 var ErrNotRegularFile = errors.New("not a regular file")
 
 // notRegularError says what a path is instead of a regular file.
@@ -259,11 +261,20 @@ func fsyncDir(dir string) error {
 	return d.Close()
 }
 
-// openRegular opens path for reading if it is a regular file, and refuses
-// anything else (wrapping ErrNotRegularFile) without blocking: the open is
-// non-blocking, because opening a named pipe otherwise waits for a writer,
-// and a signal cannot interrupt that wait.
-func openRegular(path string) (*os.File, error) {
+// OpenRegular opens path for reading if it is a regular file, and refuses
+// anything else at once, with a *fs.PathError that wraps
+// ErrNotRegularFile and says what the path is ("is a named pipe (FIFO),
+// not a regular file"): a FIFO would block until a writer comes, /dev/zero
+// never ends. It is the reading counterpart of SaveFile; LoadCheckpoint
+// and the commands open every file they read with it.
+//
+// The open itself is non-blocking, because opening a named pipe otherwise
+// waits for a writer, and a signal cannot interrupt that wait; a path
+// swapped for a FIFO after some earlier check cannot block either.
+func OpenRegular(path string) (*os.File, error) {
+	if path == "" {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("empty file name")}
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

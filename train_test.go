@@ -110,6 +110,11 @@ func TestDivergenceStops(t *testing.T) {
 	if !errors.Is(err, ErrDiverged) {
 		t.Fatalf("Run = %v, want ErrDiverged", err)
 	}
+	// The step is named as Progress.Step counts it (from 1), so that the
+	// CLI's message agrees with its progress lines.
+	if !strings.HasPrefix(err.Error(), "train step: ") || !strings.Contains(err.Error(), "in step 1") {
+		t.Errorf("Run = %q, want it to start with the operation and name step 1", err)
+	}
 	for i := 1; i < len(before); i++ {
 		if tr.Model().Params[i] != before[i] {
 			t.Fatalf("the diverged step changed parameter %d", i)
@@ -327,14 +332,7 @@ func TestResumeIsExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
-				if err != nil {
-					t.Fatal(err)
-				}
-				second, err := ResumeTrainer(c, d)
-				if err != nil {
-					t.Fatal(err)
-				}
+				second := resumeOnLanternBay(t, c)
 				if err := second.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}

@@ -131,13 +131,10 @@ func (m *Model) forward(a *activations, idx []int, t0, t1, outFrom int) {
 			ln2, fcPre, fcAct, resid3 = rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
 		}
 		attentionForward(a.attnOut[l*BT*C:], a.att[l*B*NH*T*T:], a.qkv[l*BT*3*C:], B, T, t0, t1, C, NH)
-		matmulForward(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, nr, C, C)
-		residualForward(resid2, in, resid2)
+		matmulForwardResidual(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, in, nr, C, C)
 		layernormForward(ln2, rows(a.ln2Mean, l, 1), rows(a.ln2Rstd, l, 1), resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], nr, C)
-		matmulForward(fcPre, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], nr, C, 4*C)
-		reluForward(fcAct, fcPre)
-		matmulForward(resid3, fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], nr, 4*C, C)
-		residualForward(resid3, resid2, resid3)
+		matmulForwardReLU(fcPre, fcAct, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], nr, C, 4*C)
+		matmulForwardResidual(resid3, fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], resid2, nr, 4*C, C)
 	}
 	lnf := rows(a.lnf, 0, C)
 	layernormForward(lnf, rows(a.lnfMean, 0, 1), rows(a.lnfRstd, 0, 1), rows(a.resid3, L-1, C), p.lnfGain, p.lnfBias, nr, C)
@@ -169,12 +166,12 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	layer := func(buf []float64, l, width int) []float64 { return buf[l*N*width : (l+1)*N*width] }
 
 	// logits = lnf·head + bias (or lnf·wteᵀ when tied)
-	clear(a.dln)
 	if c.TiedHead {
+		clear(a.dln)
 		gemmNNParallel(g.tokenEmbedding, C, a.dlogits, 1, V, a.lnf, C, V, C, N) // dwte += dlogitsᵀ·lnf
 		gemmNNParallel(a.dln, C, a.dlogits, V, 1, p.tokenEmbedding, C, N, C, V) // dlnf = dlogits·wte
 	} else {
-		matmulBackward(a.dln, g.headWeight, g.headBias, a.dlogits, a.lnf, p.headWeight, N, C, V)
+		matmulBackwardSet(a.dln, g.headWeight, g.headBias, a.dlogits, a.lnf, p.headWeight, nil, N, C, V)
 	}
 	clear(a.dresid)
 	layernormBackward(a.dresid, g.lnfGain, g.lnfBias, a.dln, layer(a.resid3, L-1, C), p.lnfGain, a.lnfMean, a.lnfRstd, N, C)
@@ -185,20 +182,15 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			in = layer(a.resid3, l-1, C)
 		}
 		// resid3 = resid2 + relu(ln2·fc + b)·fcProj + b
-		clear(a.dfc)
-		matmulBackward(a.dfc, g.fcProjWeight[l*4*C*C:], g.fcProjBias[l*C:], a.dresid, layer(a.fcAct, l, 4*C), p.fcProjWeight[l*4*C*C:], N, 4*C, C)
-		reluBackward(a.dfc, layer(a.fcPre, l, 4*C))
-		clear(a.dln)
-		matmulBackward(a.dln, g.fcWeight[l*C*4*C:], g.fcBias[l*4*C:], a.dfc, layer(a.ln2, l, C), p.fcWeight[l*C*4*C:], N, C, 4*C)
+		matmulBackwardSet(a.dfc, g.fcProjWeight[l*4*C*C:], g.fcProjBias[l*C:], a.dresid, layer(a.fcAct, l, 4*C), p.fcProjWeight[l*4*C*C:], layer(a.fcPre, l, 4*C), N, 4*C, C)
+		matmulBackwardSet(a.dln, g.fcWeight[l*C*4*C:], g.fcBias[l*4*C:], a.dfc, layer(a.ln2, l, C), p.fcWeight[l*C*4*C:], nil, N, C, 4*C)
 		// ln2 = layernorm(resid2): its gradient joins the residual stream's.
 		layernormBackward(a.dresid, g.ln2Gain[l*C:], g.ln2Bias[l*C:], a.dln, layer(a.resid2, l, C), p.ln2Gain[l*C:], layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1), N, C)
 		// resid2 = in + attention(ln1)·attnProj
-		clear(a.dattnOut)
-		matmulBackward(a.dattnOut, g.attnProjWeight[l*C*C:], nil, a.dresid, layer(a.attnOut, l, C), p.attnProjWeight[l*C*C:], N, C, C)
+		matmulBackwardSet(a.dattnOut, g.attnProjWeight[l*C*C:], nil, a.dresid, layer(a.attnOut, l, C), p.attnProjWeight[l*C*C:], nil, N, C, C)
 		clear(a.dqkv)
 		attentionBackward(a.dqkv, a.datt, a.dattnOut, layer(a.qkv, l, 3*C), a.att[l*B*NH*T*T:(l+1)*B*NH*T*T], B, T, C, NH)
-		clear(a.dln)
-		matmulBackward(a.dln, g.qkvWeight[l*C*3*C:], nil, a.dqkv, layer(a.ln1, l, C), p.qkvWeight[l*C*3*C:], N, C, 3*C)
+		matmulBackwardSet(a.dln, g.qkvWeight[l*C*3*C:], nil, a.dqkv, layer(a.ln1, l, C), p.qkvWeight[l*C*3*C:], nil, N, C, 3*C)
 		layernormBackward(a.dresid, g.ln1Gain[l*C:], g.ln1Bias[l*C:], a.dln, in, p.ln1Gain[l*C:], layer(a.ln1Mean, l, 1), layer(a.ln1Rstd, l, 1), N, C)
 	}
 	// encoded = wte[idx] + wpe

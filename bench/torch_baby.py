@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch float64 training-speed baseline with the same architecture as the
-NumPy reference MiniGPT (/work/shared/reference/minigpt_ref.py).
+"""PyTorch float64 training-speed baseline with the same architecture as
+minigpt and bench/numpy_ref.py.
 
 Architecture: token + position embeddings; per layer a pre-LN block
   x = x + Wo(attn(LN1(x)))   (Q, K, V, Wo without bias; causal softmax
@@ -11,16 +11,18 @@ Everything in torch.float64, Adam(lr=1e-3).
 
 Configs:
   baby (default): nanoGPT's "baby" shakespeare_char size: block 64, batch 12,
-        4 layers, 4 heads, width 128, on /work/shared/data/tinyshakespeare.txt
-        (char vocab = sorted set, 65 chars; first 90% = train).
-  seed: the reference's config: block 32, batch 32, width 64, 4 heads,
-        2 layers, on the Lantern Bay corpus imported from the reference.
+        4 layers, 4 heads, width 128, vocabulary 65 (tiny Shakespeare's).
+  seed: the seed lessons' config: block 32, batch 32, width 64, 4 heads,
+        2 layers, vocabulary 24 (Lantern Bay's).
+Without --text FILE the corpus is a fixed pseudo-random text over the
+config's vocabulary (the time per step depends on the shapes only); with it,
+the vocabulary is the sorted set of the file's characters, first 90% = train.
 
 Usage (Debian: apt-get install -y python3-torch python3-numpy; use /usr/bin/python3):
-  /usr/bin/python3 torch_baby.py [--config baby|seed] [--threads N] [--steps N]
+  /usr/bin/python3 torch_baby.py [--config baby|seed] [--threads N] [--steps N] [--text FILE]
 --threads N sets torch.set_num_threads(N) and, unless already set in the
 environment, OPENBLAS_NUM_THREADS=N (Debian's torch calls OpenBLAS for matmuls).
-Timing starts after 10 warm-up steps; prints steps/s and tokens/s
+Timing starts after --warmup steps (default 10); prints steps/s and tokens/s
 (tokens/s = steps * batch * block / seconds).
 """
 import argparse
@@ -49,13 +51,9 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REF_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "reference"))
-SHAKESPEARE = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "tinyshakespeare.txt"))
-
 CONFIGS = {
-    "baby": dict(block=64, batch=12, layers=4, heads=4, embd=128),
-    "seed": dict(block=32, batch=32, layers=2, heads=4, embd=64),
+    "baby": dict(block=64, batch=12, layers=4, heads=4, embd=128, vocab=65),
+    "seed": dict(block=32, batch=32, layers=2, heads=4, embd=64, vocab=24),
 }
 
 
@@ -120,13 +118,23 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def load_text(config):
-    if config == "baby":
-        with open(SHAKESPEARE, encoding="utf-8") as f:
+def load_text(args, cfg):
+    if args.text:
+        with open(args.text, encoding="utf-8") as f:
             return f.read()
-    sys.path.insert(0, REF_DIR)
-    import minigpt_ref  # noqa: E402  (needs numpy; trains nothing on import)
-    return minigpt_ref.CORPUS
+    g = torch.Generator().manual_seed(7)
+    alphabet = [chr(33 + i) for i in range(cfg["vocab"])]
+    return "".join(alphabet[i] for i in torch.randint(0, cfg["vocab"], (200_000,), generator=g).tolist())
+
+
+def blas_info():
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed"
+    out = [f"{p.get('internal_api')} {p.get('version')} kernel {p.get('architecture')} "
+           f"threads {p.get('num_threads')}" for p in threadpool_info() if p.get("user_api") == "blas"]
+    return "; ".join(out) or "no BLAS found"
 
 
 def main():
@@ -135,12 +143,14 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--text")
+    ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args()
     cfg = CONFIGS[args.config]
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
-    text = load_text(args.config)
+    text = load_text(args, cfg)
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
@@ -152,7 +162,7 @@ def main():
     nparams = sum(p.numel() for p in model.parameters())
     print(f"config {args.config} {cfg} vocab {len(chars)} params {nparams} "
           f"threads {torch.get_num_threads()} OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
-          f"torch {torch.__version__}")
+          f"torch {torch.__version__}; BLAS: {blas_info()}")
 
     gen = torch.Generator().manual_seed(args.seed)
     offs = torch.arange(block)
@@ -167,7 +177,7 @@ def main():
         opt.step()
         return loss.item()
 
-    warm = 10
+    warm = max(args.warmup, 1)
     for _ in range(warm):
         loss0 = step()
     t0 = time.perf_counter()

@@ -11,11 +11,14 @@ import (
 // printInfo writes what the checkpoint at path (the embedded model when
 // path is empty) says about itself, without loading its weights.
 func printInfo(path string, w io.Writer) error {
+	var info *minigpt.CheckpointInfo
+	var err error
 	name := path
-	info, err := minigpt.LoadCheckpointInfo(path)
 	if path == "" {
 		name = "the embedded Lantern Bay model"
 		info, err = minigpt.DefaultModelInfo()
+	} else {
+		info, err = minigpt.LoadCheckpointInfo(path)
 	}
 	if err != nil {
 		return cli.Usagef("-info: %w", err) // a file a flag names, refused before any work: status 2

@@ -8,16 +8,39 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"example.org/minigpt"
 )
 
+// runCLI runs the command as main would, with a generous time limit.
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	err := run(context.Background(), args, &out, &errOut)
-	code = exitCode(err, &errOut)
-	return out.String(), errOut.String(), code
+	return runWithin(t, 2*time.Minute, context.Background(), args...)
+}
+
+// runWithin runs the command as main would (run, then exitCode) and fails
+// the test if it has not returned within d: several cases are about not
+// hanging (robust_test.go).
+func runWithin(t *testing.T, d time.Duration, ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := exitCode(run(ctx, args, &out, &errOut), &errOut)
+		done <- result{out.String(), errOut.String(), code}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.errOut, r.code
+	case <-time.After(d):
+		t.Fatalf("generate %q still running after %v", args, d)
+		return
+	}
 }
 
 func TestGreedyFromEmbeddedModel(t *testing.T) {

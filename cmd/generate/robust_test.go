@@ -15,29 +15,6 @@ import (
 	"time"
 )
 
-// runWithin runs the command and fails the test if it has not returned
-// within d: the cases here are about not hanging.
-func runWithin(t *testing.T, d time.Duration, ctx context.Context, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	type result struct {
-		out, errOut string
-		code        int
-	}
-	done := make(chan result, 1)
-	go func() {
-		var out, errOut bytes.Buffer
-		code := exitCode(run(ctx, args, &out, &errOut), &errOut)
-		done <- result{out.String(), errOut.String(), code}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.errOut, r.code
-	case <-time.After(d):
-		t.Fatalf("generate %q still running after %v", args, d)
-		return
-	}
-}
-
 // A FIFO given as -prompt-file or -model used to block generate in open,
 // where neither SIGINT nor SIGTERM could reach it. It is refused at once.
 func TestFIFOInputsDoNotBlock(t *testing.T) {

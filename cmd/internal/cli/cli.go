@@ -46,7 +46,11 @@ func Prefix(name string, err error) error {
 // exit status 2, and the message points at -h.
 type UsageError struct{ Err error }
 
+// Error is the refusal's message, without the pointer to -h that
+// ExitCode adds.
 func (e UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the refusal, so that errors.Is sees through the mark.
 func (e UsageError) Unwrap() error { return e.Err }
 
 // Usagef returns a UsageError with a formatted message.

@@ -7,60 +7,29 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"example.org/minigpt"
 )
 
-// OpenRegular opens path for reading if it is a regular file. Anything
-// else is refused with what it is ("is a named pipe (FIFO), not a regular
-// file"): a FIFO would block until a writer comes (and Go's runtime cannot
-// interrupt that open, so Ctrl-C would go unheard), /dev/zero never ends.
-// The open itself is non-blocking, so a FIFO is refused at once, and a
-// path swapped for one after a check cannot block either. Error messages
-// start with the path.
+// OpenRegular is minigpt.OpenRegular (open path for reading if it is a
+// regular file; refuse anything else at once, without blocking on a
+// FIFO) with the error message starting with the path rather than with
+// the operation, so that a caller can prefix the flag: "-resume x: is a
+// named pipe (FIFO), not a regular file". The errors wrap the same
+// sentinels (minigpt.ErrNotRegularFile, fs.ErrNotExist).
 func OpenRegular(path string) (*os.File, error) {
-	if path == "" {
-		return nil, errors.New("empty file name")
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := minigpt.OpenRegular(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // "open PATH: ..." would name the operation, not the input
 		}
+		if path == "" {
+			return nil, err // "empty file name"
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: is a %s, not a regular file", path, FileKind(fi.Mode()))
 	}
 	return f, nil
-}
-
-// FileKind names the type of a file mode for messages.
-func FileKind(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t == 0:
-		return "regular file"
-	case t&fs.ModeDir != 0:
-		return "directory"
-	case t&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case t&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case t&fs.ModeSocket != 0:
-		return "socket"
-	case t&fs.ModeCharDevice != 0:
-		return "character device"
-	case t&fs.ModeDevice != 0:
-		return "block device"
-	default:
-		return "irregular file"
-	}
 }
 
 // ReadAllContext reads r to its end, at most limit bytes (more is an

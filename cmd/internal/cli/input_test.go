@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"example.org/minigpt"
 )
 
 // within fails the test if fn does not return within d: the cases here
@@ -60,6 +62,9 @@ func TestOpenRegular(t *testing.T) {
 			}
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("OpenRegular(%q) = %v, want %q", tc.path, err, tc.want)
+			}
+			if strings.Contains(tc.want, "not a regular file") && !errors.Is(err, minigpt.ErrNotRegularFile) {
+				t.Errorf("OpenRegular(%q) = %v, does not wrap minigpt.ErrNotRegularFile", tc.path, err)
 			}
 			if f != nil {
 				f.Close()

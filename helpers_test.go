@@ -1,0 +1,104 @@
+// Helpers shared by the package's tests, one copy each.
+
+package minigpt
+
+import (
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// tinyConfig is small enough for finite differences over every tensor.
+func tinyConfig(tied bool) Config {
+	return Config{VocabSize: 7, BlockSize: 5, EmbedDim: 8, Heads: 2, Layers: 2, TiedHead: tied}
+}
+
+// randomizedModel returns a model whose every parameter (gains and biases
+// included) is random, so that no gradient is trivially zero or one.
+func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := NewModel(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	for i := range m.Params {
+		m.Params[i] = 0.3 * rng.NormFloat64()
+	}
+	for _, ts := range m.Tensors() {
+		if strings.HasSuffix(ts.Name, "_gain") {
+			for i := range ts.Data {
+				ts.Data[i] += 1
+			}
+		}
+	}
+	return m
+}
+
+// bitsEqual is sameBits (kernels_test.go), the package's one bit-equality
+// check, as a condition; unequal lengths are unequal.
+func bitsEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	_, ok := sameBits(a, b)
+	return ok
+}
+
+func randomTokens(rng *rand.Rand, n, vocab int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = rng.IntN(vocab)
+	}
+	return ids
+}
+
+// seeded is the PCG generator the tests draw from.
+func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// dirNames lists dir, hidden files included.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func writeString(s string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// resumeOnLanternBay is ResumeTrainer(c) on the built-in text, encoded
+// with c's vocabulary.
+func resumeOnLanternBay(t testing.TB, c *Checkpoint) *Trainer {
+	t.Helper()
+	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ResumeTrainer(c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}

@@ -1,0 +1,782 @@
+//go:build amd64 && gc && !purego
+
+#include "textflag.h"
+
+// AVX-512 kernels for gemmNN and gemmNT (see kernels.go for the order
+// every output must follow; these follow it exactly, so their results
+// are the bits of the portable and the AVX2 kernels). They use AVX512F
+// instructions only. Callers (kernels_amd64.go) guarantee N >= 1, K >= 1
+// for gemmNN, K >= 0 for gemmNT, and that every element addressed below
+// is inside its slice; partial vectors are loaded and stored under an
+// opmask, so the kernels never touch memory outside the rows and
+// columns of their shape (masked-off lanes neither fault nor store).
+
+// laneMask<>+2n is the 16-bit opmask of the lanes 0..n-1 (n = 0..8).
+DATA laneMask<>+0x00(SB)/2, $0x00
+DATA laneMask<>+0x02(SB)/2, $0x01
+DATA laneMask<>+0x04(SB)/2, $0x03
+DATA laneMask<>+0x06(SB)/2, $0x07
+DATA laneMask<>+0x08(SB)/2, $0x0f
+DATA laneMask<>+0x0a(SB)/2, $0x1f
+DATA laneMask<>+0x0c(SB)/2, $0x3f
+DATA laneMask<>+0x0e(SB)/2, $0x7f
+DATA laneMask<>+0x10(SB)/2, $0xff
+GLOBL laneMask<>(SB), RODATA|NOPTR, $18
+
+// evenOdd<> is the VPERMPD index that gathers the even lanes into the
+// lower half and the odd lanes into the upper half.
+DATA evenOdd<>+0x00(SB)/8, $0
+DATA evenOdd<>+0x08(SB)/8, $2
+DATA evenOdd<>+0x10(SB)/8, $4
+DATA evenOdd<>+0x18(SB)/8, $6
+DATA evenOdd<>+0x20(SB)/8, $1
+DATA evenOdd<>+0x28(SB)/8, $3
+DATA evenOdd<>+0x30(SB)/8, $5
+DATA evenOdd<>+0x38(SB)/8, $7
+GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
+
+// ---------------------------------------------------------------------
+// gemmNN
+
+// One k step of one row: broadcast a (at addr) and multiply-add it with
+// the B vectors into that row's accumulators.
+#define NNZ_ROW4(addr, x0, x1, x2, x3) \
+	VBROADCASTSD addr, Z20; \
+	VFMADD231PD  Z16, Z20, x0; \
+	VFMADD231PD  Z17, Z20, x1; \
+	VFMADD231PD  Z18, Z20, x2; \
+	VFMADD231PD  Z19, Z20, x3
+
+#define NNZ_ROW1(addr, x0) \
+	VBROADCASTSD addr, Z20; \
+	VFMADD231PD  Z16, Z20, x0
+
+// func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+//
+// Four rows of gemmNN, all N columns, from initial values x0 that are
+// C's own (mode 0), the row bias[:N] for every row (mode 1) or +0
+// (mode 2):
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			x := x0(i, j) // c[i*ldc+j], bias[j] or 0
+//			for k := 0; k < K; k++ {
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
+//			}
+//			c[i*ldc+j] = x
+//		}
+//	}
+//
+// Modes 1 and 2 fold the layer's bias (or the clearing of C) into the
+// product: the chain starts from the same value as when C was set first,
+// without a pass over C to set it.
+//
+// Columns go in blocks of 32 (four ZMM per row, 16 accumulators), then
+// 8, then a masked block of 1-7. For each block the accumulators are
+// loaded from C, the k loop runs K fused multiply-adds per lane in
+// ascending k (broadcast A, vector of B), and C is stored.
+//
+// Registers: AX a (k=0), SI a at k, R9 ai*8, R12 3*ai*8, R10 ak*8;
+// BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at the block,
+// R8 ldc*8, R13 3*ldc*8; R14 bias at the block; DX k countdown;
+// N+104(FP) columns left; Z0-Z15 accumulators, Z16-Z19 B, Z20
+// broadcast A, K1 tail mask.
+TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-152
+	MOVQ c_base+0(FP), CX
+	MOVQ ldc+24(FP), R8
+	SHLQ $3, R8
+	LEAQ (R8)(R8*2), R13
+	MOVQ a_base+32(FP), AX
+	MOVQ ai+56(FP), R9
+	SHLQ $3, R9
+	LEAQ (R9)(R9*2), R12
+	MOVQ ak+64(FP), R10
+	SHLQ $3, R10
+	MOVQ b_base+72(FP), BX
+	MOVQ ldb+96(FP), R11
+	SHLQ $3, R11
+	MOVQ bias_base+120(FP), R14
+
+nn4z_cols:
+	MOVQ N+104(FP), DX
+	CMPQ DX, $32
+	JLT  nn4z_8
+
+	// 32 columns.
+	MOVQ mode+144(FP), DX
+	CMPQ DX, $1
+	JEQ  nn4z_32_bias
+	JGT  nn4z_32_zero
+	VMOVUPD (CX), Z0
+	VMOVUPD 64(CX), Z1
+	VMOVUPD 128(CX), Z2
+	VMOVUPD 192(CX), Z3
+	VMOVUPD (CX)(R8*1), Z4
+	VMOVUPD 64(CX)(R8*1), Z5
+	VMOVUPD 128(CX)(R8*1), Z6
+	VMOVUPD 192(CX)(R8*1), Z7
+	VMOVUPD (CX)(R8*2), Z8
+	VMOVUPD 64(CX)(R8*2), Z9
+	VMOVUPD 128(CX)(R8*2), Z10
+	VMOVUPD 192(CX)(R8*2), Z11
+	VMOVUPD (CX)(R13*1), Z12
+	VMOVUPD 64(CX)(R13*1), Z13
+	VMOVUPD 128(CX)(R13*1), Z14
+	VMOVUPD 192(CX)(R13*1), Z15
+	JMP     nn4z_32_init
+
+nn4z_32_bias:
+	VMOVUPD (R14), Z0
+	VMOVUPD 64(R14), Z1
+	VMOVUPD 128(R14), Z2
+	VMOVUPD 192(R14), Z3
+	VMOVAPD Z0, Z4
+	VMOVAPD Z1, Z5
+	VMOVAPD Z2, Z6
+	VMOVAPD Z3, Z7
+	VMOVAPD Z0, Z8
+	VMOVAPD Z1, Z9
+	VMOVAPD Z2, Z10
+	VMOVAPD Z3, Z11
+	VMOVAPD Z0, Z12
+	VMOVAPD Z1, Z13
+	VMOVAPD Z2, Z14
+	VMOVAPD Z3, Z15
+	JMP     nn4z_32_init
+
+nn4z_32_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+
+nn4z_32_init:
+	MOVQ AX, SI
+	MOVQ BX, DI
+	MOVQ K+112(FP), DX
+
+nn4z_32_k:
+	VMOVUPD (DI), Z16
+	VMOVUPD 64(DI), Z17
+	VMOVUPD 128(DI), Z18
+	VMOVUPD 192(DI), Z19
+	NNZ_ROW4((SI), Z0, Z1, Z2, Z3)
+	NNZ_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7)
+	NNZ_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11)
+	NNZ_ROW4((SI)(R12*1), Z12, Z13, Z14, Z15)
+	ADDQ    R10, SI
+	ADDQ    R11, DI
+	DECQ    DX
+	JNZ     nn4z_32_k
+
+	VMOVUPD Z0, (CX)
+	VMOVUPD Z1, 64(CX)
+	VMOVUPD Z2, 128(CX)
+	VMOVUPD Z3, 192(CX)
+	VMOVUPD Z4, (CX)(R8*1)
+	VMOVUPD Z5, 64(CX)(R8*1)
+	VMOVUPD Z6, 128(CX)(R8*1)
+	VMOVUPD Z7, 192(CX)(R8*1)
+	VMOVUPD Z8, (CX)(R8*2)
+	VMOVUPD Z9, 64(CX)(R8*2)
+	VMOVUPD Z10, 128(CX)(R8*2)
+	VMOVUPD Z11, 192(CX)(R8*2)
+	VMOVUPD Z12, (CX)(R13*1)
+	VMOVUPD Z13, 64(CX)(R13*1)
+	VMOVUPD Z14, 128(CX)(R13*1)
+	VMOVUPD Z15, 192(CX)(R13*1)
+	ADDQ    $256, CX
+	ADDQ    $256, BX
+	ADDQ    $256, R14
+	SUBQ    $32, N+104(FP)
+	JMP     nn4z_cols
+
+nn4z_8:
+	TESTQ DX, DX
+	JZ    nn4z_done
+	CMPQ  DX, $8
+	JGE   nn4z_full
+
+	// 1-7 columns: K1 masks loads and stores.
+	LEAQ laneMask<>(SB), SI
+	KMOVW (SI)(DX*2), K1
+	JMP  nn4z_load
+
+nn4z_full:
+	LEAQ laneMask<>(SB), SI
+	KMOVW 16(SI), K1
+
+nn4z_load:
+	MOVQ      mode+144(FP), DX
+	CMPQ      DX, $1
+	JEQ       nn4z_8_bias
+	JGT       nn4z_8_zero
+	VMOVUPD.Z (CX), K1, Z0
+	VMOVUPD.Z (CX)(R8*1), K1, Z4
+	VMOVUPD.Z (CX)(R8*2), K1, Z8
+	VMOVUPD.Z (CX)(R13*1), K1, Z12
+	JMP       nn4z_8_init
+
+nn4z_8_bias:
+	VMOVUPD.Z (R14), K1, Z0
+	VMOVAPD   Z0, Z4
+	VMOVAPD   Z0, Z8
+	VMOVAPD   Z0, Z12
+	JMP       nn4z_8_init
+
+nn4z_8_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z12, Z12, Z12
+
+nn4z_8_init:
+	MOVQ      AX, SI
+	MOVQ      BX, DI
+	MOVQ      K+112(FP), DX
+
+nn4z_8_k:
+	VMOVUPD.Z (DI), K1, Z16
+	NNZ_ROW1((SI), Z0)
+	NNZ_ROW1((SI)(R9*1), Z4)
+	NNZ_ROW1((SI)(R9*2), Z8)
+	NNZ_ROW1((SI)(R12*1), Z12)
+	ADDQ      R10, SI
+	ADDQ      R11, DI
+	DECQ      DX
+	JNZ       nn4z_8_k
+
+	VMOVUPD Z0, K1, (CX)
+	VMOVUPD Z4, K1, (CX)(R8*1)
+	VMOVUPD Z8, K1, (CX)(R8*2)
+	VMOVUPD Z12, K1, (CX)(R13*1)
+	ADDQ    $64, CX
+	ADDQ    $64, BX
+	ADDQ    $64, R14
+	SUBQ    $8, N+104(FP)
+	JG      nn4z_cols
+
+nn4z_done:
+	VZEROUPPER
+	RET
+
+// func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+//
+// One row of gemmNN, all N columns, from initial values that are C's own
+// (mode 0), bias[:N] (mode 1) or +0 (mode 2), as in gemmNN4AVX512:
+//
+//	for j := 0; j < N; j++ {
+//		x := x0(j) // c[j], bias[j] or 0
+//		for k := 0; k < K; k++ {
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
+//		}
+//		c[j] = x
+//	}
+//
+// Columns go in blocks of 32 (four accumulators), then 8, then a masked
+// block of 1-7, each a k-ascending loop of broadcast A times vector B.
+//
+// Registers: AX a (k=0), SI a at k, R10 ak*8; BX b at the block, DI b at
+// k, R11 ldb*8; CX c at the block; R14 bias at the block; DX k
+// countdown; R8 columns left; R9 mode; Z0-Z3 accumulators, Z16-Z19 B,
+// Z20 broadcast A, K1 tail mask.
+TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-136
+	MOVQ c_base+0(FP), CX
+	MOVQ a_base+24(FP), AX
+	MOVQ ak+48(FP), R10
+	SHLQ $3, R10
+	MOVQ b_base+56(FP), BX
+	MOVQ ldb+80(FP), R11
+	SHLQ $3, R11
+	MOVQ N+88(FP), R8
+	MOVQ bias_base+104(FP), R14
+	MOVQ mode+128(FP), R9
+
+nn1z_cols:
+	CMPQ R8, $32
+	JLT  nn1z_8
+	CMPQ R9, $1
+	JEQ  nn1z_32_bias
+	JGT  nn1z_32_zero
+	VMOVUPD (CX), Z0
+	VMOVUPD 64(CX), Z1
+	VMOVUPD 128(CX), Z2
+	VMOVUPD 192(CX), Z3
+	JMP     nn1z_32_init
+
+nn1z_32_bias:
+	VMOVUPD (R14), Z0
+	VMOVUPD 64(R14), Z1
+	VMOVUPD 128(R14), Z2
+	VMOVUPD 192(R14), Z3
+	JMP     nn1z_32_init
+
+nn1z_32_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+
+nn1z_32_init:
+	MOVQ    AX, SI
+	MOVQ    BX, DI
+	MOVQ    K+96(FP), DX
+
+nn1z_32_k:
+	VBROADCASTSD (SI), Z20
+	VFMADD231PD  (DI), Z20, Z0
+	VFMADD231PD  64(DI), Z20, Z1
+	VFMADD231PD  128(DI), Z20, Z2
+	VFMADD231PD  192(DI), Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R11, DI
+	DECQ         DX
+	JNZ          nn1z_32_k
+
+	VMOVUPD Z0, (CX)
+	VMOVUPD Z1, 64(CX)
+	VMOVUPD Z2, 128(CX)
+	VMOVUPD Z3, 192(CX)
+	ADDQ    $256, CX
+	ADDQ    $256, BX
+	ADDQ    $256, R14
+	SUBQ    $32, R8
+	JMP     nn1z_cols
+
+nn1z_8:
+	TESTQ R8, R8
+	JZ    nn1z_done
+	LEAQ  laneMask<>(SB), SI
+	MOVQ  R8, DX
+	CMPQ  DX, $8
+	JLE   nn1z_mask
+	MOVQ  $8, DX
+
+nn1z_mask:
+	KMOVW     (SI)(DX*2), K1
+	CMPQ      R9, $1
+	JEQ       nn1z_8_bias
+	JGT       nn1z_8_zero
+	VMOVUPD.Z (CX), K1, Z0
+	JMP       nn1z_8_init
+
+nn1z_8_bias:
+	VMOVUPD.Z (R14), K1, Z0
+	JMP       nn1z_8_init
+
+nn1z_8_zero:
+	VPXORQ Z0, Z0, Z0
+
+nn1z_8_init:
+	MOVQ      AX, SI
+	MOVQ      BX, DI
+	MOVQ      K+96(FP), DX
+
+nn1z_8_k:
+	VMOVUPD.Z    (DI), K1, Z16
+	VBROADCASTSD (SI), Z20
+	VFMADD231PD  Z16, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R11, DI
+	DECQ         DX
+	JNZ          nn1z_8_k
+
+	VMOVUPD Z0, K1, (CX)
+	ADDQ    $64, CX
+	ADDQ    $64, BX
+	ADDQ    $64, R14
+	SUBQ    $8, R8
+	JG      nn1z_8
+
+nn1z_done:
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------
+// gemmNT
+//
+// dot8's eight lanes are exactly one ZMM register: element k of a dot
+// product goes to lane k%8 of its accumulator. The ragged tail of K%8
+// elements is one more step with A and B loaded under the mask K1 and
+// the FMA merge-masked by K1, so the lanes it does not reach keep their
+// bits exactly.
+
+// NTZ_REDUCE4 adds four dot products (accumulators x0-x3, the columns
+// j..j+3 of one row) to the four float64 at addr, each in dot8Reduce's
+// order: t_l = s_l + s_l+4, u0 = t0+t2, u1 = t1+t3, r = u0+u1, c += r.
+// The four reductions share the shuffles: 256-bit halves of (x0, x1) and
+// (x2, x3) are added in pairs, then 128-bit quarters, then the even and
+// odd lanes. Z31 holds evenOdd<>, K2 the four-lane mask.
+#define NTZ_REDUCE4(x0, x1, x2, x3, addr) \
+	VSHUFF64X2 $0x44, x1, x0, Z21; \
+	VSHUFF64X2 $0xee, x1, x0, Z22; \
+	VADDPD     Z22, Z21, Z21; \
+	VSHUFF64X2 $0x44, x3, x2, Z22; \
+	VSHUFF64X2 $0xee, x3, x2, Z23; \
+	VADDPD     Z23, Z22, Z22; \
+	VSHUFF64X2 $0x88, Z22, Z21, Z23; \
+	VSHUFF64X2 $0xdd, Z22, Z21, Z24; \
+	VADDPD     Z24, Z23, Z23; \
+	VPERMPD    Z23, Z31, Z23; \
+	VSHUFF64X2 $0xee, Z23, Z23, Z24; \
+	VADDPD     Z24, Z23, Z23; \
+	VMOVUPD.Z  addr, K2, Z24; \
+	VADDPD     Z24, Z23, Z23; \
+	VMOVUPD    Z23, K2, addr
+
+// NTZ_REDUCE1 is NTZ_REDUCE4 for one dot product (K3 is the one-lane mask).
+#define NTZ_REDUCE1(x0, addr) \
+	VSHUFF64X2 $0xee, x0, x0, Z21; \
+	VADDPD     Z21, x0, Z21; \
+	VSHUFF64X2 $0x01, Z21, Z21, Z22; \
+	VADDPD     Z22, Z21, Z21; \
+	VPERMILPD  $1, Z21, Z22; \
+	VADDPD     Z22, Z21, Z21; \
+	VMOVUPD.Z  addr, K3, Z22; \
+	VADDPD     Z22, Z21, Z21; \
+	VMOVUPD    Z21, K3, addr
+
+// NTZ_SETUP loads the masks and the permutation: K1 the K%8 tail lanes
+// (from R9 = K), K2 four lanes, K3 one lane, Z31 evenOdd<>; R9 becomes
+// K/8, the number of whole steps.
+#define NTZ_SETUP \
+	LEAQ    laneMask<>(SB), DX; \
+	MOVQ    R9, DI; \
+	ANDQ    $7, DI; \
+	KMOVW   (DX)(DI*2), K1; \
+	KMOVW   8(DX), K2; \
+	KMOVW   2(DX), K3; \
+	SHRQ    $3, R9; \
+	VMOVUPD evenOdd<>(SB), Z31
+
+// One step of one column of B (at addr) against four rows of A in
+// Z16-Z19: one FMA per lane into each row's accumulator.
+#define NTZ_COL4(addr, x0, x1, x2, x3) \
+	VMOVUPD     addr, Z20; \
+	VFMADD231PD Z20, Z16, x0; \
+	VFMADD231PD Z20, Z17, x1; \
+	VFMADD231PD Z20, Z18, x2; \
+	VFMADD231PD Z20, Z19, x3
+
+// The masked tail step of NTZ_COL4.
+#define NTZ_COL4M(addr, x0, x1, x2, x3) \
+	VMOVUPD.Z   addr, K1, Z20; \
+	VFMADD231PD Z20, Z16, K1, x0; \
+	VFMADD231PD Z20, Z17, K1, x1; \
+	VFMADD231PD Z20, Z18, K1, x2; \
+	VFMADD231PD Z20, Z19, K1, x3
+
+// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+//
+// Four rows of gemmNT, all N columns:
+//
+//	for i := 0; i < 4; i++ {
+//		for j := 0; j < N; j++ {
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//		}
+//	}
+//
+// Columns go in blocks of 4 (4 rows × 4 columns = 16 accumulators, one
+// ZMM of dot8 lanes each), then one at a time. The k loop runs K/8 steps
+// of 8: load the four rows of A, then for each column one vector of B
+// and four FMAs; the ragged tail is one masked step. The block's 16 dot
+// products are then reduced four at a time (NTZ_REDUCE4).
+//
+// Registers: AX a (k=0), SI a at k, R13 lda*8, R14 3*lda*8; R10 b at
+// column j (k=0), BX b at k, DI b at column j+4 (k=0), R11 ldb*8,
+// R12 3*ldb*8; CX c at (0, j), R8 ldc*8; DX step countdown; R9 K/8;
+// N+96(FP) columns left; Z0-Z15 accumulators (row r, column q in
+// Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z31 evenOdd<>.
+TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-112
+	MOVQ c_base+0(FP), CX
+	MOVQ ldc+24(FP), R8
+	SHLQ $3, R8
+	MOVQ a_base+32(FP), AX
+	MOVQ lda+56(FP), R13
+	SHLQ $3, R13
+	LEAQ (R13)(R13*2), R14
+	MOVQ b_base+64(FP), R10
+	MOVQ ldb+88(FP), R11
+	SHLQ $3, R11
+	LEAQ (R11)(R11*2), R12
+	MOVQ K+104(FP), R9
+	NTZ_SETUP
+
+nt4z_cols:
+	CMPQ N+96(FP), $4
+	JLT  nt4z_1
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	MOVQ   AX, SI
+	MOVQ   R10, BX
+	MOVQ   R9, DX
+	TESTQ  DX, DX
+	JZ     nt4z_4_tail
+
+nt4z_4_k:
+	VMOVUPD (SI), Z16
+	VMOVUPD (SI)(R13*1), Z17
+	VMOVUPD (SI)(R13*2), Z18
+	VMOVUPD (SI)(R14*1), Z19
+	NTZ_COL4((BX), Z0, Z4, Z8, Z12)
+	NTZ_COL4((BX)(R11*1), Z1, Z5, Z9, Z13)
+	NTZ_COL4((BX)(R11*2), Z2, Z6, Z10, Z14)
+	NTZ_COL4((BX)(R12*1), Z3, Z7, Z11, Z15)
+	ADDQ    $64, SI
+	ADDQ    $64, BX
+	DECQ    DX
+	JNZ     nt4z_4_k
+
+nt4z_4_tail:
+	KORTESTW  K1, K1
+	JZ        nt4z_4_reduce
+	VMOVUPD.Z (SI), K1, Z16
+	VMOVUPD.Z (SI)(R13*1), K1, Z17
+	VMOVUPD.Z (SI)(R13*2), K1, Z18
+	VMOVUPD.Z (SI)(R14*1), K1, Z19
+	NTZ_COL4M((BX), Z0, Z4, Z8, Z12)
+	NTZ_COL4M((BX)(R11*1), Z1, Z5, Z9, Z13)
+	NTZ_COL4M((BX)(R11*2), Z2, Z6, Z10, Z14)
+	NTZ_COL4M((BX)(R12*1), Z3, Z7, Z11, Z15)
+
+nt4z_4_reduce:
+	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
+	NTZ_REDUCE4(Z4, Z5, Z6, Z7, (CX)(R8*1))
+	NTZ_REDUCE4(Z8, Z9, Z10, Z11, (CX)(R8*2))
+	LEAQ (CX)(R8*2), DX
+	NTZ_REDUCE4(Z12, Z13, Z14, Z15, (DX)(R8*1))
+	ADDQ $32, CX
+	LEAQ (R10)(R11*4), R10
+	SUBQ $4, N+96(FP)
+	JMP  nt4z_cols
+
+nt4z_1:
+	CMPQ N+96(FP), $0
+	JEQ  nt4z_done
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z12, Z12, Z12
+	MOVQ   AX, SI
+	MOVQ   R10, BX
+	MOVQ   R9, DX
+	TESTQ  DX, DX
+	JZ     nt4z_1_tail
+
+nt4z_1_k:
+	VMOVUPD (SI), Z16
+	VMOVUPD (SI)(R13*1), Z17
+	VMOVUPD (SI)(R13*2), Z18
+	VMOVUPD (SI)(R14*1), Z19
+	NTZ_COL4((BX), Z0, Z4, Z8, Z12)
+	ADDQ    $64, SI
+	ADDQ    $64, BX
+	DECQ    DX
+	JNZ     nt4z_1_k
+
+nt4z_1_tail:
+	KORTESTW  K1, K1
+	JZ        nt4z_1_reduce
+	VMOVUPD.Z (SI), K1, Z16
+	VMOVUPD.Z (SI)(R13*1), K1, Z17
+	VMOVUPD.Z (SI)(R13*2), K1, Z18
+	VMOVUPD.Z (SI)(R14*1), K1, Z19
+	NTZ_COL4M((BX), Z0, Z4, Z8, Z12)
+
+nt4z_1_reduce:
+	NTZ_REDUCE1(Z0, (CX))
+	NTZ_REDUCE1(Z4, (CX)(R8*1))
+	NTZ_REDUCE1(Z8, (CX)(R8*2))
+	LEAQ (CX)(R8*2), DX
+	NTZ_REDUCE1(Z12, (DX)(R8*1))
+	ADDQ $8, CX
+	ADDQ R11, R10
+	DECQ N+96(FP)
+	JMP  nt4z_1
+
+nt4z_done:
+	VZEROUPPER
+	RET
+
+// One step of four columns of B (base, base+ldb, +2ldb, +3ldb) against
+// the row of A in Z16.
+#define NTZ_ROW4(base, x0, x1, x2, x3) \
+	VFMADD231PD (base), Z16, x0; \
+	VFMADD231PD (base)(R11*1), Z16, x1; \
+	VFMADD231PD (base)(R11*2), Z16, x2; \
+	VFMADD231PD (base)(R12*1), Z16, x3
+
+// The masked tail step of NTZ_ROW4 (A in Z16 already masked).
+#define NTZ_ROW4M(base, x0, x1, x2, x3) \
+	VMOVUPD.Z   (base), K1, Z20; \
+	VFMADD231PD Z20, Z16, K1, x0; \
+	VMOVUPD.Z   (base)(R11*1), K1, Z20; \
+	VFMADD231PD Z20, Z16, K1, x1; \
+	VMOVUPD.Z   (base)(R11*2), K1, Z20; \
+	VFMADD231PD Z20, Z16, K1, x2; \
+	VMOVUPD.Z   (base)(R12*1), K1, Z20; \
+	VFMADD231PD Z20, Z16, K1, x3
+
+// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
+//
+// One row of gemmNT, all N columns:
+//
+//	for j := 0; j < N; j++ {
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//	}
+//
+// Columns go in blocks of 8 (eight accumulators), then 4, then one at a
+// time; the k loop, the tail and the reductions are as in gemmNT4AVX512.
+//
+// Registers: AX a (k=0), SI a at k; R10 b at column j (k=0), BX b at k,
+// DI b at column j+4 at k, R11 ldb*8, R12 3*ldb*8; CX c at j; DX step
+// countdown; R9 K/8; R8 columns left; Z0-Z7 accumulators, Z16 A, Z20 B,
+// Z21-Z24 reduction, Z31 evenOdd<>.
+TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-96
+	MOVQ c_base+0(FP), CX
+	MOVQ a_base+24(FP), AX
+	MOVQ b_base+48(FP), R10
+	MOVQ ldb+72(FP), R11
+	SHLQ $3, R11
+	LEAQ (R11)(R11*2), R12
+	MOVQ N+80(FP), R8
+	MOVQ K+88(FP), R9
+	NTZ_SETUP
+
+nt1z_cols:
+	CMPQ R8, $8
+	JLT  nt1z_4
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	MOVQ   AX, SI
+	MOVQ   R10, BX
+	LEAQ   (R10)(R11*4), DI
+	MOVQ   R9, DX
+	TESTQ  DX, DX
+	JZ     nt1z_8_tail
+
+nt1z_8_k:
+	VMOVUPD (SI), Z16
+	NTZ_ROW4(BX, Z0, Z1, Z2, Z3)
+	NTZ_ROW4(DI, Z4, Z5, Z6, Z7)
+	ADDQ    $64, SI
+	ADDQ    $64, BX
+	ADDQ    $64, DI
+	DECQ    DX
+	JNZ     nt1z_8_k
+
+nt1z_8_tail:
+	KORTESTW  K1, K1
+	JZ        nt1z_8_reduce
+	VMOVUPD.Z (SI), K1, Z16
+	NTZ_ROW4M(BX, Z0, Z1, Z2, Z3)
+	NTZ_ROW4M(DI, Z4, Z5, Z6, Z7)
+
+nt1z_8_reduce:
+	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
+	NTZ_REDUCE4(Z4, Z5, Z6, Z7, 32(CX))
+	ADDQ $64, CX
+	LEAQ (R10)(R11*8), R10
+	SUBQ $8, R8
+	JMP  nt1z_cols
+
+nt1z_4:
+	CMPQ R8, $4
+	JLT  nt1z_1
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	MOVQ   AX, SI
+	MOVQ   R10, BX
+	MOVQ   R9, DX
+	TESTQ  DX, DX
+	JZ     nt1z_4_tail
+
+nt1z_4_k:
+	VMOVUPD (SI), Z16
+	NTZ_ROW4(BX, Z0, Z1, Z2, Z3)
+	ADDQ    $64, SI
+	ADDQ    $64, BX
+	DECQ    DX
+	JNZ     nt1z_4_k
+
+nt1z_4_tail:
+	KORTESTW  K1, K1
+	JZ        nt1z_4_reduce
+	VMOVUPD.Z (SI), K1, Z16
+	NTZ_ROW4M(BX, Z0, Z1, Z2, Z3)
+
+nt1z_4_reduce:
+	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
+	ADDQ $32, CX
+	LEAQ (R10)(R11*4), R10
+	SUBQ $4, R8
+
+nt1z_1:
+	TESTQ R8, R8
+	JZ    nt1z_done
+	VPXORQ Z0, Z0, Z0
+	MOVQ   AX, SI
+	MOVQ   R10, BX
+	MOVQ   R9, DX
+	TESTQ  DX, DX
+	JZ     nt1z_1_tail
+
+nt1z_1_k:
+	VMOVUPD     (SI), Z16
+	VFMADD231PD (BX), Z16, Z0
+	ADDQ        $64, SI
+	ADDQ        $64, BX
+	DECQ        DX
+	JNZ         nt1z_1_k
+
+nt1z_1_tail:
+	KORTESTW    K1, K1
+	JZ          nt1z_1_reduce
+	VMOVUPD.Z   (SI), K1, Z16
+	VMOVUPD.Z   (BX), K1, Z20
+	VFMADD231PD Z20, Z16, K1, Z0
+
+nt1z_1_reduce:
+	NTZ_REDUCE1(Z0, (CX))
+	ADDQ $8, CX
+	ADDQ R11, R10
+	DECQ R8
+	JMP  nt1z_1
+
+nt1z_done:
+	VZEROUPPER
+	RET

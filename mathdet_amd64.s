@@ -1,0 +1,190 @@
+//go:build amd64 && gc && !purego
+
+#include "textflag.h"
+
+// Constants of expDet (mathdet.go), one ZMM-broadcastable float64 each.
+DATA expConst<>+0x00(SB)/8, $1.44269504088896338700e+00  // log2e
+DATA expConst<>+0x08(SB)/8, $0.5
+DATA expConst<>+0x10(SB)/8, $6.93147180369123816490e-01  // ln2Hi
+DATA expConst<>+0x18(SB)/8, $1.90821492927058770002e-10  // ln2Lo
+DATA expConst<>+0x20(SB)/8, $1.66666666666666657415e-01  // p1
+DATA expConst<>+0x28(SB)/8, $-2.77777777770155933842e-03 // p2
+DATA expConst<>+0x30(SB)/8, $6.61375632143793436117e-05  // p3
+DATA expConst<>+0x38(SB)/8, $-1.65339022054652515390e-06 // p4
+DATA expConst<>+0x40(SB)/8, $4.13813679705723846039e-08  // p5
+DATA expConst<>+0x48(SB)/8, $1.0
+DATA expConst<>+0x50(SB)/8, $2.0
+DATA expConst<>+0x58(SB)/8, $0x3e30000000000000          // nearZero = 2^-28
+DATA expConst<>+0x60(SB)/8, $1020.0
+DATA expConst<>+0x68(SB)/8, $-1020.0
+DATA expConst<>+0x70(SB)/8, $0x8000000000000000          // sign bit
+DATA expConst<>+0x78(SB)/8, $0x7fffffffffffffff          // all but the sign
+GLOBL expConst<>(SB), RODATA|NOPTR, $128
+
+// expTail<>+2n is the opmask of lanes 0..n-1.
+DATA expTail<>+0x00(SB)/2, $0x00
+DATA expTail<>+0x02(SB)/2, $0x01
+DATA expTail<>+0x04(SB)/2, $0x03
+DATA expTail<>+0x06(SB)/2, $0x07
+DATA expTail<>+0x08(SB)/2, $0x0f
+DATA expTail<>+0x0a(SB)/2, $0x1f
+DATA expTail<>+0x0c(SB)/2, $0x3f
+DATA expTail<>+0x0e(SB)/2, $0x7f
+GLOBL expTail<>(SB), RODATA|NOPTR, $16
+
+#define C(off) expConst<>+off(SB)
+
+// EXP_BLOCK computes, from src - shift in Z0, expDet's ordinary path in
+// Z10 for eight lanes, and sets the flags for JNZ if any lane is special
+// (K1: NaN, |x| < nearZero, k outside (-1020, 1020)). EXP_BLOCK_MASKED
+// counts only the lanes of K3.
+#define EXP_BLOCK \
+	VSUBPD  Z31, Z0, Z0; \
+	VMULPD.BCST C(0x00), Z0, Z1; \
+	VPANDQ.BCST C(0x70), Z0, Z2; \
+	VPORQ.BCST  C(0x08), Z2, Z2; \
+	VADDPD      Z2, Z1, Z1; \
+	VCVTTPD2DQ  Z1, Y3; \
+	VCVTDQ2PD   Y3, Z4; \
+	VCMPPD        $3, Z0, Z0, K1; \
+	VPANDQ.BCST   C(0x78), Z0, Z5; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
+	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
+	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
+	KORW          K2, K1, K1; \
+	KORTESTW K1, K1; \
+	VMULPD.BCST C(0x10), Z4, Z5; \
+	VSUBPD      Z5, Z0, Z5; \
+	VMULPD.BCST C(0x18), Z4, Z6; \
+	VSUBPD      Z6, Z5, Z7; \
+	VMULPD      Z7, Z7, Z8; \
+	VMULPD.BCST C(0x40), Z8, Z9; \
+	VADDPD.BCST C(0x38), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x30), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x28), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x20), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VSUBPD      Z9, Z7, Z9; \
+	VMULPD      Z9, Z7, Z10; \
+	VBROADCASTSD C(0x50), Z11; \
+	VSUBPD      Z9, Z11, Z11; \
+	VDIVPD      Z11, Z10, Z10; \
+	VSUBPD      Z10, Z6, Z10; \
+	VSUBPD      Z5, Z10, Z10; \
+	VBROADCASTSD C(0x48), Z11; \
+	VSUBPD      Z10, Z11, Z10; \
+	VPMOVSXDQ Y3, Z3; \
+	VPSLLQ    $52, Z3, Z3; \
+	VPADDQ    Z3, Z10, Z10
+
+#define EXP_BLOCK_MASKED \
+	VSUBPD  Z31, Z0, Z0; \
+	VMULPD.BCST C(0x00), Z0, Z1; \
+	VPANDQ.BCST C(0x70), Z0, Z2; \
+	VPORQ.BCST  C(0x08), Z2, Z2; \
+	VADDPD      Z2, Z1, Z1; \
+	VCVTTPD2DQ  Z1, Y3; \
+	VCVTDQ2PD   Y3, Z4; \
+	VCMPPD        $3, Z0, Z0, K1; \
+	VPANDQ.BCST   C(0x78), Z0, Z5; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
+	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
+	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
+	KORW          K2, K1, K1; \
+	KANDW    K3, K1, K1; \
+	KORTESTW K1, K1; \
+	VMULPD.BCST C(0x10), Z4, Z5; \
+	VSUBPD      Z5, Z0, Z5; \
+	VMULPD.BCST C(0x18), Z4, Z6; \
+	VSUBPD      Z6, Z5, Z7; \
+	VMULPD      Z7, Z7, Z8; \
+	VMULPD.BCST C(0x40), Z8, Z9; \
+	VADDPD.BCST C(0x38), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x30), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x28), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VADDPD.BCST C(0x20), Z9, Z9; \
+	VMULPD      Z9, Z8, Z9; \
+	VSUBPD      Z9, Z7, Z9; \
+	VMULPD      Z9, Z7, Z10; \
+	VBROADCASTSD C(0x50), Z11; \
+	VSUBPD      Z9, Z11, Z11; \
+	VDIVPD      Z11, Z10, Z10; \
+	VSUBPD      Z10, Z6, Z10; \
+	VSUBPD      Z5, Z10, Z10; \
+	VBROADCASTSD C(0x48), Z11; \
+	VSUBPD      Z10, Z11, Z10; \
+	VPMOVSXDQ Y3, Z3; \
+	VPSLLQ    $52, Z3, Z3; \
+	VPADDQ    Z3, Z10, Z10
+
+// func expShiftedAVX512(dst, src []float64, shift float64) int
+//
+// From the start, eight elements at a time and then the last 1-7 under
+// a mask, while no element needs expDet's special cases:
+//
+//	for i := range src[:n] {
+//		dst[i] = expDet(src[i] - shift)
+//	}
+//
+// and it returns n: len(src), or the start of the first block with a
+// lane that expDet treats apart (NaN, ±Inf, |x| < 2^-28, or a result
+// outside the normal range, where expDet calls Ldexp). Each lane performs
+// expDet's operations in expDet's order, with the same explicit roundings
+// (no fused multiply-add), so its bits are expDet's; the caller finishes
+// the rest with expDet itself. EXP_BLOCK's steps, in expDet's terms:
+//
+//	x = src - shift
+//	k = int(float64(log2e*x) ± 0.5)   (the sign of 0.5 that of x)
+//	hi = x - float64(fk*ln2Hi); lo = float64(fk*ln2Lo); r = hi - lo
+//	t = float64(r*r)
+//	poly = p1 + float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))
+//	c = r - float64(t*poly)
+//	y = 1 - ((lo - float64(r*c)/(2-c)) - hi)
+//	bits(y) + k<<52
+TEXT ·expShiftedAVX512(SB), NOSPLIT, $0-64
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         src_base+24(FP), SI
+	MOVQ         src_len+32(FP), CX
+	VBROADCASTSD shift+48(FP), Z31
+	LEAQ         expTail<>(SB), R8
+	XORQ         AX, AX
+	SUBQ         $8, CX
+	JLT          exp_tail
+
+exp_loop:
+	VMOVUPD (SI)(AX*8), Z0
+	EXP_BLOCK
+	JNZ     exp_done
+	VMOVUPD Z10, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLE     exp_loop
+
+exp_tail:
+	// The last 1-7 elements under the mask K3 (inactive lanes load +0,
+	// which may look special: EXP_BLOCK_MASKED leaves them out).
+	ADDQ      $8, CX
+	MOVQ      CX, DX
+	SUBQ      AX, DX
+	JZ        exp_done
+	KMOVW     (R8)(DX*2), K3
+	VMOVUPD.Z (SI)(AX*8), K3, Z0
+	EXP_BLOCK_MASKED
+	JNZ       exp_done
+	VMOVUPD   Z10, K3, (DI)(AX*8)
+	MOVQ      CX, AX
+
+exp_done:
+	MOVQ AX, ret+56(FP)
+	VZEROUPPER
+	RET

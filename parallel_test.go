@@ -1,0 +1,153 @@
+package minigpt
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// panicJob counts the indices its chunks cover and panics, with an index
+// out of range as a buggy job would, in the chunks that run on a pool
+// worker (onWorker) or on the section's caller (!onWorker). Every chunk
+// first waits until two chunks have started, so that a worker surely
+// takes part however fast the caller is.
+type panicJob struct {
+	covered  atomic.Int64
+	started  atomic.Int64
+	panics   bool
+	onWorker bool
+}
+
+func (j *panicJob) run(lo, hi int) {
+	j.covered.Add(int64(hi - lo))
+	j.started.Add(1)
+	for deadline := time.Now().Add(5 * time.Second); j.started.Load() < 2 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if !j.panics {
+		return
+	}
+	buf := make([]byte, 1<<14)
+	buf = buf[:runtime.Stack(buf, false)]
+	if bytes.Contains(buf, []byte("(*worker).run")) == j.onWorker {
+		var s []int
+		_ = s[lo]
+	}
+}
+
+// runSection runs job over [0, n) as a parallel section and returns what
+// the caller's goroutine recovered, if anything.
+func runSection(t *testing.T, n int, job rangeJob) (recovered any) {
+	t.Helper()
+	defer func() { recovered = recover() }()
+	p := pool.acquire(n, 1, minParallelWork)
+	if p < 2 {
+		t.Fatalf("acquire gave %d participants, want at least 2", p)
+	}
+	pool.dispatch(p, n, 1, job)
+	return nil
+}
+
+// TestWorkerPanicReachesCaller checks that a panic on a worker goroutine
+// reaches the section's caller, where it can be recovered, carrying the
+// worker's value and stack, after every index has been covered; and that
+// the pool works afterwards. Before the fix the panic killed the whole
+// test binary.
+func TestWorkerPanicReachesCaller(t *testing.T) {
+	const n = 64
+	// Grow the pool past the workers the panicking section uses, as an
+	// earlier GOMAXPROCS=8 section would (the records must survive that).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	if got := runSection(t, n, &panicJob{}); got != nil {
+		t.Fatalf("section with 8 participants: recovered %v", got)
+	}
+	runtime.GOMAXPROCS(2)
+	bad := &panicJob{panics: true, onWorker: true}
+	got := runSection(t, n, bad)
+	wp, ok := got.(*workerPanic)
+	if !ok {
+		t.Fatalf("caller recovered %v (%T), want a *workerPanic", got, got)
+	}
+	var rerr runtime.Error
+	if !errors.As(wp, &rerr) {
+		t.Errorf("worker panic %v does not unwrap to the runtime.Error", wp.value)
+	}
+	msg := wp.Error()
+	if !strings.Contains(msg, "index out of range") || !strings.Contains(msg, "panicJob).run") {
+		t.Errorf("message lacks the worker's value or stack:\n%s", msg)
+	}
+	if c := bad.covered.Load(); c != n {
+		t.Errorf("the section covered %d of %d indices before returning", c, n)
+	}
+	// The pool is usable: no lock left held, no stale panic record.
+	for range 3 {
+		good := &panicJob{}
+		if got := runSection(t, n, good); got != nil {
+			t.Fatalf("section after a panic: recovered %v", got)
+		}
+		if c := good.covered.Load(); c != n {
+			t.Fatalf("section after a panic covered %d of %d", c, n)
+		}
+	}
+	// A panic on the caller's own chunk still reaches the caller, and
+	// the workers finish the rest.
+	own := &panicJob{panics: true}
+	if got := runSection(t, n, own); got == nil {
+		t.Fatal("a panic on the caller's chunk was lost")
+	} else if _, ok := got.(*workerPanic); ok {
+		t.Fatalf("the caller's own panic came back as a worker's: %v", got)
+	}
+	if c := own.covered.Load(); c != n {
+		t.Errorf("caller's panic: %d of %d indices covered", c, n)
+	}
+	if got := runSection(t, n, &panicJob{}); got != nil {
+		t.Fatalf("section after the caller's panic: recovered %v", got)
+	}
+}
+
+// TestSectionCoversEveryIndexOnce runs sections of many shapes and
+// participant counts and checks that every index is run exactly once.
+func TestSectionCoversEveryIndexOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, procs := range []int{2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{2, 3, 7, 64, 1000} {
+			for _, grain := range []int{1, 4, 512} {
+				job := &countJob{hits: make([]atomic.Int32, n), grain: grain}
+				p := pool.acquire(n, grain, minParallelWork)
+				if p > 1 {
+					pool.dispatch(p, n, grain, job)
+				} else {
+					job.run(0, n)
+				}
+				for i := range job.hits {
+					if h := job.hits[i].Load(); h != 1 {
+						t.Fatalf("procs %d n %d grain %d: index %d run %d times", procs, n, grain, i, h)
+					}
+				}
+				if job.badEdge.Load() {
+					t.Fatalf("procs %d n %d grain %d: a chunk starts off the grain", procs, n, grain)
+				}
+			}
+		}
+	}
+}
+
+type countJob struct {
+	hits    []atomic.Int32
+	grain   int
+	badEdge atomic.Bool
+}
+
+func (j *countJob) run(lo, hi int) {
+	if j.grain > 0 && lo%j.grain != 0 {
+		j.badEdge.Store(true)
+	}
+	for i := lo; i < hi; i++ {
+		j.hits[i].Add(1)
+	}
+}
