@@ -89,6 +89,8 @@
 //
 // Generation (Generate, GenerateText, Complete) only reads a Model and is
 // safe for concurrent use: each call has its own KV cache and buffers,
-// pooled, and gives the same bits whether or not others run. Training,
-// Logits, Loss and Gradients need exclusive use of the Model.
+// pooled, and gives the same bits whether or not others run. Logits, Loss
+// and Gradients only read it too and are safe for concurrent use (a call
+// that finds the Model's buffers taken works in its own). Training changes
+// Params and needs exclusive use of the Model.
 package minigpt

@@ -644,3 +644,33 @@ func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
 		}
 	}
 }
+
+// TestLogSoftmax checks LogSoftmax against a hand calculation (logits
+// 0, ln 2, ln 3 and -Inf are probabilities 1/6, 2/6, 3/6 and 0), that it
+// may write over its input, and that it gives the bits the trace reports
+// for a token (rawLogprob).
+func TestLogSoftmax(t *testing.T) {
+	logits := []float64{0, math.Ln2, math.Log(3), math.Inf(-1)}
+	want := []float64{math.Log(1.0 / 6), math.Log(2.0 / 6), math.Log(3.0 / 6), math.Inf(-1)}
+	got := LogSoftmax(nil, logits)
+	for i := range want {
+		if !(math.Abs(got[i]-want[i]) <= 1e-15) && got[i] != want[i] {
+			t.Errorf("LogSoftmax[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	rng := seeded(3)
+	row := make([]float64, 24)
+	for i := range row {
+		row[i] = 8 * (rng.Float64() - 0.5)
+	}
+	lp := LogSoftmax(make([]float64, 1), row)
+	for id := range row {
+		if math.Float64bits(lp[id]) != math.Float64bits(rawLogprob(row, id)) {
+			t.Errorf("id %d: LogSoftmax %v, the trace's raw logprob %v", id, lp[id], rawLogprob(row, id))
+		}
+	}
+	in := append([]float64(nil), row...)
+	if out := LogSoftmax(in, in); !bitsEqual(out, lp) {
+		t.Error("LogSoftmax in place differs from LogSoftmax into a new slice")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // Config is the shape of a MiniGPT.
@@ -204,11 +205,12 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 // Every Model is built by one constructor (NewModel, Clone, or reading a
 // checkpoint), so a loaded model trains exactly like a fresh one.
 //
-// Generation (Generate, GenerateText, Complete) only reads the model and
-// is safe for concurrent use: its KV cache and buffers are per call.
-// Logits, Loss, Gradients and training (a Trainer) reuse buffers kept in
-// the Model, and training changes Params: they need exclusive use of it,
-// with no other call on the same Model running concurrently.
+// Generation (Generate, GenerateText, Complete), Logits, Loss and
+// Gradients only read the model and are safe for concurrent use: the
+// first caller reuses buffers kept in the Model, and a caller that finds
+// them taken works in buffers of its own. Training (a Trainer) changes
+// Params: it needs exclusive use of the Model, with no other call on it
+// running concurrently.
 type Model struct {
 	Config Config
 	// Params holds every parameter, tensor after tensor in the order of
@@ -219,7 +221,8 @@ type Model struct {
 	p      params
 	specs  []tensorSpec // Config.layout(), computed once
 
-	batch *activations // training/evaluation buffers, kept for reuse
+	batchMu sync.Mutex   // held while batch is in use
+	batch   *activations // training/evaluation buffers, kept for reuse
 }
 
 // NewModel returns a model with freshly initialised parameters: weights
@@ -326,7 +329,8 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	if err := m.checkBatch(idx, nil, B, T); err != nil {
 		return nil, fmt.Errorf("logits: %w", err)
 	}
-	a := m.batchActivations(B, T)
+	a, release := m.lendActivations(B, T)
+	defer release()
 	m.forward(a, idx, 0, T, 0)
 	return append([]float64(nil), a.logits...), nil
 }
@@ -340,7 +344,8 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
 		return 0, fmt.Errorf("loss: %w", err)
 	}
-	a := m.batchActivations(B, T)
+	a, release := m.lendActivations(B, T)
+	defer release()
 	m.forward(a, idx, 0, T, 0)
 	return m.crossEntropy(a, targets), nil
 }
@@ -351,7 +356,8 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
 		return 0, nil, fmt.Errorf("gradients: %w", err)
 	}
-	a := m.batchActivations(B, T)
+	a, release := m.lendActivations(B, T)
+	defer release()
 	grads := make([]float64, len(m.Params))
 	m.forward(a, idx, 0, T, 0)
 	loss := m.crossEntropy(a, targets)
@@ -380,8 +386,20 @@ func (m *Model) checkBatch(idx, targets []int, B, T int) error {
 	return nil
 }
 
+// lendActivations returns buffers for a (B, T) batch and the function
+// that gives them back: the Model's own when no other call holds them (no
+// allocation in serial use), else fresh ones, so that concurrent readers
+// never share scratch.
+func (m *Model) lendActivations(B, T int) (*activations, func()) {
+	if !m.batchMu.TryLock() {
+		return newActivations(m.Config, B, T), func() {}
+	}
+	return m.batchActivations(B, T), m.batchMu.Unlock
+}
+
 // batchActivations returns buffers for a (B, T) batch, reusing the last
-// ones when the shape is unchanged.
+// ones when the shape is unchanged. The Trainer calls it directly: it has
+// exclusive use of the Model.
 func (m *Model) batchActivations(B, T int) *activations {
 	if m.batch == nil || m.batch.B != B || m.batch.T != T {
 		m.batch = newActivations(m.Config, B, T)

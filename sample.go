@@ -370,6 +370,31 @@ func (s *sampler) traceGreedy(logits []float64, id, topN int, tr *Step) {
 	s.candidates(logits, topN, tr)
 }
 
+// LogSoftmax writes log softmax(logits) into dst, which may be logits,
+// and returns it (dst is grown when it is too short): the log-probabilities
+// of the model's raw distribution at temperature 1, as Step reports them.
+// It uses the package's deterministic exp and log, so the same logits give
+// the same bits on every platform, as (x - max) - log Σ exp(x - max).
+func LogSoftmax(dst, logits []float64) []float64 {
+	if cap(dst) < len(logits) {
+		dst = make([]float64, len(logits))
+	}
+	dst = dst[:len(logits)]
+	maxv := math.Inf(-1)
+	for _, v := range logits {
+		maxv = max(maxv, v)
+	}
+	sum := 0.0
+	for _, v := range logits {
+		sum += expDet(v - maxv)
+	}
+	lse := logDet(sum)
+	for i, v := range logits {
+		dst[i] = float64(v-maxv) - lse
+	}
+	return dst
+}
+
 // rawLogprob is log softmax(logits)[id], computed as (x - max) - log Σ.
 func rawLogprob(logits []float64, id int) float64 {
 	maxv := math.Inf(-1)

@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"math"
 	"slices"
 
 	"example.org/minigpt"
@@ -19,14 +18,10 @@ type engine struct {
 	model *minigpt.Model // generation is safe for concurrent use on it
 	vocab *minigpt.Vocab
 	chars []rune
-	// scorers are copies of the model for scoring echoed prompts
-	// (Model.Logits keeps its buffers in the Model), made on demand, at
-	// most one per slot kept.
-	scorers chan *minigpt.Model
 }
 
-func newEngine(m *minigpt.Model, v *minigpt.Vocab, slots int) *engine {
-	return &engine{model: m, vocab: v, chars: v.Chars(), scorers: make(chan *minigpt.Model, slots)}
+func newEngine(m *minigpt.Model, v *minigpt.Vocab) *engine {
+	return &engine{model: m, vocab: v, chars: v.Chars()}
 }
 
 // token is one generated token as the client sees it.
@@ -248,8 +243,7 @@ const scoreBatch = 8
 // sees it, and the top alternatives. The first token has no context and
 // is left out.
 func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]token, error) {
-	m := e.scorer()
-	defer e.putScorer(m)
+	m := e.model // Logits is safe for concurrent use
 	bs, V := m.Config.BlockSize, m.Config.VocabSize
 	out := make([]token, 0, len(prompt)-1)
 	score := func(row []float64, id int) {
@@ -290,16 +284,8 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 // logprobToken is the log-softmax of row at id, and its top alternatives
 // (ties to the lower id).
 func logprobToken(row []float64, id, top int) token {
-	mx := math.Inf(-1)
-	for _, x := range row {
-		mx = max(mx, x)
-	}
-	sum := 0.0
-	for _, x := range row {
-		sum += math.Exp(x - mx)
-	}
-	lse := mx + math.Log(sum)
-	t := token{id: id, logprob: row[id] - lse}
+	lp := minigpt.LogSoftmax(nil, row) // the same bits on every platform
+	t := token{id: id, logprob: lp[id]}
 	if top > 0 {
 		order := make([]int, len(row))
 		for i := range order {
@@ -307,26 +293,8 @@ func logprobToken(row []float64, id, top int) token {
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
 		for _, a := range order[:min(top, len(order))] {
-			t.top = append(t.top, altProb{a, row[a] - lse})
+			t.top = append(t.top, altProb{a, lp[a]})
 		}
 	}
 	return t
-}
-
-// scorer lends a copy of the model for Logits, which keeps its buffers in
-// the Model and so needs one copy per concurrent caller.
-func (e *engine) scorer() *minigpt.Model {
-	select {
-	case m := <-e.scorers:
-		return m
-	default:
-		return e.model.Clone()
-	}
-}
-
-func (e *engine) putScorer(m *minigpt.Model) {
-	select {
-	case e.scorers <- m:
-	default:
-	}
 }

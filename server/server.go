@@ -196,7 +196,7 @@ func New(cfg Config) (*Server, error) {
 		s.models = append(s.models, &servedModel{
 			name: m.Name, model: m.Model, vocab: m.Vocab, created: now,
 			fingerprint: fingerprint(m.Model, m.Vocab),
-			engine:      newEngine(m.Model, m.Vocab, limits.Slots),
+			engine:      newEngine(m.Model, m.Vocab),
 		})
 	}
 	s.slots = newSlots(limits.Slots, max(limits.Queue, 0))
