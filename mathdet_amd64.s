@@ -36,8 +36,10 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 
 // EXP_BLOCK computes, from src - shift in Z0, expDet's ordinary path in
 // Z10 for eight lanes, and sets the flags for JNZ if any lane is special
-// (K1: NaN, |x| < nearZero, k outside (-1020, 1020)). EXP_BLOCK_MASKED
-// counts only the lanes of K3.
+// (K1: NaN, k outside (-1020, 1020)). The lanes with |x| < nearZero
+// (K4), which include the row's maximum itself, get expDet's 1 + x in
+// place of the polynomial, so they need no detour through the scalar
+// expDet. EXP_BLOCK_MASKED counts only the lanes of K3.
 #define EXP_BLOCK \
 	VSUBPD  Z31, Z0, Z0; \
 	VMULPD.BCST C(0x00), Z0, Z1; \
@@ -48,8 +50,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VCVTDQ2PD   Y3, Z4; \
 	VCMPPD        $3, Z0, Z0, K1; \
 	VPANDQ.BCST   C(0x78), Z0, Z5; \
-	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
-	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K4; \
 	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
 	KORW          K2, K1, K1; \
 	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
@@ -80,7 +81,8 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VSUBPD      Z10, Z11, Z10; \
 	VPMOVSXDQ Y3, Z3; \
 	VPSLLQ    $52, Z3, Z3; \
-	VPADDQ    Z3, Z10, Z10
+	VPADDQ    Z3, Z10, Z10; \
+	VADDPD.BCST C(0x48), Z0, K4, Z10
 
 #define EXP_BLOCK_MASKED \
 	VSUBPD  Z31, Z0, Z0; \
@@ -92,8 +94,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VCVTDQ2PD   Y3, Z4; \
 	VCMPPD        $3, Z0, Z0, K1; \
 	VPANDQ.BCST   C(0x78), Z0, Z5; \
-	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
-	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K4; \
 	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
 	KORW          K2, K1, K1; \
 	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
@@ -125,7 +126,8 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VSUBPD      Z10, Z11, Z10; \
 	VPMOVSXDQ Y3, Z3; \
 	VPSLLQ    $52, Z3, Z3; \
-	VPADDQ    Z3, Z10, Z10
+	VPADDQ    Z3, Z10, Z10; \
+	VADDPD.BCST C(0x48), Z0, K4, Z10
 
 // func expShiftedAVX512(dst, src []float64, shift float64) int
 //
@@ -137,8 +139,9 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 //	}
 //
 // and it returns n: len(src), or the start of the first block with a
-// lane that expDet treats apart (NaN, ±Inf, |x| < 2^-28, or a result
-// outside the normal range, where expDet calls Ldexp). Each lane performs
+// lane that expDet treats apart (NaN, ±Inf, or a result outside the
+// normal range, where expDet calls Ldexp); lanes with |x| < 2^-28 get
+// expDet's 1 + x right here. Each lane performs
 // expDet's operations in expDet's order, with the same explicit roundings
 // (no fused multiply-add), so its bits are expDet's; the caller finishes
 // the rest with expDet itself. EXP_BLOCK's steps, in expDet's terms:
@@ -150,7 +153,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 //	poly = p1 + float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))
 //	c = r - float64(t*poly)
 //	y = 1 - ((lo - float64(r*c)/(2-c)) - hi)
-//	bits(y) + k<<52
+//	bits(y) + k<<52, or 1 + x where |x| < 2^-28
 TEXT ·expShiftedAVX512(SB), NOSPLIT, $0-64
 	MOVQ         dst_base+0(FP), DI
 	MOVQ         src_base+24(FP), SI

@@ -86,8 +86,9 @@ func TestPowInt(t *testing.T) {
 
 // TestExpShiftedPaths checks expShifted on every kernel path against its
 // definition, one expDet per element and the sum in index order, to the
-// bit: the AVX-512 path computes eight exponentials at a time and must
-// hand every element expDet treats apart (NaN, ±Inf, |x| < 2^-28,
+// bit: the AVX-512 path computes eight exponentials at a time, takes
+// expDet's 1 + x for |x| < 2^-28 (the row's maximum among them) itself,
+// and must hand every other element expDet treats apart (NaN, ±Inf,
 // results outside the normal range) back to expDet.
 func TestExpShiftedPaths(t *testing.T) {
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
