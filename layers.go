@@ -532,8 +532,10 @@ func reluMask(d, inp []float64) {
 //	att[b,h,t,s] = softmax_s≤t(q[b,t,h]·k[b,s,h] / sqrt(hs))
 //	out[b,t,h]   = Σ_s≤t att[b,h,t,s]·v[b,s,h]
 //
-// qkv is (B, T, 3C) with q, k, v side by side; att is (B, NH, T, T) and
-// only its lower triangle is touched; out is (B, T, C), heads side by side.
+// qkv is (B, T, 3C) with q, k, v side by side; att is (B, NH, T, T): its
+// lower triangle is written, and the entries just above the diagonal that
+// a block of rows computes along are left zero; out is (B, T, C), heads
+// side by side.
 func attentionForward(out, att, qkv []float64, B, T, t0, t1, C, NH int) {
 	p := pool.acquire(B*NH, 1, (t1-t0)*t1*C/NH)
 	job := attentionJob{out: out, att: att, qkv: qkv, T: T, t0: t0, t1: t1, C: C, NH: NH}
@@ -583,6 +585,12 @@ func (j *attentionJob) run(lo, hi int) {
 	}
 }
 
+// attnRows is the number of query rows attention handles together: their
+// scores are one gemmNT call and their weighted sums of values share one
+// gemmNN call over the keys all of them see, so the kernels run four
+// rows' chains side by side instead of one short row at a time.
+const attnRows = 4
+
 func (j *attentionJob) forwardHead(b, h int) {
 	T, C, NH := j.T, j.C, j.NH
 	hs, C3 := C/NH, 3*C
@@ -590,19 +598,36 @@ func (j *attentionJob) forwardHead(b, h int) {
 	base := b * T * C3              // row 0 of sequence b in qkv
 	keys := j.qkv[base+C+h*hs:]     // k[b, s, h] at s*C3
 	values := j.qkv[base+2*C+h*hs:] // v[b, s, h] at s*C3
-	attBase := (b*NH + h) * T * T
-	for t := j.t0; t < j.t1; t++ {
-		q := j.qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
-		row := j.att[attBase+t*T : attBase+t*T+t+1]
-		clear(row)
-		gemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
-		for s, v := range row {
-			row[s] = float64(v * scale)
+	att := j.att[(b*NH+h)*T*T:]
+	for t0 := j.t0; t0 < j.t1; t0 += attnRows {
+		t1 := min(t0+attnRows, j.t1)
+		n := t1 - t0
+		// Scores of rows [t0, t1) against keys [0, t1): every output is
+		// its own dot8, the same bits as one row at a time. The few
+		// entries above the diagonal that the block computes along are
+		// zeroed again below.
+		for t := t0; t < t1; t++ {
+			clear(att[t*T : t*T+t1])
 		}
-		softmax(row, row)
-		o := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
-		clear(o)
-		gemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
+		gemmNT(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
+		for t := t0; t < t1; t++ {
+			row := att[t*T : t*T+t+1]
+			for s, v := range row {
+				row[s] = float64(v * scale)
+			}
+			softmax(row, row)
+			clear(att[t*T+t+1 : t*T+t1])
+		}
+		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:
+		// the keys [0, t0] every row of the block sees in one four-row
+		// call, then each row's chain goes on over its own (t0, t].
+		for t := t0; t < t1; t++ {
+			clear(j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs])
+		}
+		gemmNN(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1)
+		for t := t0 + 1; t < t1; t++ {
+			gemmNN(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0)
+		}
 	}
 }
 
@@ -617,22 +642,34 @@ func (j *attentionJob) backwardHead(b, h int) {
 	attBase := (b*NH + h) * T * T
 	att, datt := j.att[attBase:attBase+T*T], j.datt[attBase:attBase+T*T]
 	dout := j.out[b*T*C+h*hs:]
-	// Row by row: datt, then dpre in its place, then dq. Each of these
-	// outputs belongs to row t alone.
-	for t := 0; t < T; t++ {
-		p := att[t*T : t*T+t+1]
-		dp := datt[t*T : t*T+t+1]
-		dq := j.dqkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
-		clear(dp)
-		gemmNT(dp, 0, dout[t*C:t*C+hs], hs, values, C3, 1, t+1, hs) // datt = dout·vᵀ
-		sum := 0.0
-		for s, ps := range p {
-			sum = math.FMA(ps, dp[s], sum)
+	dq := j.dqkv[base+h*hs:]
+	// attnRows rows at a time: datt, then dpre in its place, then dq.
+	// Each of these outputs belongs to its row t alone, and every sum
+	// keeps its order (as in forwardHead).
+	for t0 := 0; t0 < T; t0 += attnRows {
+		t1 := min(t0+attnRows, T)
+		n := t1 - t0
+		for t := t0; t < t1; t++ {
+			clear(datt[t*T : t*T+t1])
 		}
-		for s, ps := range p {
-			dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+		gemmNT(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		for t := t0; t < t1; t++ {
+			p := att[t*T : t*T+t+1]
+			dp := datt[t*T : t*T+t+1]
+			sum := 0.0
+			for s, ps := range p {
+				sum = math.FMA(ps, dp[s], sum)
+			}
+			for s, ps := range p {
+				dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+			}
+			clear(datt[t*T+t+1 : t*T+t1])
 		}
-		gemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1) // dq += dpre·k
+		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
+		gemmNN(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
+		for t := t0 + 1; t < t1; t++ {
+			gemmNN(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0)
+		}
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
 	// each a chain over t ascending from s: the transposed products, with
