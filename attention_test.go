@@ -116,3 +116,38 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAttention times attention forward and backward of one layer
+// at the seed and baby shapes, blocked (as the model runs it) and row by
+// row (the definition), in one binary so the two can be compared.
+func BenchmarkAttention(b *testing.B) {
+	for _, s := range []struct {
+		name        string
+		B, T, C, NH int
+	}{{"seed", 32, 32, 64, 4}, {"baby", 12, 64, 128, 4}} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		fill := func(n int) []float64 {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = rng.Float64() - 0.5
+			}
+			return x
+		}
+		B, T, C, NH := s.B, s.T, s.C, s.NH
+		qkv, dout := fill(B*T*3*C), fill(B*T*C)
+		out, att := make([]float64, B*T*C), make([]float64, B*NH*T*T)
+		dqkv, datt := make([]float64, B*T*3*C), make([]float64, B*NH*T*T)
+		b.Run(s.name+"/blocks", func(b *testing.B) {
+			for b.Loop() {
+				attentionForward(out, att, qkv, B, T, 0, T, C, NH)
+				attentionBackward(dqkv, datt, dout, qkv, att, B, T, C, NH)
+			}
+		})
+		b.Run(s.name+"/rows", func(b *testing.B) {
+			for b.Loop() {
+				attentionRowByRow(out, att, qkv, nil, nil, nil, B, T, 0, T, C, NH, false)
+				attentionRowByRow(nil, att, qkv, dqkv, datt, dout, B, T, 0, T, C, NH, true)
+			}
+		})
+	}
+}

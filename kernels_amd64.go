@@ -373,6 +373,41 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
 
+// maxBlocks returns the largest element of src and true when the AVX-512
+// kernel found it with no NaN in src and a non-zero result, the cases
+// where its answer is Go's max; otherwise expShifted runs its Go loop.
+func maxBlocks(src []float64) (float64, bool) {
+	if kernelLevel < levelAVX512 {
+		return 0, false
+	}
+	m, nan := maxAVX512(src)
+	return m, !nan && m != 0
+}
+
+// maxAVX512 computes what maxBlocks returns (see mathdet_amd64.s).
+//
+//go:noescape
+func maxAVX512(src []float64) (m float64, nan bool)
+
+// divBlocks sets x[i] /= d for every i and returns true, at the AVX-512
+// level; below it, it returns false and softmax runs its Go loop.
+func divBlocks(x []float64, d float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	divAVX512(x, d)
+	return true
+}
+
+// divAVX512 computes
+//
+//	for i := range x {
+//		x[i] /= d
+//	}
+//
+//go:noescape
+func divAVX512(x []float64, d float64)
+
 // The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
 // Each returns false below the AVX-512 level, and the caller runs its Go
 // loop, which computes the same bits.

@@ -19,7 +19,8 @@ DATA expConst<>+0x60(SB)/8, $1020.0
 DATA expConst<>+0x68(SB)/8, $-1020.0
 DATA expConst<>+0x70(SB)/8, $0x8000000000000000          // sign bit
 DATA expConst<>+0x78(SB)/8, $0x7fffffffffffffff          // all but the sign
-GLOBL expConst<>(SB), RODATA|NOPTR, $128
+DATA expConst<>+0x80(SB)/8, $0xfff0000000000000          // -Inf
+GLOBL expConst<>(SB), RODATA|NOPTR, $136
 
 // expTail<>+2n is the opmask of lanes 0..n-1.
 DATA expTail<>+0x00(SB)/2, $0x00
@@ -189,5 +190,103 @@ exp_tail:
 
 exp_done:
 	MOVQ AX, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(src []float64) (m float64, nan bool)
+//
+// m is the largest element of src (-Inf if src is empty), nan whether any
+// element is a NaN, in which case m means nothing. VMAXPD's answer for a
+// NaN and for a pair of zeros depends on its operands' order, unlike Go's
+// max; the caller takes m only when nan is false and m is not zero (so no
+// zero's sign can matter), and otherwise runs its Go loop:
+//
+//	m = math.Inf(-1)
+//	for _, v := range src {
+//		m = max(m, v)
+//	}
+TEXT ·maxAVX512(SB), NOSPLIT, $0-33
+	MOVQ         src_base+0(FP), SI
+	MOVQ         src_len+8(FP), CX
+	VBROADCASTSD C(0x80), Z1
+	LEAQ         expTail<>(SB), R8
+	KXORW        K5, K5, K5
+	XORQ         AX, AX
+	SUBQ         $8, CX
+	JLT          max_tail
+
+max_loop:
+	VMOVUPD (SI)(AX*8), Z0
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLE     max_loop
+
+max_tail:
+	// The last 1-7 elements under the mask K3; the other lanes keep the
+	// running maximum, which changes nothing.
+	ADDQ    $8, CX
+	MOVQ    CX, DX
+	SUBQ    AX, DX
+	JZ      max_reduce
+	KMOVW   (R8)(DX*2), K3
+	VMOVAPD Z1, Z0
+	VMOVUPD (SI)(AX*8), K3, Z0
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+
+max_reduce:
+	VEXTRACTF64X4 $1, Z1, Y2
+	VMAXPD        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPD        X2, X1, X1
+	VPERMILPD     $1, X1, X2
+	VMAXSD        X2, X1, X1
+	VMOVSD        X1, m+24(FP)
+	KMOVW         K5, AX
+	TESTW         AX, AX
+	SETNE         nan+32(FP)
+	VZEROUPPER
+	RET
+
+// func divAVX512(x []float64, d float64)
+//
+// Eight at a time and then the last 1-7 under a mask, with the same
+// correctly rounded division:
+//
+//	for i := range x {
+//		x[i] /= d
+//	}
+TEXT ·divAVX512(SB), NOSPLIT, $0-32
+	MOVQ         x_base+0(FP), DI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSD d+24(FP), Z1
+	LEAQ         expTail<>(SB), R8
+	XORQ         AX, AX
+	SUBQ         $8, CX
+	JLT          div_tail
+
+div_loop:
+	VMOVUPD (DI)(AX*8), Z0
+	VDIVPD  Z1, Z0, Z0
+	VMOVUPD Z0, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLE     div_loop
+
+div_tail:
+	ADDQ      $8, CX
+	MOVQ      CX, DX
+	SUBQ      AX, DX
+	JZ        div_done
+	KMOVW     (R8)(DX*2), K3
+	VMOVUPD.Z (DI)(AX*8), K3, Z0
+	VDIVPD    Z1, Z0, Z0
+	VMOVUPD   Z0, K3, (DI)(AX*8)
+
+div_done:
 	VZEROUPPER
 	RET
