@@ -222,7 +222,16 @@ func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak 
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
 func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0)
+}
+
+// gemmNTAVX512From is gemmNTAVX512 with the dot products added to C's
+// old values (zero = 0) or to +0 (zero = 1: gemmNTSet).
+func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		if zero != 0 {
+			clearRows(c, ldc, M, N)
+		}
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
@@ -231,11 +240,22 @@ func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb i
 	_ = b[(N-1)*ldb : (N-1)*ldb+K]
 	i := 0
 	for ; i+4 <= M; i += 4 {
-		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
 	}
 	for ; i < M; i++ {
-		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K)
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero)
 	}
+}
+
+// gemmNTSetBlocks is gemmNTSet on AVX-512, where the kernels start the
+// outputs from +0 without reading C; below that level it returns false
+// and gemmNTSet clears C first.
+func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
+	return true
 }
 
 // gemmNTAVX2 is gemmNT (M, N >= 1) in blocks of two rows of C.
@@ -333,25 +353,33 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 //go:noescape
 func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
-// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0):
+// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0), from C's old
+// values (zero = 0) or from +0, without reading C (zero = 1):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			if zero != 0 {
+//				c[i*ldc+j] = 0
+//			}
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //		}
 //	}
 //
 //go:noescape
-func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
 
-// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0):
+// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0), from C's old
+// values or from +0 as gemmNT4AVX512:
 //
 //	for j := 0; j < N; j++ {
+//		if zero != 0 {
+//			c[j] = 0
+//		}
 //		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
 //	}
 //
 //go:noescape
-func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
 // largest n (a multiple of 8, or len(src)) such that no element before n

@@ -402,9 +402,10 @@ func (j *matmulBackwardJob) run(lo, hi int) {
 		if r1 > r0 {
 			d := j.dinp[r0*C : r1*C]
 			if j.set {
-				clear(d)
+				gemmNTSet(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
+			} else {
+				gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
 			}
-			gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
 			if j.reluPre != nil {
 				reluMask(d, j.reluPre[r0*C:r1*C])
 			}
