@@ -436,6 +436,86 @@ func divBlocks(x []float64, d float64) bool {
 //go:noescape
 func divAVX512(x []float64, d float64)
 
+// The LayerNorm loops on AVX-512 (kernels_layernorm_amd64.s). Each
+// returns false below the AVX-512 level, and the caller runs its Go loop,
+// which computes the same bits.
+
+func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(x)
+	lnNormalizeAVX512(o[:n], x, w[:n], b[:n], mu, r)
+	return true
+}
+
+func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(x)
+	lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+	return true
+}
+
+// lnColumnsBlocks runs layernormJob.backwardColumns' chains for columns
+// [lo, hi) in blocks of 32 and then 8 and returns the first column it
+// left to the Go loop (lo below the AVX-512 level).
+func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int {
+	if kernelLevel < levelAVX512 || N <= 0 {
+		return lo
+	}
+	mean, rstd = mean[:N], rstd[:N]
+	last := (N - 1) * C // the last row's offset in dout and inp
+	i := lo
+	for ; i+32 <= hi; i += 32 {
+		_, _ = dout[last+i+31], inp[last+i+31]
+		lnColumns32AVX512(dw[i:i+32], db[i:i+32], dout[i:], inp[i:], mean, rstd, N, C)
+	}
+	for ; i+8 <= hi; i += 8 {
+		_, _ = dout[last+i+7], inp[last+i+7]
+		lnColumns8AVX512(dw[i:i+8], db[i:i+8], dout[i:], inp[i:], mean, rstd, N, C)
+	}
+	return i
+}
+
+// lnNormalizeAVX512 computes
+//
+//	for i, xi := range x {
+//		o[i] = math.FMA(float64((xi-mu)*r), w[i], b[i])
+//	}
+//
+//go:noescape
+func lnNormalizeAVX512(o, x, w, b []float64, mu, r float64)
+
+// lnBackwardRowAVX512 computes
+//
+//	for i, xi := range x {
+//		xhat := float64((xi - mu) * r)
+//		dxhat := float64(w[i] * d[i])
+//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//	}
+//
+//go:noescape
+func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64)
+
+// lnColumns32AVX512 computes, for the 32 columns i < 32 (8 for
+// lnColumns8AVX512), each a chain over the rows in order,
+//
+//	for n := 0; n < N; n++ {
+//		d := dout[n*C+i]
+//		dw[i] = math.FMA(d, float64((inp[n*C+i]-mean[n])*rstd[n]), dw[i])
+//		db[i] += d
+//	}
+//
+//go:noescape
+func lnColumns32AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
+
+// lnColumns8AVX512 is lnColumns32AVX512 for 8 columns.
+//
+//go:noescape
+func lnColumns8AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
+
 // The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
 // Each returns false below the AVX-512 level, and the caller runs its Go
 // loop, which computes the same bits.

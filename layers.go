@@ -211,6 +211,9 @@ func (j *layernormJob) normalizeRow(n int) {
 	x, o := j.inp[n*C:n*C+C], j.out[n*C:n*C+C]
 	weight, bias := j.weight[:C], j.bias[:C]
 	mu, r := j.mean[n], j.rstd[n]
+	if lnNormalizeBlocks(o, x, weight, bias, mu, r) {
+		return
+	}
 	for i, xi := range x {
 		o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
 	}
@@ -265,6 +268,9 @@ func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 	x, d, di := j.inp[n*C:n*C+C], j.dout[n*C:n*C+C], j.dinp[n*C:n*C+C]
 	weight := j.weight[:C]
 	mu, r := j.mean[n], j.rstd[n]
+	if lnBackwardRowBlocks(di, x, d, weight, mu, r, m1, m2) {
+		return
+	}
 	for i, xi := range x {
 		xhat := float64((xi - mu) * r)
 		dxhat := float64(weight[i] * d[i])
@@ -274,7 +280,9 @@ func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 
 func (j *layernormJob) backwardColumns(lo, hi int) {
 	C := j.C
-	i := lo
+	// The AVX-512 loop runs 32 (then 8) columns' chains side by side,
+	// each in row order; the loops below do the rest.
+	i := lnColumnsBlocks(j.dweight, j.dbias, j.dout, j.inp, j.mean, j.rstd, j.N, C, lo, hi)
 	for ; i+4 <= hi; i += 4 {
 		dw := (*[4]float64)(j.dweight[i : i+4])
 		db := (*[4]float64)(j.dbias[i : i+4])
