@@ -43,6 +43,33 @@ func gemmNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M,
 	gemmNTImpl(c, ldc, a, lda, b, ldb, M, N, K)
 }
 
+// gemmNTSet is gemmNT with C's M×N block set to +0 first:
+//
+//	c[i*ldc+j] = 0 + dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//
+// The AVX-512 kernels start from +0 instead of reading C, which saves the
+// pass over C that clearing it would cost; the other paths clear it.
+func gemmNTSet(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	if M <= 0 || N <= 0 {
+		return
+	}
+	if !gemmNTSetBlocks(c, ldc, a, lda, b, ldb, M, N, K) {
+		clearRows(c, ldc, M, N)
+		gemmNTImpl(c, ldc, a, lda, b, ldb, M, N, K)
+	}
+}
+
+// clearRows sets c[i*ldc+j] = 0 for i < M, j < N.
+func clearRows(c []float64, ldc, M, N int) {
+	if ldc == N {
+		clear(c[:M*N])
+		return
+	}
+	for i := 0; i < M; i++ {
+		clear(c[i*ldc : i*ldc+N])
+	}
+}
+
 // kernelImpl is one implementation of the kernel pair (the portable Go or
 // an assembly path); every implementation computes the same bits.
 type kernelImpl struct {

@@ -222,7 +222,16 @@ func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak 
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
 func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0)
+}
+
+// gemmNTAVX512From is gemmNTAVX512 with the dot products added to C's
+// old values (zero = 0) or to +0 (zero = 1: gemmNTSet).
+func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		if zero != 0 {
+			clearRows(c, ldc, M, N)
+		}
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
@@ -231,11 +240,22 @@ func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb i
 	_ = b[(N-1)*ldb : (N-1)*ldb+K]
 	i := 0
 	for ; i+4 <= M; i += 4 {
-		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
 	}
 	for ; i < M; i++ {
-		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K)
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero)
 	}
+}
+
+// gemmNTSetBlocks is gemmNTSet on AVX-512, where the kernels start the
+// outputs from +0 without reading C; below that level it returns false
+// and gemmNTSet clears C first.
+func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
+	return true
 }
 
 // gemmNTAVX2 is gemmNT (M, N >= 1) in blocks of two rows of C.
@@ -333,25 +353,33 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 //go:noescape
 func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
-// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0):
+// gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0), from C's old
+// values (zero = 0) or from +0, without reading C (zero = 1):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			if zero != 0 {
+//				c[i*ldc+j] = 0
+//			}
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //		}
 //	}
 //
 //go:noescape
-func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
 
-// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0):
+// gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0), from C's old
+// values or from +0 as gemmNT4AVX512:
 //
 //	for j := 0; j < N; j++ {
+//		if zero != 0 {
+//			c[j] = 0
+//		}
 //		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
 //	}
 //
 //go:noescape
-func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
 // largest n (a multiple of 8, or len(src)) such that no element before n
@@ -372,6 +400,121 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 //
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
+
+// maxBlocks returns the largest element of src and true when the AVX-512
+// kernel found it with no NaN in src and a non-zero result, the cases
+// where its answer is Go's max; otherwise expShifted runs its Go loop.
+func maxBlocks(src []float64) (float64, bool) {
+	if kernelLevel < levelAVX512 {
+		return 0, false
+	}
+	m, nan := maxAVX512(src)
+	return m, !nan && m != 0
+}
+
+// maxAVX512 computes what maxBlocks returns (see mathdet_amd64.s).
+//
+//go:noescape
+func maxAVX512(src []float64) (m float64, nan bool)
+
+// divBlocks sets x[i] /= d for every i and returns true, at the AVX-512
+// level; below it, it returns false and softmax runs its Go loop.
+func divBlocks(x []float64, d float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	divAVX512(x, d)
+	return true
+}
+
+// divAVX512 computes
+//
+//	for i := range x {
+//		x[i] /= d
+//	}
+//
+//go:noescape
+func divAVX512(x []float64, d float64)
+
+// The LayerNorm loops on AVX-512 (kernels_layernorm_amd64.s). Each
+// returns false below the AVX-512 level, and the caller runs its Go loop,
+// which computes the same bits.
+
+func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(x)
+	lnNormalizeAVX512(o[:n], x, w[:n], b[:n], mu, r)
+	return true
+}
+
+func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool {
+	if kernelLevel < levelAVX512 {
+		return false
+	}
+	n := len(x)
+	lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+	return true
+}
+
+// lnColumnsBlocks runs layernormJob.backwardColumns' chains for columns
+// [lo, hi) in blocks of 32 and then 8 and returns the first column it
+// left to the Go loop (lo below the AVX-512 level).
+func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int {
+	if kernelLevel < levelAVX512 || N <= 0 {
+		return lo
+	}
+	mean, rstd = mean[:N], rstd[:N]
+	last := (N - 1) * C // the last row's offset in dout and inp
+	i := lo
+	for ; i+32 <= hi; i += 32 {
+		_, _ = dout[last+i+31], inp[last+i+31]
+		lnColumns32AVX512(dw[i:i+32], db[i:i+32], dout[i:], inp[i:], mean, rstd, N, C)
+	}
+	for ; i+8 <= hi; i += 8 {
+		_, _ = dout[last+i+7], inp[last+i+7]
+		lnColumns8AVX512(dw[i:i+8], db[i:i+8], dout[i:], inp[i:], mean, rstd, N, C)
+	}
+	return i
+}
+
+// lnNormalizeAVX512 computes
+//
+//	for i, xi := range x {
+//		o[i] = math.FMA(float64((xi-mu)*r), w[i], b[i])
+//	}
+//
+//go:noescape
+func lnNormalizeAVX512(o, x, w, b []float64, mu, r float64)
+
+// lnBackwardRowAVX512 computes
+//
+//	for i, xi := range x {
+//		xhat := float64((xi - mu) * r)
+//		dxhat := float64(w[i] * d[i])
+//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//	}
+//
+//go:noescape
+func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64)
+
+// lnColumns32AVX512 computes, for the 32 columns i < 32 (8 for
+// lnColumns8AVX512), each a chain over the rows in order,
+//
+//	for n := 0; n < N; n++ {
+//		d := dout[n*C+i]
+//		dw[i] = math.FMA(d, float64((inp[n*C+i]-mean[n])*rstd[n]), dw[i])
+//		db[i] += d
+//	}
+//
+//go:noescape
+func lnColumns32AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
+
+// lnColumns8AVX512 is lnColumns32AVX512 for 8 columns.
+//
+//go:noescape
+func lnColumns8AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
 
 // The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
 // Each returns false below the AVX-512 level, and the caller runs its Go

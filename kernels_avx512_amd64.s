@@ -432,7 +432,7 @@ nn1z_done:
 	VPERMPD    Z23, Z31, Z23; \
 	VSHUFF64X2 $0xee, Z23, Z23, Z24; \
 	VADDPD     Z24, Z23, Z23; \
-	VMOVUPD.Z  addr, K2, Z24; \
+	VMOVUPD.Z  addr, K5, Z24; \
 	VADDPD     Z24, Z23, Z23; \
 	VMOVUPD    Z23, K2, addr
 
@@ -444,13 +444,13 @@ nn1z_done:
 	VADDPD     Z22, Z21, Z21; \
 	VPERMILPD  $1, Z21, Z22; \
 	VADDPD     Z22, Z21, Z21; \
-	VMOVUPD.Z  addr, K3, Z22; \
+	VMOVUPD.Z  addr, K6, Z22; \
 	VADDPD     Z22, Z21, Z21; \
 	VMOVUPD    Z21, K3, addr
 
 // NTZ_SETUP loads the masks and the permutation: K1 the K%8 tail lanes
-// (from R9 = K), K2 four lanes, K3 one lane, Z31 evenOdd<>; R9 becomes
-// K/8, the number of whole steps.
+// (from R9 = K), K2 four lanes, K3 one lane, K5 and K6 the same for
+// loading C, Z31 evenOdd<>; R9 becomes K/8, the number of whole steps.
 #define NTZ_SETUP \
 	LEAQ    laneMask<>(SB), DX; \
 	MOVQ    R9, DI; \
@@ -459,7 +459,20 @@ nn1z_done:
 	KMOVW   8(DX), K2; \
 	KMOVW   2(DX), K3; \
 	SHRQ    $3, R9; \
-	VMOVUPD evenOdd<>(SB), Z31
+	VMOVUPD evenOdd<>(SB), Z31; \
+	KMOVW   K2, K5; \
+	KMOVW   K3, K6
+
+// NTZ_ZERO_START clears K5 and K6, the masks NTZ_REDUCE4 and NTZ_REDUCE1
+// load C's old values with, when the flag (a register) is not zero: the
+// dot products are then added to +0 instead of C, the same bits as
+// clearing C first, without the pass over C that would cost.
+#define NTZ_ZERO_START(flag, skip) \
+	TESTQ flag, flag; \
+	JZ    skip; \
+	KXORW K5, K5, K5; \
+	KXORW K6, K6, K6; \
+skip:
 
 // One step of one column of B (at addr) against four rows of A in
 // Z16-Z19: one FMA per lane into each row's accumulator.
@@ -478,9 +491,10 @@ nn1z_done:
 	VFMADD231PD Z20, Z18, K1, x2; \
 	VFMADD231PD Z20, Z19, K1, x3
 
-// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int, zero int)
 //
-// Four rows of gemmNT, all N columns:
+// Four rows of gemmNT, all N columns, added to C's old values or, when
+// zero is not 0, to +0 (C's old values are then never read):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
@@ -499,7 +513,7 @@ nn1z_done:
 // R12 3*ldb*8; CX c at (0, j), R8 ldc*8; DX step countdown; R9 K/8;
 // N+96(FP) columns left; Z0-Z15 accumulators (row r, column q in
 // Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z31 evenOdd<>.
-TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-112
+TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-120
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -513,8 +527,9 @@ TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-112
 	LEAQ (R11)(R11*2), R12
 	MOVQ K+104(FP), R9
 	NTZ_SETUP
+	MOVQ zero+112(FP), DX
+	NTZ_ZERO_START(DX, nt4z_cols)
 
-nt4z_cols:
 	CMPQ N+96(FP), $4
 	JLT  nt4z_1
 	VPXORQ Z0, Z0, Z0
@@ -643,7 +658,7 @@ nt4z_done:
 	VMOVUPD.Z   (base)(R12*1), K1, Z20; \
 	VFMADD231PD Z20, Z16, K1, x3
 
-// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int)
+// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int, zero int)
 //
 // One row of gemmNT, all N columns:
 //
@@ -658,7 +673,7 @@ nt4z_done:
 // DI b at column j+4 at k, R11 ldb*8, R12 3*ldb*8; CX c at j; DX step
 // countdown; R9 K/8; R8 columns left; Z0-Z7 accumulators, Z16 A, Z20 B,
 // Z21-Z24 reduction, Z31 evenOdd<>.
-TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-96
+TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-104
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ b_base+48(FP), R10
@@ -668,8 +683,9 @@ TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-96
 	MOVQ N+80(FP), R8
 	MOVQ K+88(FP), R9
 	NTZ_SETUP
+	MOVQ zero+96(FP), DX
+	NTZ_ZERO_START(DX, nt1z_cols)
 
-nt1z_cols:
 	CMPQ R8, $8
 	JLT  nt1z_4
 	VPXORQ Z0, Z0, Z0

@@ -31,6 +31,20 @@ func peakImpls() []peakImpl { return nil }
 // expShiftedBlocks computes nothing here: expShifted's loop does it all.
 func expShiftedBlocks(dst, src []float64, shift float64) int { return 0 }
 
+// Without assembly gemmNTSet clears C before gemmNT.
+func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
+	return false
+}
+
+// Without assembly LayerNorm runs its Go loops.
+func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool                    { return false }
+func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool         { return false }
+func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int { return lo }
+
+// Without assembly softmax's maximum and division run their Go loops.
+func maxBlocks(src []float64) (float64, bool) { return 0, false }
+func divBlocks(x []float64, d float64) bool   { return false }
+
 // Without assembly the elementwise layers and Adam run their Go loops.
 
 func reluBlocks(out, in []float64) bool                            { return false }

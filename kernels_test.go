@@ -556,3 +556,56 @@ func TestGemmInitModes(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmNTSetPaths checks gemmNTSet against its definition (C's block
+// cleared, then gemmNT) to the bit on every kernel path, with C's old
+// values NaN (the AVX-512 kernels must not read them), a -0 dot product
+// (which +0 + -0 turns into +0), guard zones around C, and C's stride
+// wider than N (the entries between rows must stay as they were).
+func TestGemmNTSetPaths(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, sh := range [][3]int{{1, 1, 0}, {1, 1, 1}, {1, 3, 5}, {3, 7, 9}, {4, 4, 8}, {5, 9, 17}, {8, 13, 64}, {9, 12, 33}} {
+			M, N, K := sh[0], sh[1], sh[2]
+			for _, extra := range []int{0, 3} {
+				ldc := N + extra
+				a, b := make([]float64, M*K), make([]float64, N*K)
+				for i := range a {
+					a[i] = rng.Float64() - 0.5
+				}
+				for i := range b {
+					b[i] = rng.Float64() - 0.5
+				}
+				if K > 0 {
+					// Row 0 times column 0 is -0 (a -0 times a positive
+					// number, plus -0s): the +0 start must turn it into +0.
+					for kk := 0; kk < K; kk++ {
+						a[kk] = math.Copysign(0, -1)
+						b[kk] = 1
+					}
+				}
+				size := (M-1)*ldc + N
+				want := make([]float64, size)
+				for i := range want {
+					want[i] = math.NaN()
+				}
+				gbuf := guarded(make([]float64, size))
+				got := gbuf[guardLen : guardLen+size]
+				copy(got, want)
+				clearRows(want, ldc, M, N)
+				gemmNTGo(want, ldc, a, K, b, K, M, N, K)
+				gemmNTSet(got, ldc, a, K, b, K, M, N, K)
+				if i, ok := checkGuards(gbuf, size); !ok {
+					t.Fatalf("%d×%d×%d, ldc %d: wrote c[%d]", M, N, K, ldc, i)
+				}
+				if i, ok := sameBits(got, want); !ok {
+					t.Fatalf("%d×%d×%d, ldc %d: c[%d] = %v, cleared and gemmNT give %v", M, N, K, ldc, i, got[i], want[i])
+				}
+				if K > 0 && math.Signbit(got[0]) {
+					t.Fatalf("%d×%d×%d: a -0 dot product stayed -0, clearing C first gives +0", M, N, K)
+				}
+			}
+		}
+	})
+}

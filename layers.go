@@ -211,6 +211,9 @@ func (j *layernormJob) normalizeRow(n int) {
 	x, o := j.inp[n*C:n*C+C], j.out[n*C:n*C+C]
 	weight, bias := j.weight[:C], j.bias[:C]
 	mu, r := j.mean[n], j.rstd[n]
+	if lnNormalizeBlocks(o, x, weight, bias, mu, r) {
+		return
+	}
 	for i, xi := range x {
 		o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
 	}
@@ -265,6 +268,9 @@ func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 	x, d, di := j.inp[n*C:n*C+C], j.dout[n*C:n*C+C], j.dinp[n*C:n*C+C]
 	weight := j.weight[:C]
 	mu, r := j.mean[n], j.rstd[n]
+	if lnBackwardRowBlocks(di, x, d, weight, mu, r, m1, m2) {
+		return
+	}
 	for i, xi := range x {
 		xhat := float64((xi - mu) * r)
 		dxhat := float64(weight[i] * d[i])
@@ -274,7 +280,9 @@ func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 
 func (j *layernormJob) backwardColumns(lo, hi int) {
 	C := j.C
-	i := lo
+	// The AVX-512 loop runs 32 (then 8) columns' chains side by side,
+	// each in row order; the loops below do the rest.
+	i := lnColumnsBlocks(j.dweight, j.dbias, j.dout, j.inp, j.mean, j.rstd, j.N, C, lo, hi)
 	for ; i+4 <= hi; i += 4 {
 		dw := (*[4]float64)(j.dweight[i : i+4])
 		db := (*[4]float64)(j.dbias[i : i+4])
@@ -402,9 +410,10 @@ func (j *matmulBackwardJob) run(lo, hi int) {
 		if r1 > r0 {
 			d := j.dinp[r0*C : r1*C]
 			if j.set {
-				clear(d)
+				gemmNTSet(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
+			} else {
+				gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
 			}
-			gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
 			if j.reluPre != nil {
 				reluMask(d, j.reluPre[r0*C:r1*C])
 			}
@@ -467,7 +476,15 @@ const (
 	opRelu = iota
 	opReluBackward
 	opResidual
+	opClear
 )
+
+// clearParallel sets every element of x to +0, spread over the workers:
+// the training step's gradient slab is megabytes, which one core clears
+// at a fraction of the memory bandwidth two reach.
+func clearParallel(x []float64) {
+	elementwise(elementwiseJob{op: opClear, out: x})
+}
 
 // elementwiseJob is one of the elementwise layers above over a range of
 // indices; every element is independent.
@@ -488,6 +505,10 @@ func elementwise(job elementwiseJob) {
 }
 
 func (j *elementwiseJob) run(lo, hi int) {
+	if j.op == opClear {
+		clear(j.out[lo:hi])
+		return
+	}
 	out, a := j.out[lo:hi], j.a[lo:hi]
 	switch j.op {
 	case opRelu:
@@ -532,8 +553,10 @@ func reluMask(d, inp []float64) {
 //	att[b,h,t,s] = softmax_s≤t(q[b,t,h]·k[b,s,h] / sqrt(hs))
 //	out[b,t,h]   = Σ_s≤t att[b,h,t,s]·v[b,s,h]
 //
-// qkv is (B, T, 3C) with q, k, v side by side; att is (B, NH, T, T) and
-// only its lower triangle is touched; out is (B, T, C), heads side by side.
+// qkv is (B, T, 3C) with q, k, v side by side; att is (B, NH, T, T): its
+// lower triangle is written, and the entries just above the diagonal that
+// a block of rows computes along are left zero; out is (B, T, C), heads
+// side by side.
 func attentionForward(out, att, qkv []float64, B, T, t0, t1, C, NH int) {
 	p := pool.acquire(B*NH, 1, (t1-t0)*t1*C/NH)
 	job := attentionJob{out: out, att: att, qkv: qkv, T: T, t0: t0, t1: t1, C: C, NH: NH}
@@ -583,6 +606,12 @@ func (j *attentionJob) run(lo, hi int) {
 	}
 }
 
+// attnRows is the number of query rows attention handles together: their
+// scores are one gemmNT call and their weighted sums of values share one
+// gemmNN call over the keys all of them see, so the kernels run four
+// rows' chains side by side instead of one short row at a time.
+const attnRows = 4
+
 func (j *attentionJob) forwardHead(b, h int) {
 	T, C, NH := j.T, j.C, j.NH
 	hs, C3 := C/NH, 3*C
@@ -590,19 +619,36 @@ func (j *attentionJob) forwardHead(b, h int) {
 	base := b * T * C3              // row 0 of sequence b in qkv
 	keys := j.qkv[base+C+h*hs:]     // k[b, s, h] at s*C3
 	values := j.qkv[base+2*C+h*hs:] // v[b, s, h] at s*C3
-	attBase := (b*NH + h) * T * T
-	for t := j.t0; t < j.t1; t++ {
-		q := j.qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
-		row := j.att[attBase+t*T : attBase+t*T+t+1]
-		clear(row)
-		gemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
-		for s, v := range row {
-			row[s] = float64(v * scale)
+	att := j.att[(b*NH+h)*T*T:]
+	for t0 := j.t0; t0 < j.t1; t0 += attnRows {
+		t1 := min(t0+attnRows, j.t1)
+		n := t1 - t0
+		// Scores of rows [t0, t1) against keys [0, t1): every output is
+		// its own dot8, the same bits as one row at a time. The few
+		// entries above the diagonal that the block computes along are
+		// zeroed again below.
+		for t := t0; t < t1; t++ {
+			clear(att[t*T : t*T+t1])
 		}
-		softmax(row, row)
-		o := j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
-		clear(o)
-		gemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
+		gemmNT(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
+		for t := t0; t < t1; t++ {
+			row := att[t*T : t*T+t+1]
+			for s, v := range row {
+				row[s] = float64(v * scale)
+			}
+			softmax(row, row)
+			clear(att[t*T+t+1 : t*T+t1])
+		}
+		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:
+		// the keys [0, t0] every row of the block sees in one four-row
+		// call, then each row's chain goes on over its own (t0, t].
+		for t := t0; t < t1; t++ {
+			clear(j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs])
+		}
+		gemmNN(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1)
+		for t := t0 + 1; t < t1; t++ {
+			gemmNN(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0)
+		}
 	}
 }
 
@@ -617,22 +663,34 @@ func (j *attentionJob) backwardHead(b, h int) {
 	attBase := (b*NH + h) * T * T
 	att, datt := j.att[attBase:attBase+T*T], j.datt[attBase:attBase+T*T]
 	dout := j.out[b*T*C+h*hs:]
-	// Row by row: datt, then dpre in its place, then dq. Each of these
-	// outputs belongs to row t alone.
-	for t := 0; t < T; t++ {
-		p := att[t*T : t*T+t+1]
-		dp := datt[t*T : t*T+t+1]
-		dq := j.dqkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
-		clear(dp)
-		gemmNT(dp, 0, dout[t*C:t*C+hs], hs, values, C3, 1, t+1, hs) // datt = dout·vᵀ
-		sum := 0.0
-		for s, ps := range p {
-			sum = math.FMA(ps, dp[s], sum)
+	dq := j.dqkv[base+h*hs:]
+	// attnRows rows at a time: datt, then dpre in its place, then dq.
+	// Each of these outputs belongs to its row t alone, and every sum
+	// keeps its order (as in forwardHead).
+	for t0 := 0; t0 < T; t0 += attnRows {
+		t1 := min(t0+attnRows, T)
+		n := t1 - t0
+		for t := t0; t < t1; t++ {
+			clear(datt[t*T : t*T+t1])
 		}
-		for s, ps := range p {
-			dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+		gemmNT(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		for t := t0; t < t1; t++ {
+			p := att[t*T : t*T+t+1]
+			dp := datt[t*T : t*T+t+1]
+			sum := 0.0
+			for s, ps := range p {
+				sum = math.FMA(ps, dp[s], sum)
+			}
+			for s, ps := range p {
+				dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+			}
+			clear(datt[t*T+t+1 : t*T+t1])
 		}
-		gemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1) // dq += dpre·k
+		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
+		gemmNN(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
+		for t := t0 + 1; t < t1; t++ {
+			gemmNN(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0)
+		}
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
 	// each a chain over t ascending from s: the transposed products, with

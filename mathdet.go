@@ -145,9 +145,12 @@ func powInt(b float64, n int) float64 {
 // -Inf entries get 0.
 func expShifted(dst, src []float64) (maxv, sum float64) {
 	dst = dst[:len(src)]
-	maxv = math.Inf(-1)
-	for _, v := range src {
-		maxv = max(maxv, v)
+	maxv, ok := maxBlocks(src)
+	if !ok {
+		maxv = math.Inf(-1)
+		for _, v := range src {
+			maxv = max(maxv, v)
+		}
 	}
 	// The exponentials are independent: the AVX-512 kernel computes them
 	// eight at a time with expDet's operations (same bits) as far as it
@@ -168,6 +171,9 @@ func expShifted(dst, src []float64) (maxv, sum float64) {
 // softmax writes exp(row - max) / sum into probs (which may be row).
 func softmax(probs, row []float64) {
 	_, sum := expShifted(probs, row)
+	if divBlocks(probs[:len(row)], sum) {
+		return
+	}
 	for i := range probs[:len(row)] {
 		probs[i] /= sum
 	}

@@ -19,7 +19,8 @@ DATA expConst<>+0x60(SB)/8, $1020.0
 DATA expConst<>+0x68(SB)/8, $-1020.0
 DATA expConst<>+0x70(SB)/8, $0x8000000000000000          // sign bit
 DATA expConst<>+0x78(SB)/8, $0x7fffffffffffffff          // all but the sign
-GLOBL expConst<>(SB), RODATA|NOPTR, $128
+DATA expConst<>+0x80(SB)/8, $0xfff0000000000000          // -Inf
+GLOBL expConst<>(SB), RODATA|NOPTR, $136
 
 // expTail<>+2n is the opmask of lanes 0..n-1.
 DATA expTail<>+0x00(SB)/2, $0x00
@@ -36,8 +37,10 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 
 // EXP_BLOCK computes, from src - shift in Z0, expDet's ordinary path in
 // Z10 for eight lanes, and sets the flags for JNZ if any lane is special
-// (K1: NaN, |x| < nearZero, k outside (-1020, 1020)). EXP_BLOCK_MASKED
-// counts only the lanes of K3.
+// (K1: NaN, k outside (-1020, 1020)). The lanes with |x| < nearZero
+// (K4), which include the row's maximum itself, get expDet's 1 + x in
+// place of the polynomial, so they need no detour through the scalar
+// expDet. EXP_BLOCK_MASKED counts only the lanes of K3.
 #define EXP_BLOCK \
 	VSUBPD  Z31, Z0, Z0; \
 	VMULPD.BCST C(0x00), Z0, Z1; \
@@ -48,8 +51,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VCVTDQ2PD   Y3, Z4; \
 	VCMPPD        $3, Z0, Z0, K1; \
 	VPANDQ.BCST   C(0x78), Z0, Z5; \
-	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
-	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K4; \
 	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
 	KORW          K2, K1, K1; \
 	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
@@ -80,7 +82,8 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VSUBPD      Z10, Z11, Z10; \
 	VPMOVSXDQ Y3, Z3; \
 	VPSLLQ    $52, Z3, Z3; \
-	VPADDQ    Z3, Z10, Z10
+	VPADDQ    Z3, Z10, Z10; \
+	VADDPD.BCST C(0x48), Z0, K4, Z10
 
 #define EXP_BLOCK_MASKED \
 	VSUBPD  Z31, Z0, Z0; \
@@ -92,8 +95,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VCVTDQ2PD   Y3, Z4; \
 	VCMPPD        $3, Z0, Z0, K1; \
 	VPANDQ.BCST   C(0x78), Z0, Z5; \
-	VCMPPD.BCST   $1, C(0x58), Z5, K2; \
-	KORW          K2, K1, K1; \
+	VCMPPD.BCST   $1, C(0x58), Z5, K4; \
 	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
 	KORW          K2, K1, K1; \
 	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
@@ -125,7 +127,8 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VSUBPD      Z10, Z11, Z10; \
 	VPMOVSXDQ Y3, Z3; \
 	VPSLLQ    $52, Z3, Z3; \
-	VPADDQ    Z3, Z10, Z10
+	VPADDQ    Z3, Z10, Z10; \
+	VADDPD.BCST C(0x48), Z0, K4, Z10
 
 // func expShiftedAVX512(dst, src []float64, shift float64) int
 //
@@ -137,8 +140,9 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 //	}
 //
 // and it returns n: len(src), or the start of the first block with a
-// lane that expDet treats apart (NaN, ±Inf, |x| < 2^-28, or a result
-// outside the normal range, where expDet calls Ldexp). Each lane performs
+// lane that expDet treats apart (NaN, ±Inf, or a result outside the
+// normal range, where expDet calls Ldexp); lanes with |x| < 2^-28 get
+// expDet's 1 + x right here. Each lane performs
 // expDet's operations in expDet's order, with the same explicit roundings
 // (no fused multiply-add), so its bits are expDet's; the caller finishes
 // the rest with expDet itself. EXP_BLOCK's steps, in expDet's terms:
@@ -150,7 +154,7 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 //	poly = p1 + float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))
 //	c = r - float64(t*poly)
 //	y = 1 - ((lo - float64(r*c)/(2-c)) - hi)
-//	bits(y) + k<<52
+//	bits(y) + k<<52, or 1 + x where |x| < 2^-28
 TEXT ·expShiftedAVX512(SB), NOSPLIT, $0-64
 	MOVQ         dst_base+0(FP), DI
 	MOVQ         src_base+24(FP), SI
@@ -186,5 +190,103 @@ exp_tail:
 
 exp_done:
 	MOVQ AX, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(src []float64) (m float64, nan bool)
+//
+// m is the largest element of src (-Inf if src is empty), nan whether any
+// element is a NaN, in which case m means nothing. VMAXPD's answer for a
+// NaN and for a pair of zeros depends on its operands' order, unlike Go's
+// max; the caller takes m only when nan is false and m is not zero (so no
+// zero's sign can matter), and otherwise runs its Go loop:
+//
+//	m = math.Inf(-1)
+//	for _, v := range src {
+//		m = max(m, v)
+//	}
+TEXT ·maxAVX512(SB), NOSPLIT, $0-33
+	MOVQ         src_base+0(FP), SI
+	MOVQ         src_len+8(FP), CX
+	VBROADCASTSD C(0x80), Z1
+	LEAQ         expTail<>(SB), R8
+	KXORW        K5, K5, K5
+	XORQ         AX, AX
+	SUBQ         $8, CX
+	JLT          max_tail
+
+max_loop:
+	VMOVUPD (SI)(AX*8), Z0
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLE     max_loop
+
+max_tail:
+	// The last 1-7 elements under the mask K3; the other lanes keep the
+	// running maximum, which changes nothing.
+	ADDQ    $8, CX
+	MOVQ    CX, DX
+	SUBQ    AX, DX
+	JZ      max_reduce
+	KMOVW   (R8)(DX*2), K3
+	VMOVAPD Z1, Z0
+	VMOVUPD (SI)(AX*8), K3, Z0
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+
+max_reduce:
+	VEXTRACTF64X4 $1, Z1, Y2
+	VMAXPD        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPD        X2, X1, X1
+	VPERMILPD     $1, X1, X2
+	VMAXSD        X2, X1, X1
+	VMOVSD        X1, m+24(FP)
+	KMOVW         K5, AX
+	TESTW         AX, AX
+	SETNE         nan+32(FP)
+	VZEROUPPER
+	RET
+
+// func divAVX512(x []float64, d float64)
+//
+// Eight at a time and then the last 1-7 under a mask, with the same
+// correctly rounded division:
+//
+//	for i := range x {
+//		x[i] /= d
+//	}
+TEXT ·divAVX512(SB), NOSPLIT, $0-32
+	MOVQ         x_base+0(FP), DI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSD d+24(FP), Z1
+	LEAQ         expTail<>(SB), R8
+	XORQ         AX, AX
+	SUBQ         $8, CX
+	JLT          div_tail
+
+div_loop:
+	VMOVUPD (DI)(AX*8), Z0
+	VDIVPD  Z1, Z0, Z0
+	VMOVUPD Z0, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLE     div_loop
+
+div_tail:
+	ADDQ      $8, CX
+	MOVQ      CX, DX
+	SUBQ      AX, DX
+	JZ        div_done
+	KMOVW     (R8)(DX*2), K3
+	VMOVUPD.Z (DI)(AX*8), K3, Z0
+	VDIVPD    Z1, Z0, Z0
+	VMOVUPD   Z0, K3, (DI)(AX*8)
+
+div_done:
 	VZEROUPPER
 	RET

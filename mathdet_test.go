@@ -86,8 +86,9 @@ func TestPowInt(t *testing.T) {
 
 // TestExpShiftedPaths checks expShifted on every kernel path against its
 // definition, one expDet per element and the sum in index order, to the
-// bit: the AVX-512 path computes eight exponentials at a time and must
-// hand every element expDet treats apart (NaN, ±Inf, |x| < 2^-28,
+// bit: the AVX-512 path computes eight exponentials at a time, takes
+// expDet's 1 + x for |x| < 2^-28 (the row's maximum among them) itself,
+// and must hand every other element expDet treats apart (NaN, ±Inf,
 // results outside the normal range) back to expDet.
 func TestExpShiftedPaths(t *testing.T) {
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
@@ -160,6 +161,61 @@ func TestExpShiftedPaths(t *testing.T) {
 			expShifted(src, src)
 			if i, ok := sameBits(src, want); !ok {
 				t.Fatalf("below %v: dst[%d] = %v, expDet gives %v", lo, i, src[i], want[i])
+			}
+		}
+	})
+}
+
+// TestSoftmaxPaths checks softmax, and expShifted's maximum, on every
+// kernel path against the Go loops to the bit, on rows where the AVX-512
+// maximum must step aside: NaNs, a maximum of +0 or -0 (Go's max prefers
+// +0, VMAXPD its operand order), -Inf everywhere, and tails of 1-7.
+func TestSoftmaxPaths(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, negZero, -1e-300, -5e-324}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(11, 12))
+		for n := 0; n < 4000; n++ {
+			row := make([]float64, rng.IntN(42))
+			nonPositive := rng.IntN(2) == 0
+			for i := range row {
+				switch rng.IntN(6) {
+				case 0:
+					row[i] = specials[rng.IntN(len(specials))]
+				default:
+					row[i] = (rng.Float64() - 0.5) * 30
+				}
+				if nonPositive && row[i] > 0 {
+					row[i] = -row[i]
+				}
+			}
+			wantMax := math.Inf(-1)
+			for _, v := range row {
+				wantMax = max(wantMax, v)
+			}
+			want := make([]float64, len(row))
+			sum := 0.0
+			for i, v := range row {
+				want[i] = expDet(v - wantMax)
+				sum += want[i]
+			}
+			for i := range want {
+				want[i] /= sum
+			}
+			gotMax, _ := expShifted(make([]float64, len(row)), row)
+			if math.Float64bits(gotMax) != math.Float64bits(wantMax) && !(math.IsNaN(gotMax) && math.IsNaN(wantMax)) {
+				t.Fatalf("row %v: max %v, Go's max gives %v", row, gotMax, wantMax)
+			}
+			gbuf := guarded(make([]float64, len(row)))
+			got := gbuf[guardLen : guardLen+len(row)]
+			copy(got, row)
+			softmax(got, got)
+			if i, ok := checkGuards(gbuf, len(row)); !ok {
+				t.Fatalf("row %v: wrote probs[%d]", row, i)
+			}
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("row %v: probs[%d] = %v, the Go loops give %v", row, i, got[i], want[i])
 			}
 		}
 	})

@@ -227,7 +227,7 @@ func (t *Trainer) TrainStep() (float64, error) {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
-	clear(t.grads)
+	clearParallel(t.grads)
 	m.backward(a, t.grads, t.xb)
 	if norm, _ := clipGradients(t.grads, t.config.GradClip); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)

@@ -1,0 +1,66 @@
+package minigpt
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLayerNormPaths checks LayerNorm forward and backward on every kernel
+// path against the portable Go loops, to the bit, at widths that are and
+// are not multiples of the AVX-512 loops' 8 and 32 columns, with guard
+// zones around every output (the column blocks must stop at their
+// range, the row loops at C).
+func TestLayerNormPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	fill := func(n int, scale float64) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = (rng.Float64() - 0.3) * scale
+		}
+		return x
+	}
+	type result struct{ out, mean, rstd, dinp, dw, db []float64 }
+	run := func(path string, N, C int, inp, w, b, dout, dinp0, dw0, db0 []float64) (result, bool) {
+		defer setKernelPath(path)()
+		g := func(x []float64) []float64 { y := guarded(make([]float64, len(x))); copy(y[guardLen:], x); return y }
+		out, mean, rstd := g(make([]float64, N*C)), g(make([]float64, N)), g(make([]float64, N))
+		dinp, dw, db := g(dinp0), g(dw0), g(db0)
+		in := func(y []float64, n int) []float64 { return y[guardLen : guardLen+n] }
+		layernormForward(in(out, N*C), in(mean, N), in(rstd, N), inp, w, b, N, C)
+		layernormBackward(in(dinp, N*C), in(dw, C), in(db, C), dout, inp, w, in(mean, N), in(rstd, N), N, C)
+		for _, z := range []struct {
+			y []float64
+			n int
+		}{{out, N * C}, {mean, N}, {rstd, N}, {dinp, N * C}, {dw, C}, {db, C}} {
+			if i, ok := checkGuards(z.y, z.n); !ok {
+				t.Errorf("%s, N %d, C %d: wrote element %d of a buffer of %d", path, N, C, i, z.n)
+				return result{}, false
+			}
+		}
+		return result{in(out, N*C), in(mean, N), in(rstd, N), in(dinp, N*C), in(dw, C), in(db, C)}, true
+	}
+	for _, C := range []int{1, 4, 5, 8, 13, 32, 36, 44, 64, 77, 128} {
+		for _, N := range []int{1, 3, 4, 9} {
+			inp, w, b, dout := fill(N*C, 6), fill(C, 2), fill(C, 1), fill(N*C, 1)
+			dinp0, dw0, db0 := fill(N*C, 1), fill(C, 1), fill(C, 1) // gradients accumulate
+			want, ok := run("go", N, C, inp, w, b, dout, dinp0, dw0, db0)
+			if !ok {
+				return
+			}
+			for _, k := range kernelImpls() {
+				got, ok := run(k.name, N, C, inp, w, b, dout, dinp0, dw0, db0)
+				if !ok {
+					return
+				}
+				for _, c := range []struct {
+					name      string
+					got, want []float64
+				}{{"out", got.out, want.out}, {"mean", got.mean, want.mean}, {"rstd", got.rstd, want.rstd}, {"dinp", got.dinp, want.dinp}, {"dweight", got.dw, want.dw}, {"dbias", got.db, want.db}} {
+					if i, ok := sameBits(c.got, c.want); !ok {
+						t.Fatalf("%s, N %d, C %d: %s[%d] = %v, the Go loops give %v", k.name, N, C, c.name, i, c.got[i], c.want[i])
+					}
+				}
+			}
+		}
+	}
+}
