@@ -380,15 +380,7 @@ func LogSoftmax(dst, logits []float64) []float64 {
 		dst = make([]float64, len(logits))
 	}
 	dst = dst[:len(logits)]
-	maxv := math.Inf(-1)
-	for _, v := range logits {
-		maxv = max(maxv, v)
-	}
-	sum := 0.0
-	for _, v := range logits {
-		sum += expDet(v - maxv)
-	}
-	lse := logDet(sum)
+	maxv, lse := logNormalizer(logits)
 	for i, v := range logits {
 		dst[i] = float64(v-maxv) - lse
 	}
@@ -397,7 +389,14 @@ func LogSoftmax(dst, logits []float64) []float64 {
 
 // rawLogprob is log softmax(logits)[id], computed as (x - max) - log Σ.
 func rawLogprob(logits []float64, id int) float64 {
-	maxv := math.Inf(-1)
+	maxv, lse := logNormalizer(logits)
+	return float64(logits[id]-maxv) - lse
+}
+
+// logNormalizer returns max(logits) and log Σ exp(x - max), the sum in
+// index order with the deterministic exp and log.
+func logNormalizer(logits []float64) (maxv, lse float64) {
+	maxv = math.Inf(-1)
 	for _, v := range logits {
 		maxv = max(maxv, v)
 	}
@@ -405,7 +404,7 @@ func rawLogprob(logits []float64, id int) float64 {
 	for _, v := range logits {
 		sum += expDet(v - maxv)
 	}
-	return float64(logits[id]-maxv) - logDet(sum)
+	return maxv, logDet(sum)
 }
 
 // candidates fills tr.Chosen and tr.Top (the topN most probable ids under
