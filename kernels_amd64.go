@@ -148,9 +148,7 @@ func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb 
 	}
 	// The assembly trusts its arguments: check the last element each
 	// operand is read or written at, as the Go kernel's indexing would.
-	_ = c[(M-1)*ldc+N-1]
-	_ = a[(M-1)*ai+(K-1)*ak]
-	_ = b[(K-1)*ldb+N-1]
+	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
 	for k0 := 0; k0 < K; k0 += nnKBlock {
 		kn := min(nnKBlock, K-k0)
 		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
@@ -184,9 +182,7 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 	}
 	// The assembly trusts its arguments (strides >= 0, checked by the
 	// callers): check the last element each operand is read or written at.
-	_ = c[(M-1)*ldc+N-1]
-	_ = a[(M-1)*ai+(K-1)*ak]
-	_ = b[(K-1)*ldb+N-1]
+	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
 	if mode == 1 {
 		bias = bias[:N]
 	}
@@ -235,9 +231,7 @@ func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, l
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
-	_ = c[(M-1)*ldc+N-1]
-	_ = a[(M-1)*lda : (M-1)*lda+K]
-	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+	boundsNT(c, ldc, a, lda, b, ldb, M, N, K)
 	i := 0
 	for ; i+4 <= M; i += 4 {
 		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
@@ -264,9 +258,7 @@ func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
-	_ = c[(M-1)*ldc+N-1]
-	_ = a[(M-1)*lda : (M-1)*lda+K]
-	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+	boundsNT(c, ldc, a, lda, b, ldb, M, N, K)
 	i := 0
 	for ; i+2 <= M; i += 2 {
 		gemmNT2AVX2(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
@@ -597,3 +589,19 @@ func reluMaskAVX512(d, inp []float64)
 //
 //go:noescape
 func adamAVX512(params, grads, m, v []float64, k *[9]float64)
+
+// boundsNN panics, as the Go kernel's indexing would, unless the last
+// element each gemmNN operand is read or written at is in its slice: the
+// assembly trusts its arguments (M, N, K >= 1, strides >= 0).
+func boundsNN(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*ai+(K-1)*ak]
+	_ = b[(K-1)*ldb+N-1]
+}
+
+// boundsNT is boundsNN for gemmNT, whose rows of A and B are K long.
+func boundsNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	_ = c[(M-1)*ldc+N-1]
+	_ = a[(M-1)*lda : (M-1)*lda+K]
+	_ = b[(N-1)*ldb : (N-1)*ldb+K]
+}

@@ -609,3 +609,34 @@ func TestGemmNTSetPaths(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmShortOperandPanics gives every kernel path an operand one
+// element shorter than its shape needs: each must panic with an index
+// error, as the Go loops' indexing would, instead of letting the
+// assembly read or write past the slice.
+func TestGemmShortOperandPanics(t *testing.T) {
+	const M, N, K = 5, 9, 7
+	full := func(n int) []float64 { return make([]float64, n) }
+	for _, k := range kernelImpls() {
+		for _, tc := range []struct {
+			name string
+			call func()
+		}{
+			{"nn short c", func() { k.nn(full(M*N-1), N, full(M*K), K, 1, full(K*N), N, M, N, K) }},
+			{"nn short a", func() { k.nn(full(M*N), N, full(M*K-1), K, 1, full(K*N), N, M, N, K) }},
+			{"nn short b", func() { k.nn(full(M*N), N, full(M*K), K, 1, full(K*N-1), N, M, N, K) }},
+			{"nt short c", func() { k.nt(full(M*N-1), N, full(M*K), K, full(N*K), K, M, N, K) }},
+			{"nt short a", func() { k.nt(full(M*N), N, full(M*K-1), K, full(N*K), K, M, N, K) }},
+			{"nt short b", func() { k.nt(full(M*N), N, full(M*K), K, full(N*K-1), K, M, N, K) }},
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s, %s: no panic", k.name, tc.name)
+					}
+				}()
+				tc.call()
+			}()
+		}
+	}
+}
