@@ -246,8 +246,11 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 	m := e.model // Logits is safe for concurrent use
 	bs, V := m.Config.BlockSize, m.Config.VocabSize
 	out := make([]token, 0, len(prompt)-1)
+	var lp []float64
+	var order []int
 	score := func(row []float64, id int) {
-		out = append(out, logprobToken(row, id, top))
+		lp = minigpt.LogSoftmax(lp, row) // reused across the prompt's tokens
+		out = append(out, logprobToken(lp, row, id, top, &order))
 	}
 	// Tokens 1..BlockSize-1 share one window starting at 0.
 	if n := min(len(prompt), bs); n > 1 {
@@ -281,13 +284,16 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 	return out, nil
 }
 
-// logprobToken is the log-softmax of row at id, and its top alternatives
-// (ties to the lower id).
-func logprobToken(row []float64, id, top int) token {
-	lp := minigpt.LogSoftmax(nil, row) // the same bits on every platform
+// logprobToken is token id with its log-probability from lp (row's
+// log-softmax, the same bits on every platform) and its top alternatives
+// (ties to the lower id); *order is scratch for the ranking, grown once.
+func logprobToken(lp, row []float64, id, top int, order *[]int) token {
 	t := token{id: id, logprob: lp[id]}
 	if top > 0 {
-		order := make([]int, len(row))
+		if len(*order) != len(row) {
+			*order = make([]int, len(row))
+		}
+		order := *order
 		for i := range order {
 			order[i] = i
 		}
