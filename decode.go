@@ -82,7 +82,7 @@ func (d *decoder) fill(m *Model, seqs [][]int) {
 	T, C3, V, n := c.BlockSize, 3*c.EmbedDim, c.VocabSize, len(seqs[0])
 	for b, seq := range seqs {
 		if b == 0 || !slices.Equal(seq, seqs[0]) {
-			m.forward(d.one, seq, 0, n, 0)
+			m.forward(d.one, seq, nil, 0, n, 0)
 		}
 		for l := range c.Layers {
 			copy(d.kv[(l*d.B+b)*T*C3:][:n*C3], d.one.qkv[l*T*C3:][:n*C3])
@@ -103,7 +103,7 @@ func (d *decoder) rebuild(m *Model, seqs [][]int) {
 		// noCache asks for): one forward pass each, and only the last
 		// row goes past the keys and values.
 		for b, seq := range seqs {
-			m.forward(d.one, seq[start:], 0, t1, t1-1)
+			m.forward(d.one, seq[start:], nil, 0, t1, t1-1)
 			copy(d.logits[b*V:(b+1)*V], d.one.logits[(t1-1)*V:t1*V])
 		}
 		return

@@ -136,6 +136,11 @@ type layernormJob struct {
 	weight, bias               []float64
 	dinp, dweight, dbias, dout []float64
 	N, C                       int
+	// In backward, with setRows, the rows of dinp are first set to
+	// those of start (to +0 when start is nil) instead of accumulated
+	// into: the same bits as copying (clearing) them beforehand.
+	setRows bool
+	start   []float64
 }
 
 func (j *layernormJob) run(lo, hi int) {
@@ -221,6 +226,13 @@ func (j *layernormJob) normalizeRow(n int) {
 
 func (j *layernormJob) backwardRows(lo, hi int) {
 	C, weight := j.C, j.weight[:j.C]
+	if j.setRows {
+		if j.start != nil {
+			copy(j.dinp[lo*C:hi*C], j.start[lo*C:hi*C])
+		} else {
+			clear(j.dinp[lo*C : hi*C])
+		}
+	}
 	fc := float64(C)
 	n := lo
 	for ; n+4 <= hi; n += 4 {
@@ -432,6 +444,23 @@ func (j *matmulBackwardJob) run(lo, hi int) {
 	}
 }
 
+// inputGradJob is the input gradient of out = inp·weight (+ bias) over
+// rows [lo, hi): dinp = dout·weightᵀ, overwritten (gemmNTSet), then, when
+// reluPre is not nil, masked by reluBackward(dinp, reluPre). It is
+// matmulBackwardSet's dinp half, for a row-wise chain.
+type inputGradJob struct {
+	dinp, dout, weight, reluPre []float64
+	C, OC                       int
+}
+
+func (j *inputGradJob) run(lo, hi int) {
+	d := j.dinp[lo*j.C : hi*j.C]
+	gemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
+	if j.reluPre != nil {
+		reluMask(d, j.reluPre[lo*j.C:hi*j.C])
+	}
+}
+
 // columnSumJob adds to sum[o], for o in a range of columns, the rows'
 // column o in row order: sum[o] += rows[0*W+o] + rows[1*W+o] + ...
 type columnSumJob struct {
@@ -591,6 +620,7 @@ func attentionBackward(dqkv, datt, dout, qkv, att []float64, B, T, C, NH int) {
 // bh in [lo, hi).
 type attentionJob struct {
 	backward         bool
+	set              bool      // backward: each head sets its part of dqkv instead of adding to it
 	out, att, qkv    []float64 // out is dout when backward
 	dqkv, datt       []float64
 	T, t0, t1, C, NH int
@@ -664,6 +694,16 @@ func (j *attentionJob) backwardHead(b, h int) {
 	att, datt := j.att[attBase:attBase+T*T], j.datt[attBase:attBase+T*T]
 	dout := j.out[b*T*C+h*hs:]
 	dq := j.dqkv[base+h*hs:]
+	if j.set {
+		// This head's columns of q, k and v, every row: the same bits
+		// as clearing all of dqkv first.
+		for t := 0; t < T; t++ {
+			row := j.dqkv[base+t*C3:]
+			clear(row[h*hs : h*hs+hs])
+			clear(row[C+h*hs : C+h*hs+hs])
+			clear(row[2*C+h*hs : 2*C+h*hs+hs])
+		}
+	}
 	// attnRows rows at a time: datt, then dpre in its place, then dq.
 	// Each of these outputs belongs to its row t alone, and every sum
 	// keeps its order (as in forwardHead).

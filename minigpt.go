@@ -331,7 +331,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	}
 	a, release := m.lendActivations(B, T)
 	defer release()
-	m.forward(a, idx, 0, T, 0)
+	m.forward(a, idx, nil, 0, T, 0)
 	return append([]float64(nil), a.logits...), nil
 }
 
@@ -346,8 +346,8 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	}
 	a, release := m.lendActivations(B, T)
 	defer release()
-	m.forward(a, idx, 0, T, 0)
-	return m.crossEntropy(a, targets), nil
+	m.forward(a, idx, targets, 0, T, 0)
+	return a.meanLoss(), nil
 }
 
 // Gradients returns the loss and its gradient with respect to every
@@ -359,8 +359,8 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	a, release := m.lendActivations(B, T)
 	defer release()
 	grads := make([]float64, len(m.Params))
-	m.forward(a, idx, 0, T, 0)
-	loss := m.crossEntropy(a, targets)
+	m.forward(a, idx, targets, 0, T, 0)
+	loss := a.meanLoss()
 	m.backward(a, grads, idx)
 	return loss, grads, nil
 }

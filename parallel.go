@@ -321,9 +321,14 @@ type gemmNTJob struct {
 	b    []float64
 	ldb  int
 	n, k int
+	set  bool // gemmNTSet: C is overwritten, not accumulated into
 }
 
 func (j *gemmNTJob) run(lo, hi int) {
+	if j.set {
+		gemmNTSet(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
+		return
+	}
 	gemmNT(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
 }
 
@@ -358,6 +363,115 @@ func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb
 		gemmNT(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
-	pool.nt = gemmNTJob{c, ldc, a, lda, b, ldb, N, K}
+	pool.nt = gemmNTJob{c: c, ldc: ldc, a: a, lda: lda, b: b, ldb: ldb, n: N, k: K}
 	pool.dispatch(p, M, 4, &pool.nt)
+}
+
+// plan is one parallel section made of independent tasks (no task writes
+// what another reads or writes): the row-wise stretch of a pass beside the
+// weight gradients of the layers before it, say. The tasks' pieces are
+// laid end to end as the section's units, so one barrier serves them all,
+// and a participant done with one task's share goes on to another's. Each
+// task is cut into pieces of about the same cost (multiply-adds), so that
+// the section's shrinking chunks (section.bound) shrink in time and not
+// only in count. A task's pieces cover its items in order, each item in
+// exactly one piece, and no sum spans two items, so where the pieces fall
+// never changes a bit.
+type plan struct {
+	tasks [maxPlanTasks]planTask
+	n     int
+}
+
+// maxPlanTasks bounds the tasks of one section (the backward pass's
+// attention section has the most).
+const maxPlanTasks = 10
+
+// planUnits is about how many pieces a section is cut into: enough for
+// the chunks to shrink to a small share of the section.
+const planUnits = 256
+
+// planTask is job over items [0, items), in pieces whose boundaries are
+// multiples of grain (but the last), each item costing cost.
+type planTask struct {
+	job                rangeJob
+	items, grain, cost int
+	first, units       int // the task's units in the section
+}
+
+func (pl *plan) reset() { pl.n = 0 }
+
+// add appends a task; a task with no items is dropped.
+func (pl *plan) add(job rangeJob, items, grain, cost int) {
+	if items <= 0 {
+		return
+	}
+	pl.tasks[pl.n] = planTask{job: job, items: items, grain: grain, cost: max(cost, 1)}
+	pl.n++
+}
+
+// item is the first item of the task's piece u.
+func (t *planTask) item(u int) int {
+	if u >= t.units {
+		return t.items
+	}
+	return t.items * u / t.units / t.grain * t.grain
+}
+
+// run runs the pieces of units [lo, hi), task by task.
+func (pl *plan) run(lo, hi int) {
+	for i := range pl.tasks[:pl.n] {
+		t := &pl.tasks[i]
+		u0, u1 := max(lo, t.first), min(hi, t.first+t.units)
+		if u0 >= u1 {
+			continue
+		}
+		if a, b := t.item(u0-t.first), t.item(u1-t.first); a < b {
+			t.job.run(a, b)
+		}
+	}
+}
+
+// execute runs the plan's tasks, spread over the workers when there is
+// enough work; serially, each task runs whole, in the order added.
+func (pl *plan) execute() {
+	total := 0
+	for _, t := range pl.tasks[:pl.n] {
+		total += t.items * t.cost
+	}
+	quantum := max(total/planUnits, 1)
+	units := 0
+	for i := range pl.tasks[:pl.n] {
+		t := &pl.tasks[i]
+		pieces := (t.items + t.grain - 1) / t.grain
+		t.first, t.units = units, min(max(t.items*t.cost/quantum, 1), pieces)
+		units += t.units
+	}
+	if p := pool.acquire(units, 1, max(total/max(units, 1), 1)); p > 1 {
+		pool.dispatch(p, units, 1, pl)
+		return
+	}
+	for _, t := range pl.tasks[:pl.n] {
+		t.job.run(0, t.items)
+	}
+}
+
+// rowChain runs row-wise layers (each row's outputs depend only on that
+// row's inputs) one after the other over the same rows: a chunk of rows
+// goes through all of them while it is in its core's cache, with no
+// barrier between the layers.
+type rowChain struct {
+	steps [maxChainSteps]rangeJob
+	n     int
+}
+
+// maxChainSteps bounds a chain's layers (the forward pass's stretch from
+// one attention to the next has the most).
+const maxChainSteps = 8
+
+func (c *rowChain) reset()            { c.n = 0 }
+func (c *rowChain) add(step rangeJob) { c.steps[c.n] = step; c.n++ }
+func (c *rowChain) run(lo, hi int) {
+	for _, s := range c.steps[:c.n] {
+		s.run(lo, hi)
+	}
 }

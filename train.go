@@ -222,8 +222,8 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
 	sampleBatch(t.xb, t.yb, t.data.Train, B, T, t.batchRNG)
 	a := m.batchActivations(B, T)
-	m.forward(a, t.xb, 0, T, 0)
-	loss := m.crossEntropy(a, t.yb)
+	m.forward(a, t.xb, t.yb, 0, T, 0)
+	loss := a.meanLoss()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
@@ -271,8 +271,8 @@ func (t *Trainer) Evaluate() float64 {
 	a := m.batchActivations(B, T)
 	total := 0.0
 	for i := 0; i < t.config.EvalBatches; i++ {
-		m.forward(a, t.valX[i*B*T:(i+1)*B*T], 0, T, 0)
-		total += m.crossEntropy(a, t.valY[i*B*T:(i+1)*B*T])
+		m.forward(a, t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], 0, T, 0)
+		total += a.meanLoss()
 	}
 	return total / float64(t.config.EvalBatches)
 }

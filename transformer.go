@@ -40,6 +40,27 @@ type activations struct {
 	dqkv     []float64 // (B, T, 3C)
 	datt     []float64 // (B, NH, T, T)
 	dfc      []float64 // (B, T, 4C)
+	dresid2  []float64 // (B, T, C) the residual stream's gradient, second buffer
+	dln2     []float64 // (B, T, C) gradient of ln2's output (dln: of ln1's and lnf's)
+
+	jobs passJobs // the parallel sections' job descriptions, reused
+}
+
+// passJobs holds the jobs of one parallel section of a pass: the passes
+// fill them in and hand pointers to plan, so that no section allocates.
+// One section runs at a time per activations.
+type passJobs struct {
+	plan  plan
+	chain rowChain
+	enc   encoderJob
+	ln    [2]layernormJob // in the chain
+	cols  [2]layernormJob // LayerNorm weight and bias gradients
+	mm    [4]gemmNNJob
+	ig    [4]inputGradJob
+	cs    [2]columnSumJob
+	nt    gemmNTJob
+	attn  attentionJob
+	ce    crossEntropyJob
 }
 
 func newActivations(c Config, B, T int) *activations {
@@ -76,11 +97,15 @@ func (a *activations) ensureGradients(c Config) {
 	a.dqkv = make([]float64, BT*3*C)
 	a.datt = make([]float64, a.B*NH*a.T*a.T)
 	a.dfc = make([]float64, BT*4*C)
+	a.dresid2 = make([]float64, BT*C)
+	a.dln2 = make([]float64, BT*C)
 }
 
 // forward runs the model on idx (B·T ids, row-major) for positions
 // [t0, t1) of every sequence, writing activations and logits for those
-// rows. Training uses t0 = 0, t1 = T. The generator (B = 1) uses t0 > 0 to
+// rows, and, when targets is not nil (full rows only), each row's loss
+// and dlogits (see crossEntropyForward) for meanLoss and backward.
+// Training uses t0 = 0, t1 = T. The generator (B = 1) uses t0 > 0 to
 // extend a sequence whose earlier rows, and so its keys and values, are
 // already in a: every row is computed by the same kernels in the same
 // order either way, which is why cached and uncached logits agree to the
@@ -91,13 +116,25 @@ func (a *activations) ensureGradients(c Config) {
 // after it, logits included, is computed for rows [outFrom, t1) only. The
 // generator uses this once the window slides, because the next token
 // slides it again and rebuilds every row anyway. Training passes t0.
-func (m *Model) forward(a *activations, idx []int, t0, t1, outFrom int) {
+//
+// Everything between two attentions works on each row alone (embeddings,
+// projections, LayerNorms, the feed-forward network, residual adds, the
+// head, the loss), so each such stretch is one parallel section
+// (rowChain): a pass has 2L+1 sections, and a chunk of rows goes through
+// a whole stretch in one core's cache.
+func (m *Model) forward(a *activations, idx, targets []int, t0, t1, outFrom int) {
 	c, p := m.Config, m.p
 	B, T := a.B, a.T
-	C, L, NH, V := c.EmbedDim, c.Layers, c.Heads, c.VocabSize
+	C, L, NH := c.EmbedDim, c.Layers, c.Heads
 	BT := B * T
 	if B > 1 && (t0 != 0 || t1 != T || outFrom != 0) {
 		panic("minigpt: partial rows need a single sequence")
+	}
+	if targets != nil && (t0 != 0 || t1 != T || outFrom != 0) {
+		panic("minigpt: a loss needs full rows")
+	}
+	if targets != nil {
+		a.ensureGradients(c)
 	}
 	r0, nr := t0, t1-t0 // first row and row count (B == 1 or the whole batch)
 	if B > 1 {
@@ -106,93 +143,248 @@ func (m *Model) forward(a *activations, idx []int, t0, t1, outFrom int) {
 	rows := func(buf []float64, l, width int) []float64 {
 		return buf[(l*BT+r0)*width : (l*BT+r0+nr)*width]
 	}
-
-	encoderForward(a.encoded, idx, p.tokenEmbedding, p.positionEmbedding, B, T, t0, t1, C)
-	residual := a.encoded
-	for l := 0; l < L; l++ {
-		in := rows(residual, 0, C)
-		if l > 0 {
-			in = rows(a.resid3, l-1, C)
+	residIn := func(l int) []float64 { // the residual stream entering layer l
+		if l == 0 {
+			return rows(a.encoded, 0, C)
 		}
-		ln1, qkv, attnOut, resid2 := rows(a.ln1, l, C), rows(a.qkv, l, 3*C), rows(a.attnOut, l, C), rows(a.resid2, l, C)
-		ln2, fcPre, fcAct, resid3 := rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
+		return rows(a.resid3, l-1, C)
+	}
+	j := &a.jobs
 
-		layernormForward(ln1, rows(a.ln1Mean, l, 1), rows(a.ln1Rstd, l, 1), in, p.ln1Gain[l*C:], p.ln1Bias[l*C:], nr, C)
-		matmulForward(qkv, ln1, p.qkvWeight[l*C*3*C:], nil, nr, C, 3*C)
+	// encoded = wte[idx] + wpe, then layer 0's ln1 and qkv.
+	j.chain.reset()
+	j.enc = encoderJob{out: a.encoded, idx: idx, wte: p.tokenEmbedding, wpe: p.positionEmbedding, T: T, t0: t0, t1: t1, C: C}
+	j.chain.add(&j.enc)
+	cost := C + m.chainAttentionInputs(a, 0, residIn(0), rows)
+	j.runChain(nr, cost)
+
+	for l := 0; l < L; l++ {
 		if l == L-1 && outFrom > t0 {
 			// Only rows [outFrom, t1) go on past the keys and values.
 			t0, r0, nr = outFrom, outFrom, t1-outFrom
-			if l == 0 {
-				in = rows(residual, 0, C)
-			} else {
-				in = rows(a.resid3, l-1, C)
-			}
-			attnOut, resid2 = rows(a.attnOut, l, C), rows(a.resid2, l, C)
-			ln2, fcPre, fcAct, resid3 = rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
 		}
 		attentionForward(a.attnOut[l*BT*C:], a.att[l*B*NH*T*T:], a.qkv[l*BT*3*C:], B, T, t0, t1, C, NH)
-		matmulForwardResidual(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, in, nr, C, C)
-		layernormForward(ln2, rows(a.ln2Mean, l, 1), rows(a.ln2Rstd, l, 1), resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], nr, C)
-		matmulForwardReLU(fcPre, fcAct, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], nr, C, 4*C)
-		matmulForwardResidual(resid3, fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], resid2, nr, 4*C, C)
-	}
-	lnf := rows(a.lnf, 0, C)
-	layernormForward(lnf, rows(a.lnfMean, 0, 1), rows(a.lnfRstd, 0, 1), rows(a.resid3, L-1, C), p.lnfGain, p.lnfBias, nr, C)
-	logits := rows(a.logits, 0, V)
-	if c.TiedHead {
-		// logits = lnf · wteᵀ: dot products along the embedding rows.
-		clear(logits)
-		gemmNTParallel(logits, V, lnf, C, p.tokenEmbedding, C, nr, V, C)
-	} else {
-		matmulForward(logits, lnf, p.headWeight, p.headBias, nr, C, V)
+
+		// resid2 = in + attnOut·attnProj
+		// resid3 = resid2 + relu(layernorm(resid2)·fc + b)·fcProj + b
+		// then the next layer's ln1 and qkv, or the head.
+		in, attnOut, resid2 := residIn(l), rows(a.attnOut, l, C), rows(a.resid2, l, C)
+		ln2, fcPre, fcAct, resid3 := rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
+		j.chain.reset()
+		j.mm[0] = gemmNNJob{c: resid2, ldc: C, a: attnOut, ai: C, ak: 1, b: p.attnProjWeight[l*C*C:], ldb: C, n: C, k: C, init: true, res: in}
+		j.ln[0] = layernormJob{out: ln2, mean: rows(a.ln2Mean, l, 1), rstd: rows(a.ln2Rstd, l, 1), inp: resid2, weight: p.ln2Gain[l*C : (l+1)*C], bias: p.ln2Bias[l*C : (l+1)*C], C: C}
+		j.mm[1] = gemmNNJob{c: fcPre, ldc: 4 * C, a: ln2, ai: C, ak: 1, b: p.fcWeight[l*C*4*C:], ldb: 4 * C, n: 4 * C, k: C, init: true, bias: p.fcBias[l*4*C : (l+1)*4*C], act: fcAct}
+		j.mm[2] = gemmNNJob{c: resid3, ldc: C, a: fcAct, ai: 4 * C, ak: 1, b: p.fcProjWeight[l*4*C*C:], ldb: C, n: C, k: 4 * C, init: true, bias: p.fcProjBias[l*C : (l+1)*C], res: resid2}
+		j.chain.add(&j.mm[0])
+		j.chain.add(&j.ln[0])
+		j.chain.add(&j.mm[1])
+		j.chain.add(&j.mm[2])
+		cost := C*C + 8*C + 8*C*C
+		if l+1 < L {
+			cost += m.chainAttentionInputs(a, l+1, resid3, rows)
+		} else {
+			cost += m.chainHead(a, resid3, targets, rows)
+		}
+		j.runChain(nr, cost)
 	}
 }
 
-// crossEntropy finishes a full forward pass with targets: it returns the
-// mean loss and leaves dlogits ready for backward.
-func (m *Model) crossEntropy(a *activations, targets []int) float64 {
-	a.ensureGradients(m.Config)
-	return crossEntropyForward(a.losses, a.dlogits, a.logits, targets, a.B*a.T, m.Config.VocabSize)
+// chainAttentionInputs adds layer l's ln1 = layernorm(in) and qkv =
+// ln1·qkvWeight to the chain and returns their cost per row.
+func (m *Model) chainAttentionInputs(a *activations, l int, in []float64, rows func([]float64, int, int) []float64) int {
+	C, p, j := m.Config.EmbedDim, m.p, &a.jobs
+	ln1 := rows(a.ln1, l, C)
+	j.ln[1] = layernormJob{out: ln1, mean: rows(a.ln1Mean, l, 1), rstd: rows(a.ln1Rstd, l, 1), inp: in, weight: p.ln1Gain[l*C : (l+1)*C], bias: p.ln1Bias[l*C : (l+1)*C], C: C}
+	j.mm[3] = gemmNNJob{c: rows(a.qkv, l, 3*C), ldc: 3 * C, a: ln1, ai: C, ak: 1, b: p.qkvWeight[l*C*3*C:], ldb: 3 * C, n: 3 * C, k: C, init: true}
+	j.chain.add(&j.ln[1])
+	j.chain.add(&j.mm[3])
+	return 8*C + 3*C*C
+}
+
+// chainHead adds lnf = layernorm(in), logits = lnf·head + bias (lnf·wteᵀ
+// when tied) and, with targets, the loss rows to the chain and returns
+// their cost per row.
+func (m *Model) chainHead(a *activations, in []float64, targets []int, rows func([]float64, int, int) []float64) int {
+	c, p, j := m.Config, m.p, &a.jobs
+	C, V := c.EmbedDim, c.VocabSize
+	lnf, logits := rows(a.lnf, 0, C), rows(a.logits, 0, V)
+	j.ln[1] = layernormJob{out: lnf, mean: rows(a.lnfMean, 0, 1), rstd: rows(a.lnfRstd, 0, 1), inp: in, weight: p.lnfGain[:C], bias: p.lnfBias[:C], C: C}
+	j.chain.add(&j.ln[1])
+	if c.TiedHead {
+		// logits = lnf · wteᵀ: dot products along the embedding rows.
+		j.nt = gemmNTJob{c: logits, ldc: V, a: lnf, lda: C, b: p.tokenEmbedding, ldb: C, n: V, k: C, set: true}
+		j.chain.add(&j.nt)
+	} else {
+		j.mm[3] = gemmNNJob{c: logits, ldc: V, a: lnf, ai: C, ak: 1, b: p.headWeight, ldb: V, n: V, k: C, init: true, bias: p.headBias[:V]}
+		j.chain.add(&j.mm[3])
+	}
+	cost := 8*C + C*V
+	if targets != nil {
+		j.ce = crossEntropyJob{losses: a.losses, dlogits: a.dlogits, logits: a.logits, targets: targets, N: a.B * a.T, V: V}
+		j.chain.add(&j.ce)
+		cost += 4 * V
+	}
+	return cost
+}
+
+// runChain runs the chain over n rows as one parallel section.
+func (j *passJobs) runChain(n, cost int) {
+	j.plan.reset()
+	j.plan.add(&j.chain, n, 4, cost)
+	j.plan.execute()
+}
+
+// meanLoss is the mean of the losses the last forward pass with targets
+// wrote, summed in row order.
+func (a *activations) meanLoss() float64 {
+	N := a.B * a.T
+	total := 0.0
+	for _, l := range a.losses[:N] {
+		total += l
+	}
+	return total / float64(N)
 }
 
 // backward accumulates into grads (laid out like Params) the gradient of
-// the mean loss of the last forward pass over the whole batch, whose
-// dlogits crossEntropy wrote.
+// the mean loss of the last forward pass with targets over the whole
+// batch.
+//
+// Its parallel sections (2L+3) pair the two kinds of work: the input
+// gradients run row-wise from one attention back to the one before
+// (rowChain), while the weight gradients of the layers just passed,
+// which need every row, run beside the next section's chain or the
+// attention's heads; no task of a section reads what another writes.
+// The residual stream's gradient alternates between two buffers, so that
+// a weight gradient still reading one value of it is never overwritten
+// by the next.
 func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	c, p, g := m.Config, m.p, viewsOf(m.specs, grads)
 	B, T := a.B, a.T
 	C, L, NH, V := c.EmbedDim, c.Layers, c.Heads, c.VocabSize
-	N := B * T
+	N, hs := B*T, C/NH
 	layer := func(buf []float64, l, width int) []float64 { return buf[l*N*width : (l+1)*N*width] }
-
-	// logits = lnf·head + bias (or lnf·wteᵀ when tied)
-	if c.TiedHead {
-		clear(a.dln)
-		gemmNNParallel(g.tokenEmbedding, C, a.dlogits, 1, V, a.lnf, C, V, C, N) // dwte += dlogitsᵀ·lnf
-		gemmNNParallel(a.dln, C, a.dlogits, V, 1, p.tokenEmbedding, C, N, C, V) // dlnf = dlogits·wte
-	} else {
-		matmulBackwardSet(a.dln, g.headWeight, g.headBias, a.dlogits, a.lnf, p.headWeight, nil, N, C, V)
+	in := func(l int) []float64 { // the residual stream entering layer l
+		if l == 0 {
+			return a.encoded
+		}
+		return layer(a.resid3, l-1, C)
 	}
-	clear(a.dresid)
-	layernormBackward(a.dresid, g.lnfGain, g.lnfBias, a.dln, layer(a.resid3, L-1, C), p.lnfGain, a.lnfMean, a.lnfRstd, N, C)
+	other := func(buf []float64) []float64 {
+		if &buf[0] == &a.dresid[0] {
+			return a.dresid2
+		}
+		return a.dresid
+	}
+	j, pl := &a.jobs, &a.jobs.plan
+	// dW += inpᵀ·dout over the rows of dW (the columns of inp).
+	weightGrad := func(job *gemmNNJob, dw, inp, dout []float64, C, OC int) {
+		*job = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N}
+		pl.add(job, C, 4, N*OC)
+	}
+	columnSum := func(job *columnSumJob, sum, rows []float64, W int) {
+		*job = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W}
+		pl.add(job, W, 8, N)
+	}
+	// LayerNorm backward: rows in the chain (dinp = start + ...), the
+	// weight and bias gradients (column sums) in a later section.
+	lnBackward := func(row, cols *layernormJob, dinp, start, dweight, dbias, dout, inp, weight, mean, rstd []float64) {
+		*row = layernormJob{phase: lnBackwardRows, dinp: dinp, start: start, setRows: true, dweight: dweight[:C], dbias: dbias[:C], dout: dout, inp: inp, weight: weight[:C], mean: mean, rstd: rstd, N: N, C: C}
+		*cols = *row
+		cols.phase = lnBackwardColumns
+		j.chain.add(row)
+	}
+
+	// The head: dlnf = dlogits·headᵀ (dlogits·wte when tied), then
+	// dresid = lnf's input gradient; beside them, the head's gradient.
+	pl.reset()
+	j.chain.reset()
+	cur := a.dresid
+	if c.TiedHead {
+		j.mm[0] = gemmNNJob{c: a.dln, ldc: C, a: a.dlogits, ai: V, ak: 1, b: p.tokenEmbedding, ldb: C, n: C, k: V, init: true}
+		j.chain.add(&j.mm[0])
+		// dwte += dlogitsᵀ·lnf
+		j.mm[1] = gemmNNJob{c: g.tokenEmbedding, ldc: C, a: a.dlogits, ai: 1, ak: V, b: a.lnf, ldb: C, n: C, k: N}
+		pl.add(&j.mm[1], V, 4, N*C)
+	} else {
+		j.ig[0] = inputGradJob{dinp: a.dln, dout: a.dlogits, weight: p.headWeight, C: C, OC: V}
+		j.chain.add(&j.ig[0])
+		weightGrad(&j.mm[1], g.headWeight, a.lnf, a.dlogits, C, V)
+		columnSum(&j.cs[0], g.headBias, a.dlogits, V)
+	}
+	lnBackward(&j.ln[0], &j.cols[1], cur, nil, g.lnfGain, g.lnfBias, a.dln, layer(a.resid3, L-1, C), p.lnfGain, a.lnfMean, a.lnfRstd)
+	pl.add(&j.chain, N, 4, C*V+8*C)
+	pl.execute()
+	pendingCols := &j.cols[1] // lnf's
 
 	for l := L - 1; l >= 0; l-- {
-		in := a.encoded
-		if l > 0 {
-			in = layer(a.resid3, l-1, C)
+		pl.reset()
+		j.chain.reset()
+		chainCost := 0
+		r1 := cur // the residual gradient after layer l+1's ln1
+		if l < L-1 {
+			// Layer l+1's ln1 and qkv, whose dqkv the last section made:
+			// dln = dqkv·qkvᵀ, r1 = cur + ln1's input gradient.
+			k := l + 1
+			r1 = other(cur)
+			j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weight: p.qkvWeight[k*C*3*C:], C: C, OC: 3 * C}
+			j.chain.add(&j.ig[3])
+			lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain[k*C:], g.ln1Bias[k*C:], a.dln, in(k), p.ln1Gain[k*C:], layer(a.ln1Mean, k, 1), layer(a.ln1Rstd, k, 1))
+			chainCost += 3*C*C + 8*C
+			weightGrad(&j.mm[3], g.qkvWeight[k*C*3*C:], layer(a.ln1, k, C), a.dqkv, C, 3*C)
+			pendingCols = &j.cols[1]
+		} else {
+			// lnf's column sums: its rows were in the last chain.
+			pl.add(pendingCols, C, 4, 3*N)
+			pendingCols = nil
 		}
-		// resid3 = resid2 + relu(ln2·fc + b)·fcProj + b
-		matmulBackwardSet(a.dfc, g.fcProjWeight[l*4*C*C:], g.fcProjBias[l*C:], a.dresid, layer(a.fcAct, l, 4*C), p.fcProjWeight[l*4*C*C:], layer(a.fcPre, l, 4*C), N, 4*C, C)
-		matmulBackwardSet(a.dln, g.fcWeight[l*C*4*C:], g.fcBias[l*4*C:], a.dfc, layer(a.ln2, l, C), p.fcWeight[l*C*4*C:], nil, N, C, 4*C)
-		// ln2 = layernorm(resid2): its gradient joins the residual stream's.
-		layernormBackward(a.dresid, g.ln2Gain[l*C:], g.ln2Bias[l*C:], a.dln, layer(a.resid2, l, C), p.ln2Gain[l*C:], layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1), N, C)
-		// resid2 = in + attention(ln1)·attnProj
-		matmulBackwardSet(a.dattnOut, g.attnProjWeight[l*C*C:], nil, a.dresid, layer(a.attnOut, l, C), p.attnProjWeight[l*C*C:], nil, N, C, C)
-		clear(a.dqkv)
-		attentionBackward(a.dqkv, a.datt, a.dattnOut, layer(a.qkv, l, 3*C), a.att[l*B*NH*T*T:(l+1)*B*NH*T*T], B, T, C, NH)
-		matmulBackwardSet(a.dln, g.qkvWeight[l*C*3*C:], nil, a.dqkv, layer(a.ln1, l, C), p.qkvWeight[l*C*3*C:], nil, N, C, 3*C)
-		layernormBackward(a.dresid, g.ln1Gain[l*C:], g.ln1Bias[l*C:], a.dln, in, p.ln1Gain[l*C:], layer(a.ln1Mean, l, 1), layer(a.ln1Rstd, l, 1), N, C)
+		// Layer l's feed-forward network and projection, backward:
+		// dfc = relu'(fcPre)·(r1·fcProjᵀ), dln2 = dfc·fcᵀ,
+		// r2 = r1 + ln2's input gradient, dattnOut = r2·attnProjᵀ.
+		r2 := other(r1)
+		j.ig[0] = inputGradJob{dinp: a.dfc, dout: r1, weight: p.fcProjWeight[l*4*C*C:], reluPre: layer(a.fcPre, l, 4*C), C: 4 * C, OC: C}
+		j.ig[1] = inputGradJob{dinp: a.dln2, dout: a.dfc, weight: p.fcWeight[l*C*4*C:], C: C, OC: 4 * C}
+		j.chain.add(&j.ig[0])
+		j.chain.add(&j.ig[1])
+		lnBackward(&j.ln[0], &j.cols[0], r2, r1, g.ln2Gain[l*C:], g.ln2Bias[l*C:], a.dln2, layer(a.resid2, l, C), p.ln2Gain[l*C:], layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1))
+		j.ig[2] = inputGradJob{dinp: a.dattnOut, dout: r2, weight: p.attnProjWeight[l*C*C:], C: C, OC: C}
+		j.chain.add(&j.ig[2])
+		chainCost += 9*C*C + 8*C
+		pl.add(&j.chain, N, 4, chainCost)
+		pl.execute()
+
+		// Layer l's attention, backward (dqkv set, head by head), beside
+		// the weight gradients of the chain just run.
+		pl.reset()
+		j.attn = attentionJob{backward: true, set: true, out: a.dattnOut, att: a.att[l*B*NH*T*T : (l+1)*B*NH*T*T], qkv: layer(a.qkv, l, 3*C), dqkv: a.dqkv, datt: a.datt, T: T, t0: 0, t1: T, C: C, NH: NH}
+		pl.add(&j.attn, B*NH, 1, 2*T*T*hs)
+		weightGrad(&j.mm[0], g.fcProjWeight[l*4*C*C:], layer(a.fcAct, l, 4*C), r1, 4*C, C)
+		columnSum(&j.cs[0], g.fcProjBias[l*C:], r1, C)
+		weightGrad(&j.mm[1], g.fcWeight[l*C*4*C:], layer(a.ln2, l, C), a.dfc, C, 4*C)
+		columnSum(&j.cs[1], g.fcBias[l*4*C:], a.dfc, 4*C)
+		weightGrad(&j.mm[2], g.attnProjWeight[l*C*C:], layer(a.attnOut, l, C), r2, C, C)
+		pl.add(&j.cols[0], C, 4, 3*N) // ln2's
+		if pendingCols != nil {
+			pl.add(pendingCols, C, 4, 3*N) // layer l+1's ln1
+		}
+		pl.execute()
+		cur = r2
 	}
-	// encoded = wte[idx] + wpe
-	encoderBackward(g.tokenEmbedding, g.positionEmbedding, a.dresid, idx, B, T, C)
+
+	// Layer 0's ln1 and qkv, beside qkv's weight gradient.
+	pl.reset()
+	j.chain.reset()
+	r1 := other(cur)
+	j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weight: p.qkvWeight, C: C, OC: 3 * C}
+	j.chain.add(&j.ig[3])
+	lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain, g.ln1Bias, a.dln, a.encoded, p.ln1Gain, layer(a.ln1Mean, 0, 1), layer(a.ln1Rstd, 0, 1))
+	pl.add(&j.chain, N, 4, 3*C*C+8*C)
+	weightGrad(&j.mm[3], g.qkvWeight, layer(a.ln1, 0, C), a.dqkv, C, 3*C)
+	pl.execute()
+
+	// encoded = wte[idx] + wpe, beside ln1's column sums.
+	pl.reset()
+	j.enc = encoderJob{backward: true, dwte: g.tokenEmbedding, dwpe: g.positionEmbedding, dout: r1, idx: idx, B: B, T: T, C: C}
+	pl.add(&j.enc, C, 8, 2*N)
+	pl.add(&j.cols[1], C, 4, 3*N)
+	pl.execute()
 }
