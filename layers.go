@@ -43,6 +43,7 @@ func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
 // [t0, t1), counted from 0, or its backward over a range of columns.
 type encoderJob struct {
 	backward         bool
+	setWte, setWpe   bool // backward: dwte's (dwpe's) columns start from +0, every row
 	out, wte, wpe    []float64
 	dwte, dwpe, dout []float64
 	idx              []int
@@ -73,6 +74,16 @@ func (j *encoderJob) forwardRows(lo, hi int) {
 
 func (j *encoderJob) backwardColumns(lo, hi int) {
 	C := j.C
+	if j.setWte {
+		for r := 0; r < len(j.dwte)/C; r++ {
+			clear(j.dwte[r*C+lo : r*C+hi])
+		}
+	}
+	if j.setWpe {
+		for r := 0; r < len(j.dwpe)/C; r++ {
+			clear(j.dwpe[r*C+lo : r*C+hi])
+		}
+	}
 	for n := 0; n < j.B*j.T; n++ {
 		t := n % j.T
 		d := j.dout[n*C+lo : n*C+hi]
@@ -136,11 +147,12 @@ type layernormJob struct {
 	weight, bias               []float64
 	dinp, dweight, dbias, dout []float64
 	N, C                       int
-	// In backward, with setRows, the rows of dinp are first set to
-	// those of start (to +0 when start is nil) instead of accumulated
-	// into: the same bits as copying (clearing) them beforehand.
-	setRows bool
-	start   []float64
+	// In backward, with set, the outputs are set instead of accumulated
+	// into: the rows of dinp start as those of start (+0 when start is
+	// nil), the columns of dweight and dbias from +0. The same bits as
+	// copying (clearing) them beforehand.
+	set   bool
+	start []float64
 }
 
 func (j *layernormJob) run(lo, hi int) {
@@ -226,7 +238,7 @@ func (j *layernormJob) normalizeRow(n int) {
 
 func (j *layernormJob) backwardRows(lo, hi int) {
 	C, weight := j.C, j.weight[:j.C]
-	if j.setRows {
+	if j.set {
 		if j.start != nil {
 			copy(j.dinp[lo*C:hi*C], j.start[lo*C:hi*C])
 		} else {
@@ -292,6 +304,10 @@ func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 
 func (j *layernormJob) backwardColumns(lo, hi int) {
 	C := j.C
+	if j.set {
+		clear(j.dweight[lo:hi])
+		clear(j.dbias[lo:hi])
+	}
 	// The AVX-512 loop runs 32 (then 8) columns' chains side by side,
 	// each in row order; the loops below do the rest.
 	i := lnColumnsBlocks(j.dweight, j.dbias, j.dout, j.inp, j.mean, j.rstd, j.N, C, lo, hi)
@@ -466,10 +482,14 @@ func (j *inputGradJob) run(lo, hi int) {
 type columnSumJob struct {
 	sum, rows []float64
 	N, W      int
+	set       bool // the sums start from +0 instead of sum's values
 }
 
 func (j *columnSumJob) run(lo, hi int) {
 	s := j.sum[lo:hi]
+	if j.set {
+		clear(s)
+	}
 	for n := 0; n < j.N; n++ {
 		row := j.rows[n*j.W+lo : n*j.W+hi]
 		// Row by row, every column's chain advances by one add: the
@@ -505,14 +525,14 @@ const (
 	opRelu = iota
 	opReluBackward
 	opResidual
-	opClear
+	opScale
 )
 
-// clearParallel sets every element of x to +0, spread over the workers:
-// the training step's gradient slab is megabytes, which one core clears
+// scaleParallel sets x[i] *= s for every i, spread over the workers: the
+// gradient slab that clipping scales is megabytes, which one core sweeps
 // at a fraction of the memory bandwidth two reach.
-func clearParallel(x []float64) {
-	elementwise(elementwiseJob{op: opClear, out: x})
+func scaleParallel(x []float64, s float64) {
+	elementwise(elementwiseJob{op: opScale, out: x, s: s})
 }
 
 // elementwiseJob is one of the elementwise layers above over a range of
@@ -520,6 +540,7 @@ func clearParallel(x []float64) {
 type elementwiseJob struct {
 	op        int
 	out, a, b []float64
+	s         float64 // opScale's factor
 }
 
 // elementwise runs job over all of job.out, spread over the workers.
@@ -534,8 +555,10 @@ func elementwise(job elementwiseJob) {
 }
 
 func (j *elementwiseJob) run(lo, hi int) {
-	if j.op == opClear {
-		clear(j.out[lo:hi])
+	if j.op == opScale {
+		for i := range j.out[lo:hi] {
+			j.out[lo+i] *= j.s
+		}
 		return
 	}
 	out, a := j.out[lo:hi], j.a[lo:hi]

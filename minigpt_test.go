@@ -66,6 +66,41 @@ func TestGradientCheck(t *testing.T) {
 	}
 }
 
+// TestBackwardSetsEveryGradient: backward sets every element of the
+// gradient slab rather than adding to it (the training step does not
+// clear the slab), so a slab full of NaN must come out holding exactly
+// the gradients a zeroed one gets. Short rows (T < BlockSize) leave
+// position embeddings unused, and small batches leave tokens unused:
+// their gradients must still be written (+0).
+func TestBackwardSetsEveryGradient(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		for _, T := range []int{2, tinyConfig(tied).BlockSize} {
+			cfg := tinyConfig(tied)
+			m := randomizedModel(t, cfg, 3)
+			rng := rand.New(rand.NewPCG(7, 8))
+			B := 2
+			idx := randomTokens(rng, B*T, cfg.VocabSize)
+			tgt := randomTokens(rng, B*T, cfg.VocabSize)
+			_, want, err := m.Gradients(idx, tgt, B, T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float64, len(want))
+			for i := range got {
+				got[i] = math.NaN()
+			}
+			a := m.batchActivations(B, T)
+			m.forward(a, idx, tgt, 0, T, 0)
+			m.backward(a, got, idx)
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("tied %v, T %d: gradient %d is %v written over NaN, %v over zero", tied, T, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func TestCausality(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		cfg := tinyConfig(tied)

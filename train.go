@@ -227,7 +227,6 @@ func (t *Trainer) TrainStep() (float64, error) {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
-	clearParallel(t.grads)
 	m.backward(a, t.grads, t.xb)
 	if norm, _ := clipGradients(t.grads, t.config.GradClip); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
@@ -250,10 +249,7 @@ func clipGradients(grads []float64, clip float64) (norm float64, clipped bool) {
 	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
 		return norm, false
 	}
-	scale := clip / norm
-	for i := range grads {
-		grads[i] *= scale
-	}
+	scaleParallel(grads, clip/norm)
 	return norm, true
 }
 

@@ -245,9 +245,10 @@ func (a *activations) meanLoss() float64 {
 	return total / float64(N)
 }
 
-// backward accumulates into grads (laid out like Params) the gradient of
-// the mean loss of the last forward pass with targets over the whole
-// batch.
+// backward writes into grads (laid out like Params) the gradient of the
+// mean loss of the last forward pass with targets over the whole batch.
+// Every element of grads is set, none accumulated into, so the slab
+// needs no clearing first (TestBackwardSetsEveryGradient).
 //
 // Its parallel sections (2L+3) pair the two kinds of work: the input
 // gradients run row-wise from one attention back to the one before
@@ -276,19 +277,19 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		return a.dresid
 	}
 	j, pl := &a.jobs, &a.jobs.plan
-	// dW += inpᵀ·dout over the rows of dW (the columns of inp).
+	// dW = inpᵀ·dout over the rows of dW (the columns of inp).
 	weightGrad := func(job *gemmNNJob, dw, inp, dout []float64, C, OC int) {
-		*job = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N}
+		*job = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N, init: true}
 		pl.add(job, C, 4, N*OC)
 	}
 	columnSum := func(job *columnSumJob, sum, rows []float64, W int) {
-		*job = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W}
+		*job = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W, set: true}
 		pl.add(job, W, 8, N)
 	}
 	// LayerNorm backward: rows in the chain (dinp = start + ...), the
 	// weight and bias gradients (column sums) in a later section.
 	lnBackward := func(row, cols *layernormJob, dinp, start, dweight, dbias, dout, inp, weight, mean, rstd []float64) {
-		*row = layernormJob{phase: lnBackwardRows, dinp: dinp, start: start, setRows: true, dweight: dweight[:C], dbias: dbias[:C], dout: dout, inp: inp, weight: weight[:C], mean: mean, rstd: rstd, N: N, C: C}
+		*row = layernormJob{phase: lnBackwardRows, dinp: dinp, start: start, set: true, dweight: dweight[:C], dbias: dbias[:C], dout: dout, inp: inp, weight: weight[:C], mean: mean, rstd: rstd, N: N, C: C}
 		*cols = *row
 		cols.phase = lnBackwardColumns
 		j.chain.add(row)
@@ -302,8 +303,8 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	if c.TiedHead {
 		j.mm[0] = gemmNNJob{c: a.dln, ldc: C, a: a.dlogits, ai: V, ak: 1, b: p.tokenEmbedding, ldb: C, n: C, k: V, init: true}
 		j.chain.add(&j.mm[0])
-		// dwte += dlogitsᵀ·lnf
-		j.mm[1] = gemmNNJob{c: g.tokenEmbedding, ldc: C, a: a.dlogits, ai: 1, ak: V, b: a.lnf, ldb: C, n: C, k: N}
+		// dwte = dlogitsᵀ·lnf (the encoder adds its part later)
+		j.mm[1] = gemmNNJob{c: g.tokenEmbedding, ldc: C, a: a.dlogits, ai: 1, ak: V, b: a.lnf, ldb: C, n: C, k: N, init: true}
 		pl.add(&j.mm[1], V, 4, N*C)
 	} else {
 		j.ig[0] = inputGradJob{dinp: a.dln, dout: a.dlogits, weight: p.headWeight, C: C, OC: V}
@@ -383,7 +384,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 
 	// encoded = wte[idx] + wpe, beside ln1's column sums.
 	pl.reset()
-	j.enc = encoderJob{backward: true, dwte: g.tokenEmbedding, dwpe: g.positionEmbedding, dout: r1, idx: idx, B: B, T: T, C: C}
+	j.enc = encoderJob{backward: true, setWte: !c.TiedHead, setWpe: true, dwte: g.tokenEmbedding, dwpe: g.positionEmbedding, dout: r1, idx: idx, B: B, T: T, C: C}
 	pl.add(&j.enc, C, 8, 2*N)
 	pl.add(&j.cols[1], C, 4, 3*N)
 	pl.execute()
