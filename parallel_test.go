@@ -151,3 +151,84 @@ func (j *countJob) run(lo, hi int) {
 		j.hits[i].Add(1)
 	}
 }
+
+// TestPlanCoversEveryItemOnce runs plans of several tasks of mixed sizes,
+// grains and costs (a cheap task beside a costly one, a task smaller than
+// its grain, one of a single item) and checks that every item of every
+// task is run exactly once and that pieces start on their task's grain,
+// at several participant counts and serially.
+func TestPlanCoversEveryItemOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	shapes := [][][3]int{ // tasks as {items, grain, cost per item}
+		{{1000, 4, 64}},
+		{{768, 4, 1 << 14}, {128, 8, 768}, {48, 1, 1 << 16}},
+		{{3, 4, 1 << 20}, {1, 1, 1}, {4096, 4, 1 << 10}, {17, 8, 5}},
+		{{64, 4, 1 << 13}, {256, 4, 1 << 13}, {64, 8, 1024}, {256, 8, 1024}, {64, 4, 3072}, {64, 4, 3072}, {48, 1, 1 << 15}},
+	}
+	for _, procs := range []int{1, 2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		for si, shape := range shapes {
+			var pl plan
+			jobs := make([]*countJob, len(shape))
+			for i, task := range shape {
+				jobs[i] = &countJob{hits: make([]atomic.Int32, task[0]), grain: task[1]}
+				pl.add(jobs[i], task[0], task[1], task[2])
+			}
+			pl.execute()
+			for ti, job := range jobs {
+				for i := range job.hits {
+					if h := job.hits[i].Load(); h != 1 {
+						t.Fatalf("procs %d shape %d task %d: item %d run %d times", procs, si, ti, i, h)
+					}
+				}
+				if job.badEdge.Load() {
+					t.Fatalf("procs %d shape %d task %d: a piece starts off the grain", procs, si, ti)
+				}
+			}
+		}
+	}
+}
+
+// chainStep records, for each row, the order in which the chain's steps
+// reached it.
+type chainStep struct {
+	id   int32
+	seen [][]int32
+}
+
+func (s *chainStep) run(lo, hi int) {
+	for r := lo; r < hi; r++ {
+		s.seen[r] = append(s.seen[r], s.id)
+	}
+}
+
+// TestRowChainRunsStepsInOrderPerRow: every row goes through every step
+// of a chain once, in the order the steps were added, whatever the
+// chunking (a row's later step reads what its earlier step wrote).
+func TestRowChainRunsStepsInOrderPerRow(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		const n = 999
+		seen := make([][]int32, n)
+		var c rowChain
+		steps := make([]chainStep, 5)
+		for i := range steps {
+			steps[i] = chainStep{id: int32(i), seen: seen}
+			c.add(&steps[i])
+		}
+		var pl plan
+		pl.add(&c, n, 4, 1<<12)
+		pl.execute()
+		for r, got := range seen {
+			if len(got) != len(steps) {
+				t.Fatalf("procs %d: row %d went through %d steps, want %d", procs, r, len(got), len(steps))
+			}
+			for i, id := range got {
+				if id != int32(i) {
+					t.Fatalf("procs %d: row %d saw steps %v, want 0..%d in order", procs, r, got, len(steps)-1)
+				}
+			}
+		}
+	}
+}
