@@ -226,18 +226,25 @@ func TestSoftmaxPaths(t *testing.T) {
 // softmax lives, some over the whole finite range and beyond, and now
 // and then (one in every `every`; never when every is 0) one of the
 // cases expDet treats apart or at its edges: NaN, ±Inf, zeros,
-// subnormals, huge magnitudes, |x| just below and above 2^-28, and k
+// subnormals, huge magnitudes, |x| below, at and above 2^-28, and k
 // just inside and outside (-1020, 1020).
 func expValues(rng *rand.Rand, n, every int) []float64 {
 	edges := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 5e-324, -5e-324,
 		1e308, -1e308, 1e-300, -1e-300, 1.0 / (1 << 28), -1.0 / (1 << 28), math.Nextafter(1.0/(1<<28), 0),
 		-math.Nextafter(1.0/(1<<28), 0), 1.0 / (1 << 29), 3e-9, -3.8e-9,
+		// |x| < 2^-28 where the ordinary path's 1 + x + x²/2 rounds
+		// differently from expDet's 1 + x (found by a search of random x).
+		1.6524009929349674e-09, 1.9748901389597346e-09, -3.536146209480535e-09, 1.3893602932753562e-09,
 		-706.9, -706.6, -707.2, -708.4, -709, -745, -745.2, -800, 706.2, 706.9, 707.5, 709.7, 710}
 	s := make([]float64, n)
 	for i := range s {
 		switch {
 		case every > 0 && rng.IntN(every) == 0:
 			s[i] = edges[rng.IntN(len(edges))]
+		case every > 0 && rng.IntN(every) == 0:
+			// |x| < 2^-28 with all mantissa bits: 1 + x there, which the
+			// ordinary path's 1 + x + x²/2 misses in a few last bits.
+			s[i] = math.Ldexp(rng.Float64()*2-1, -28-rng.IntN(4))
 		case rng.IntN(6) == 0:
 			s[i] = (rng.Float64() - 0.5) * 1500
 		default:
