@@ -832,3 +832,64 @@ func TestElementwiseVectorLoops(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkNonGemmLoops times the loops behind the *Blocks functions on
+// every kernel path at the baby config's shapes (768 rows of width 128,
+// MLP width 512, one causal head's 64 softmax rows of lengths 1-64),
+// through the functions the model calls, so that the Go path runs the
+// scalar loops; run with GOMAXPROCS=1 to time one core.
+func BenchmarkNonGemmLoops(b *testing.B) {
+	const N, C, T = 768, 128, 64
+	rng := rand.New(rand.NewPCG(47, 48))
+	fill := func(n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = rng.Float64() - 0.4
+		}
+		return x
+	}
+	model, err := NewModel(babyConfig(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params, grads := append([]float64(nil), model.Params...), fill(len(model.Params))
+	att := fill(T * T)
+	inp, w, bias, dout := fill(N*C), fill(C), fill(C), fill(N*C)
+	out, mean, rstd, dinp, dw, db := make([]float64, N*C), make([]float64, N), make([]float64, N), make([]float64, N*C), make([]float64, C), make([]float64, C)
+	h, dh, res := fill(N*4*C), fill(N*4*C), make([]float64, N*C)
+	opt, err := NewAdam(DefaultAdamConfig(), model)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range kernelImpls() {
+		restore := setKernelPath(k.name)
+		for _, op := range []struct {
+			name string
+			run  func()
+		}{
+			{"softmax", func() {
+				for t := 0; t < T; t++ {
+					softmax(att[t*T:t*T+t+1], att[t*T:t*T+t+1])
+				}
+			}},
+			{"layernorm", func() {
+				layernormForward(out, mean, rstd, inp, w, bias, N, C)
+				layernormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C)
+			}},
+			{"relu", func() {
+				reluForward(h, h)
+				reluBackward(dh, h)
+			}},
+			{"residual", func() { residualForward(res, inp, dout) }},
+			{"adam", func() { opt.Update(params, grads, 1e-3) }},
+		} {
+			b.Run(k.name+"/"+op.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					op.run()
+				}
+			})
+		}
+		restore()
+	}
+}
