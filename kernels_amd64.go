@@ -374,14 +374,18 @@ func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb 
 func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
-// largest n (a multiple of 8, or len(src)) such that no element before n
-// needs expDet's special cases, and returns n; expShifted does the rest.
-// It computes nothing (n = 0) below the AVX-512 level.
+// largest n (a multiple of the block, 8 on AVX-512 and 4 on AVX2, or
+// len(src)) such that no element before n needs expDet's special cases,
+// and returns n; expShifted does the rest. It computes nothing (n = 0)
+// on the Go path.
 func expShiftedBlocks(dst, src []float64, shift float64) int {
-	if kernelLevel < levelAVX512 {
-		return 0
+	switch kernelLevel {
+	case levelAVX512:
+		return expShiftedAVX512(dst[:len(src)], src, shift)
+	case levelAVX2:
+		return expShiftedAVX2(dst[:len(src)], src, shift)
 	}
-	return expShiftedAVX512(dst[:len(src)], src, shift)
+	return 0
 }
 
 // expShiftedAVX512 returns n as expShiftedBlocks does, having computed
@@ -393,14 +397,20 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
 
-// maxBlocks returns the largest element of src and true when the AVX-512
+// maxBlocks returns the largest element of src and true when the vector
 // kernel found it with no NaN in src and a non-zero result, the cases
 // where its answer is Go's max; otherwise expShifted runs its Go loop.
 func maxBlocks(src []float64) (float64, bool) {
-	if kernelLevel < levelAVX512 {
+	var m float64
+	var nan bool
+	switch kernelLevel {
+	case levelAVX512:
+		m, nan = maxAVX512(src)
+	case levelAVX2:
+		m, nan = maxAVX2(src)
+	default:
 		return 0, false
 	}
-	m, nan := maxAVX512(src)
 	return m, !nan && m != 0
 }
 
@@ -409,13 +419,17 @@ func maxBlocks(src []float64) (float64, bool) {
 //go:noescape
 func maxAVX512(src []float64) (m float64, nan bool)
 
-// divBlocks sets x[i] /= d for every i and returns true, at the AVX-512
-// level; below it, it returns false and softmax runs its Go loop.
+// divBlocks sets x[i] /= d for every i and returns true on the vector
+// paths; on the Go path it returns false and softmax runs its Go loop.
 func divBlocks(x []float64, d float64) bool {
-	if kernelLevel < levelAVX512 {
+	switch kernelLevel {
+	case levelAVX512:
+		divAVX512(x, d)
+	case levelAVX2:
+		divAVX2(x, d)
+	default:
 		return false
 	}
-	divAVX512(x, d)
 	return true
 }
 
@@ -428,45 +442,65 @@ func divBlocks(x []float64, d float64) bool {
 //go:noescape
 func divAVX512(x []float64, d float64)
 
-// The LayerNorm loops on AVX-512 (kernels_layernorm_amd64.s). Each
-// returns false below the AVX-512 level, and the caller runs its Go loop,
-// which computes the same bits.
+// The LayerNorm loops on AVX-512 (kernels_layernorm_amd64.s) and AVX2
+// (kernels_vec_avx2_amd64.s). Each returns false on the Go path, and the
+// caller runs its Go loop, which computes the same bits.
 
 func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool {
-	if kernelLevel < levelAVX512 {
+	n := len(x)
+	switch kernelLevel {
+	case levelAVX512:
+		lnNormalizeAVX512(o[:n], x, w[:n], b[:n], mu, r)
+	case levelAVX2:
+		lnNormalizeAVX2(o[:n], x, w[:n], b[:n], mu, r)
+	default:
 		return false
 	}
-	n := len(x)
-	lnNormalizeAVX512(o[:n], x, w[:n], b[:n], mu, r)
 	return true
 }
 
 func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool {
-	if kernelLevel < levelAVX512 {
+	n := len(x)
+	switch kernelLevel {
+	case levelAVX512:
+		lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+	case levelAVX2:
+		lnBackwardRowAVX2(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+	default:
 		return false
 	}
-	n := len(x)
-	lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
 	return true
 }
 
 // lnColumnsBlocks runs layernormJob.backwardColumns' chains for columns
-// [lo, hi) in blocks of 32 and then 8 and returns the first column it
-// left to the Go loop (lo below the AVX-512 level).
+// [lo, hi) in blocks of 32 and then 8 (AVX-512) or 16 and then 4 (AVX2)
+// and returns the first column it left to the Go loop (lo on the Go
+// path).
 func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int {
-	if kernelLevel < levelAVX512 || N <= 0 {
+	if kernelLevel < levelAVX2 || N <= 0 {
 		return lo
 	}
 	mean, rstd = mean[:N], rstd[:N]
 	last := (N - 1) * C // the last row's offset in dout and inp
 	i := lo
-	for ; i+32 <= hi; i += 32 {
-		_, _ = dout[last+i+31], inp[last+i+31]
-		lnColumns32AVX512(dw[i:i+32], db[i:i+32], dout[i:], inp[i:], mean, rstd, N, C)
+	if kernelLevel == levelAVX512 {
+		for ; i+32 <= hi; i += 32 {
+			_, _ = dout[last+i+31], inp[last+i+31]
+			lnColumns32AVX512(dw[i:i+32], db[i:i+32], dout[i:], inp[i:], mean, rstd, N, C)
+		}
+		for ; i+8 <= hi; i += 8 {
+			_, _ = dout[last+i+7], inp[last+i+7]
+			lnColumns8AVX512(dw[i:i+8], db[i:i+8], dout[i:], inp[i:], mean, rstd, N, C)
+		}
+		return i
 	}
-	for ; i+8 <= hi; i += 8 {
-		_, _ = dout[last+i+7], inp[last+i+7]
-		lnColumns8AVX512(dw[i:i+8], db[i:i+8], dout[i:], inp[i:], mean, rstd, N, C)
+	for ; i+16 <= hi; i += 16 {
+		_, _ = dout[last+i+15], inp[last+i+15]
+		lnColumns16AVX2(dw[i:i+16], db[i:i+16], dout[i:], inp[i:], mean, rstd, N, C)
+	}
+	for ; i+4 <= hi; i += 4 {
+		_, _ = dout[last+i+3], inp[last+i+3]
+		lnColumns4AVX2(dw[i:i+4], db[i:i+4], dout[i:], inp[i:], mean, rstd, N, C)
 	}
 	return i
 }
@@ -508,42 +542,58 @@ func lnColumns32AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
 //go:noescape
 func lnColumns8AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
 
-// The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s).
-// Each returns false below the AVX-512 level, and the caller runs its Go
-// loop, which computes the same bits.
+// The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s)
+// and AVX2 (kernels_vec_avx2_amd64.s). Each returns false on the Go path,
+// and the caller runs its Go loop, which computes the same bits.
 
 func reluBlocks(out, in []float64) bool {
-	if kernelLevel < levelAVX512 {
+	switch kernelLevel {
+	case levelAVX512:
+		reluAVX512(out[:len(in)], in)
+	case levelAVX2:
+		reluAVX2(out[:len(in)], in)
+	default:
 		return false
 	}
-	reluAVX512(out[:len(in)], in)
 	return true
 }
 
 func addBlocks(out, a, b []float64) bool {
-	if kernelLevel < levelAVX512 {
+	switch kernelLevel {
+	case levelAVX512:
+		addAVX512(out, a[:len(out)], b[:len(out)])
+	case levelAVX2:
+		addAVX2(out, a[:len(out)], b[:len(out)])
+	default:
 		return false
 	}
-	addAVX512(out, a[:len(out)], b[:len(out)])
 	return true
 }
 
 func reluMaskBlocks(d, inp []float64) bool {
-	if kernelLevel < levelAVX512 {
+	switch kernelLevel {
+	case levelAVX512:
+		reluMaskAVX512(d, inp[:len(d)])
+	case levelAVX2:
+		reluMaskAVX2(d, inp[:len(d)])
+	default:
 		return false
 	}
-	reluMaskAVX512(d, inp[:len(d)])
 	return true
 }
 
 // adamBlocks runs the Adam update over all of params with the constants
 // k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink}.
 func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool {
-	if kernelLevel < levelAVX512 {
+	n := len(params)
+	switch kernelLevel {
+	case levelAVX512:
+		adamAVX512(params, grads[:n], m[:n], v[:n], k)
+	case levelAVX2:
+		adamAVX2(params, grads[:n], m[:n], v[:n], k)
+	default:
 		return false
 	}
-	n := len(params)
-	adamAVX512(params, grads[:n], m[:n], v[:n], k)
 	return true
 }
 
@@ -589,6 +639,120 @@ func reluMaskAVX512(d, inp []float64)
 //
 //go:noescape
 func adamAVX512(params, grads, m, v []float64, k *[9]float64)
+
+// The AVX2+FMA twins of the loops above (mathdet_avx2_amd64.s,
+// kernels_vec_avx2_amd64.s), four lanes at a time, for CPUs without
+// AVX-512: each computes the same bits as its AVX-512 twin and Go loop.
+
+// expShiftedAVX2 returns n as expShiftedBlocks does (blocks of 4), having
+// computed
+//
+//	for i := range src[:n] {
+//		dst[i] = expDet(src[i] - shift)
+//	}
+//
+//go:noescape
+func expShiftedAVX2(dst, src []float64, shift float64) int
+
+// maxAVX2 computes what maxBlocks returns: m is meaningful only when nan
+// is false and m is not zero, and then it is
+//
+//	m = math.Inf(-1)
+//	for _, v := range src {
+//		m = max(m, v)
+//	}
+//
+//go:noescape
+func maxAVX2(src []float64) (m float64, nan bool)
+
+// divAVX2 computes
+//
+//	for i := range x {
+//		x[i] /= d
+//	}
+//
+//go:noescape
+func divAVX2(x []float64, d float64)
+
+// lnNormalizeAVX2 computes
+//
+//	for i, xi := range x {
+//		o[i] = math.FMA(float64((xi-mu)*r), w[i], b[i])
+//	}
+//
+//go:noescape
+func lnNormalizeAVX2(o, x, w, b []float64, mu, r float64)
+
+// lnBackwardRowAVX2 computes
+//
+//	for i, xi := range x {
+//		xhat := float64((xi - mu) * r)
+//		dxhat := float64(w[i] * d[i])
+//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//	}
+//
+//go:noescape
+func lnBackwardRowAVX2(di, x, d, w []float64, mu, r, m1, m2 float64)
+
+// lnColumns16AVX2 computes, for the 16 columns i < 16 (4 for
+// lnColumns4AVX2), each a chain over the rows in order,
+//
+//	for n := 0; n < N; n++ {
+//		d := dout[n*C+i]
+//		dw[i] = math.FMA(d, float64((inp[n*C+i]-mean[n])*rstd[n]), dw[i])
+//		db[i] += d
+//	}
+//
+//go:noescape
+func lnColumns16AVX2(dw, db, dout, inp, mean, rstd []float64, N, C int)
+
+// lnColumns4AVX2 is lnColumns16AVX2 for 4 columns.
+//
+//go:noescape
+func lnColumns4AVX2(dw, db, dout, inp, mean, rstd []float64, N, C int)
+
+// reluAVX2 computes
+//
+//	for i, v := range in {
+//		out[i] = max(v, 0)
+//	}
+//
+//go:noescape
+func reluAVX2(out, in []float64)
+
+// addAVX2 computes
+//
+//	for i := range out {
+//		out[i] = a[i] + b[i]
+//	}
+//
+//go:noescape
+func addAVX2(out, a, b []float64)
+
+// reluMaskAVX2 computes
+//
+//	for i := range d {
+//		if !(inp[i] > 0) {
+//			d[i] = 0
+//		}
+//	}
+//
+//go:noescape
+func reluMaskAVX2(d, inp []float64)
+
+// adamAVX2 computes, with k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink},
+//
+//	for i := range params {
+//		g := grads[i]
+//		m[i] = float64(b1*m[i]) + float64((1-b1)*g)
+//		v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
+//		mh, vh := m[i]/c1, v[i]/c2
+//		p := float64(params[i] * shrink)
+//		params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+//	}
+//
+//go:noescape
+func adamAVX2(params, grads, m, v []float64, k *[9]float64)
 
 // boundsNN panics, as the Go kernel's indexing would, unless the last
 // element each gemmNN operand is read or written at is in its slice: the

@@ -438,7 +438,7 @@ func elementwiseValues(rng *rand.Rand, n int) []float64 {
 
 // TestElementwisePaths checks ReLU, its backward mask, the residual add
 // and the Adam update on every kernel path against their Go loops, to
-// the bit, for every length modulo 8 (the AVX-512 tails), with guard
+// the bit, for every length modulo 4 and 8 (the AVX2 and AVX-512 tails), with guard
 // zones after the outputs.
 func TestElementwisePaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
@@ -638,5 +638,258 @@ func TestGemmShortOperandPanics(t *testing.T) {
 				tc.call()
 			}()
 		}
+	}
+}
+
+// vectorLengths are the lengths every vector loop is tested at: empty,
+// shorter than a register, every remainder modulo the AVX2 loops' 4 and
+// the AVX-512 loops' 8 lanes, and several blocks with each kind of tail.
+var vectorLengths = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 23, 24, 25, 31, 32, 33, 39, 40, 63, 64, 65, 100}
+
+// forEachVectorPath runs fn on every assembly path this machine can run
+// (AVX2, AVX-512), with the kernel level switched to it. The *Blocks
+// functions do nothing on the Go path, whose loops are the reference.
+func forEachVectorPath(t *testing.T, fn func(t *testing.T, path string)) {
+	t.Helper()
+	for _, k := range kernelImpls() {
+		if k.name == "go" {
+			continue
+		}
+		t.Run(k.name, func(t *testing.T) {
+			defer setKernelPath(k.name)()
+			fn(t, k.name)
+		})
+	}
+}
+
+// vecOperand is one operand of a vector loop: its values sit at element
+// off (0-3, so that every alignment of a 32-byte register occurs) of a
+// buffer of guard values, so a load or store past either end reads or
+// overwrites a guard instead of unrelated memory.
+type vecOperand struct {
+	buf    []float64
+	off, n int
+	orig   []float64
+}
+
+func newVecOperand(x []float64, off int) *vecOperand {
+	buf := make([]float64, off+len(x)+2*guardLen)
+	for i := range buf {
+		buf[i] = math.Float64frombits(guardBits)
+	}
+	copy(buf[guardLen+off:], x)
+	return &vecOperand{buf: buf, off: off, n: len(x), orig: append([]float64(nil), x...)}
+}
+
+// s is the operand as the kernel sees it; its capacity runs into the
+// trailing guards.
+func (o *vecOperand) s() []float64 { return o.buf[guardLen+o.off : guardLen+o.off+o.n] }
+
+// check fails t unless every guard is intact and, for an input
+// (output false), every element is as it was.
+func (o *vecOperand) check(t *testing.T, what string, output bool) {
+	t.Helper()
+	for i, v := range o.buf {
+		j := i - guardLen - o.off
+		if (j < 0 || j >= o.n) && math.Float64bits(v) != guardBits {
+			t.Fatalf("%s: wrote element %d outside its %d", what, j, o.n)
+		}
+	}
+	if !output {
+		if i, ok := sameBits(o.s(), o.orig); !ok {
+			t.Fatalf("%s: changed input element %d from %v to %v", what, i, o.orig[i], o.s()[i])
+		}
+	}
+}
+
+// vectorSpecials are the values that IEEE arithmetic treats apart:
+// NaN, infinities, zeros of both signs, subnormals, and the largest and
+// smallest normal magnitudes.
+var vectorSpecials = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1),
+	5e-324, -5e-324, 1.5e-310, -2.2e-308, math.MaxFloat64, -math.MaxFloat64, 1e300, -1e-300, 2.2250738585072014e-308}
+
+// vectorValues draws n values, about one in every `every` a special
+// (none when every is 0), the rest ordinary over many binades.
+func vectorValues(rng *rand.Rand, n, every int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		if every > 0 && rng.IntN(every) == 0 {
+			s[i] = vectorSpecials[rng.IntN(len(vectorSpecials))]
+		} else {
+			s[i] = randomValue(rng)
+		}
+	}
+	return s
+}
+
+// TestElementwiseVectorLoops checks each assembly loop of the
+// elementwise layers and Adam directly against the Go loop it replaces,
+// to the bit, at every length of vectorLengths, at every alignment of
+// each operand, with special values, and in place where the model calls
+// it in place; the loops must write only their outputs' elements.
+func TestElementwiseVectorLoops(t *testing.T) {
+	forEachVectorPath(t, func(t *testing.T, path string) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		off := func() int { return rng.IntN(4) }
+		for _, n := range vectorLengths {
+			for rep, every := range []int{0, 3, 1, 8} {
+				a, b := vectorValues(rng, n, every), vectorValues(rng, n, every)
+				what := func(op string) string { return fmt.Sprintf("%s n=%d rep %d", op, n, rep) }
+
+				want := make([]float64, n)
+				for i, v := range a {
+					want[i] = max(v, 0)
+				}
+				in, out := newVecOperand(a, off()), newVecOperand(vectorValues(rng, n, every), off())
+				if !reluBlocks(out.s(), in.s()) {
+					t.Fatalf("%s: the %s path declined", what("relu"), path)
+				}
+				in.check(t, what("relu"), false)
+				out.check(t, what("relu"), true)
+				if i, ok := sameBits(out.s(), want); !ok {
+					t.Fatalf("%s: max(%v, 0) = %v, Go gives %v", what("relu"), a[i], out.s()[i], want[i])
+				}
+
+				for i := range want {
+					want[i] = a[i] + b[i]
+				}
+				ina, inb := newVecOperand(a, off()), newVecOperand(b, off())
+				out = newVecOperand(make([]float64, n), off())
+				if !addBlocks(out.s(), ina.s(), inb.s()) {
+					t.Fatalf("%s: the %s path declined", what("add"), path)
+				}
+				ina.check(t, what("add"), false)
+				inb.check(t, what("add"), false)
+				out.check(t, what("add"), true)
+				if i, ok := sameBits(out.s(), want); !ok {
+					t.Fatalf("%s: %v + %v = %v, Go gives %v", what("add"), a[i], b[i], out.s()[i], want[i])
+				}
+				// In place, as the column sums call it (s += row).
+				out = newVecOperand(a, off())
+				addBlocks(out.s(), out.s(), inb.s())
+				out.check(t, what("add in place"), true)
+				if i, ok := sameBits(out.s(), want); !ok {
+					t.Fatalf("%s: %v + %v = %v, Go gives %v", what("add in place"), a[i], b[i], out.s()[i], want[i])
+				}
+
+				for i := range want {
+					var keep uint64
+					if a[i] > 0 {
+						keep = ^uint64(0)
+					}
+					want[i] = math.Float64frombits(math.Float64bits(b[i]) & keep)
+				}
+				in, out = newVecOperand(a, off()), newVecOperand(b, off())
+				if !reluMaskBlocks(out.s(), in.s()) {
+					t.Fatalf("%s: the %s path declined", what("relu mask"), path)
+				}
+				in.check(t, what("relu mask"), false)
+				out.check(t, what("relu mask"), true)
+				if i, ok := sameBits(out.s(), want); !ok {
+					t.Fatalf("%s: mask of %v by %v = %v, Go gives %v", what("relu mask"), b[i], a[i], out.s()[i], want[i])
+				}
+
+				// Adam, with 1-b1 and 1-b2 rounded at run time as adamJob
+				// computes them; v is mostly non-negative, as Adam keeps it.
+				g, m, v := vectorValues(rng, n, every), vectorValues(rng, n, every), vectorValues(rng, n, every)
+				for i := range v {
+					if rng.IntN(8) != 0 {
+						v[i] = math.Abs(v[i])
+					}
+				}
+				b1, b2, lr, eps := 0.9, 0.95, 3e-3, 1e-8
+				step := 1 + rng.IntN(50)
+				shrink := []float64{1, 1 - lr*0.1}[rng.IntN(2)]
+				c1, c2 := 1-powInt(b1, step), 1-powInt(b2, step)
+				kc := [9]float64{b1, 1 - b1, b2, 1 - b2, c1, c2, lr, eps, shrink}
+				wp, wm, wv := append([]float64(nil), a...), append([]float64(nil), m...), append([]float64(nil), v...)
+				for i := range wp {
+					wm[i] = float64(b1*wm[i]) + float64((1-b1)*g[i])
+					wv[i] = float64(b2*wv[i]) + float64((1-b2)*float64(g[i]*g[i]))
+					mh, vh := wm[i]/c1, wv[i]/c2
+					p := wp[i]
+					if shrink != 1 {
+						p = float64(p * shrink)
+					}
+					wp[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+				}
+				op, og, om, ov := newVecOperand(a, off()), newVecOperand(g, off()), newVecOperand(m, off()), newVecOperand(v, off())
+				if !adamBlocks(op.s(), og.s(), om.s(), ov.s(), &kc) {
+					t.Fatalf("%s: the %s path declined", what("adam"), path)
+				}
+				og.check(t, what("adam grads"), false)
+				for _, c := range []struct {
+					name      string
+					o         *vecOperand
+					want, was []float64
+				}{{"params", op, wp, a}, {"m", om, wm, m}, {"v", ov, wv, v}} {
+					c.o.check(t, what("adam "+c.name), true)
+					if i, ok := sameBits(c.o.s(), c.want); !ok {
+						t.Fatalf("%s: %s[%d] = %v, Go gives %v (from %v, grad %v)", what("adam"), c.name, i, c.o.s()[i], c.want[i], c.was[i], g[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkNonGemmLoops times the loops behind the *Blocks functions on
+// every kernel path at the baby config's shapes (768 rows of width 128,
+// MLP width 512, one causal head's 64 softmax rows of lengths 1-64),
+// through the functions the model calls, so that the Go path runs the
+// scalar loops; run with GOMAXPROCS=1 to time one core.
+func BenchmarkNonGemmLoops(b *testing.B) {
+	const N, C, T = 768, 128, 64
+	rng := rand.New(rand.NewPCG(47, 48))
+	fill := func(n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = rng.Float64() - 0.4
+		}
+		return x
+	}
+	model, err := NewModel(babyConfig(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params, grads := append([]float64(nil), model.Params...), fill(len(model.Params))
+	att := fill(T * T)
+	inp, w, bias, dout := fill(N*C), fill(C), fill(C), fill(N*C)
+	out, mean, rstd, dinp, dw, db := make([]float64, N*C), make([]float64, N), make([]float64, N), make([]float64, N*C), make([]float64, C), make([]float64, C)
+	h, dh, res := fill(N*4*C), fill(N*4*C), make([]float64, N*C)
+	opt, err := NewAdam(DefaultAdamConfig(), model)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range kernelImpls() {
+		restore := setKernelPath(k.name)
+		for _, op := range []struct {
+			name string
+			run  func()
+		}{
+			{"softmax", func() {
+				for t := 0; t < T; t++ {
+					softmax(att[t*T:t*T+t+1], att[t*T:t*T+t+1])
+				}
+			}},
+			{"layernorm", func() {
+				layernormForward(out, mean, rstd, inp, w, bias, N, C)
+				layernormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C)
+			}},
+			{"relu", func() {
+				reluForward(h, h)
+				reluBackward(dh, h)
+			}},
+			{"residual", func() { residualForward(res, inp, dout) }},
+			{"adam", func() { opt.Update(params, grads, 1e-3) }},
+		} {
+			b.Run(k.name+"/"+op.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					op.run()
+				}
+			})
+		}
+		restore()
 	}
 }

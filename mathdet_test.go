@@ -1,6 +1,7 @@
 package minigpt
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -216,6 +217,132 @@ func TestSoftmaxPaths(t *testing.T) {
 			}
 			if i, ok := sameBits(got, want); !ok {
 				t.Fatalf("row %v: probs[%d] = %v, the Go loops give %v", row, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// expValues draws n arguments for the vector exponential: mostly where
+// softmax lives, some over the whole finite range and beyond, and now
+// and then (one in every `every`; never when every is 0) one of the
+// cases expDet treats apart or at its edges: NaN, ±Inf, zeros,
+// subnormals, huge magnitudes, |x| below, at and above 2^-28, and k
+// just inside and outside (-1020, 1020).
+func expValues(rng *rand.Rand, n, every int) []float64 {
+	edges := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 5e-324, -5e-324,
+		1e308, -1e308, 1e-300, -1e-300, 1.0 / (1 << 28), -1.0 / (1 << 28), math.Nextafter(1.0/(1<<28), 0),
+		-math.Nextafter(1.0/(1<<28), 0), 1.0 / (1 << 29), 3e-9, -3.8e-9,
+		// |x| < 2^-28 where the ordinary path's 1 + x + x²/2 rounds
+		// differently from expDet's 1 + x (found by a search of random x).
+		1.6524009929349674e-09, 1.9748901389597346e-09, -3.536146209480535e-09, 1.3893602932753562e-09,
+		-706.9, -706.6, -707.2, -708.4, -709, -745, -745.2, -800, 706.2, 706.9, 707.5, 709.7, 710}
+	s := make([]float64, n)
+	for i := range s {
+		switch {
+		case every > 0 && rng.IntN(every) == 0:
+			s[i] = edges[rng.IntN(len(edges))]
+		case every > 0 && rng.IntN(every) == 0:
+			// |x| < 2^-28 with all mantissa bits: 1 + x there, which the
+			// ordinary path's 1 + x + x²/2 misses in a few last bits.
+			s[i] = math.Ldexp(rng.Float64()*2-1, -28-rng.IntN(4))
+		case rng.IntN(6) == 0:
+			s[i] = (rng.Float64() - 0.5) * 1500
+		default:
+			s[i] = (rng.Float64() - 0.5) * 40
+		}
+	}
+	return s
+}
+
+// expSpecial reports whether expDet leaves its ordinary path for x
+// other than at |x| < 2^-28: NaN, or k = int(log2e·x ± 0.5) outside
+// (-1020, 1020), which takes in ±Inf, overflow, underflow and results
+// below the normal range. The vector loops must stop before such a lane.
+func expSpecial(x float64) bool {
+	f := float64(log2e*x) + 0.5
+	if x < 0 {
+		f = float64(log2e*x) - 0.5
+	}
+	return x != x || f >= 1020 || f <= -1020
+}
+
+// TestSoftmaxVectorLoops checks the assembly loops of softmax directly
+// against their Go loops, to the bit: the exponential against expDet
+// (and that it stops exactly at the block of the first lane expDet
+// treats apart, not earlier), the maximum against Go's max (and that it
+// answers whenever its answer can be Go's: no NaN and a non-zero
+// maximum), and the division, at every length of vectorLengths, every
+// alignment, with special values, in place and not.
+func TestSoftmaxVectorLoops(t *testing.T) {
+	forEachVectorPath(t, func(t *testing.T, path string) {
+		block := map[string]int{"avx2": 4, "avx512": 8}[path]
+		rng := rand.New(rand.NewPCG(43, 44))
+		off := func() int { return rng.IntN(4) }
+		for _, n := range vectorLengths {
+			for rep, every := range []int{0, 0, 40, 8, 2} {
+				what := fmt.Sprintf("n=%d rep %d", n, rep)
+				src := expValues(rng, n, every)
+				wantMax := math.Inf(-1)
+				hasNaN := false
+				for _, v := range src {
+					wantMax = max(wantMax, v)
+					hasNaN = hasNaN || v != v
+				}
+				in := newVecOperand(src, off())
+				gotMax, ok := maxBlocks(in.s())
+				in.check(t, "max "+what, false)
+				if ok && math.Float64bits(gotMax) != math.Float64bits(wantMax) {
+					t.Fatalf("max %s of %v: %v, Go's max gives %v", what, src, gotMax, wantMax)
+				}
+				if ok != (!hasNaN && wantMax != 0) {
+					t.Fatalf("max %s of %v: answered %v, want an answer exactly when there is no NaN and the max is not zero", what, src, ok)
+				}
+
+				// The shift: softmax's row maximum (x <= 0), or any value.
+				shift := wantMax
+				if rep%2 == 1 || math.IsInf(shift, 0) || shift != shift {
+					shift = []float64{0, 3.5, -700, 1e-20, math.Copysign(0, -1)}[rng.IntN(5)]
+				}
+				want := make([]float64, n)
+				wantN := n
+				for i, v := range src {
+					want[i] = expDet(v - shift)
+					if wantN == n && expSpecial(v-shift) {
+						wantN = i - i%block
+					}
+				}
+				out := newVecOperand(vectorValues(rng, n, 0), off())
+				got := expShiftedBlocks(out.s(), in.s(), shift)
+				in.check(t, "exp "+what, false)
+				if got != wantN {
+					t.Fatalf("exp %s of %v - %v: stopped at %d, want %d", what, src, shift, got, wantN)
+				}
+				out.check(t, "exp "+what, true)
+				if i, ok := sameBits(out.s()[:got], want[:got]); !ok {
+					t.Fatalf("exp %s: expDet(%v - %v) = %v, the %s loop gives %v", what, src[i], shift, want[i], path, out.s()[i])
+				}
+				// In place, as softmax calls it.
+				io := newVecOperand(src, off())
+				if got := expShiftedBlocks(io.s(), io.s(), shift); got != wantN {
+					t.Fatalf("exp %s in place: stopped at %d, want %d", what, got, wantN)
+				} else if i, ok := sameBits(io.s()[:got], want[:got]); !ok {
+					t.Fatalf("exp %s in place: expDet(%v - %v) = %v, the %s loop gives %v", what, src[i], shift, want[i], path, io.s()[i])
+				}
+				io.check(t, "exp in place "+what, true)
+
+				d := []float64{7.25, 1, 3e-310, -2, 0, math.Copysign(0, -1), math.Inf(1), math.NaN(), 1e300}[rng.IntN(9)]
+				x := vectorValues(rng, n, every)
+				for i, v := range x {
+					want[i] = v / d
+				}
+				io = newVecOperand(x, off())
+				if !divBlocks(io.s(), d) {
+					t.Fatalf("div %s: the %s path declined", what, path)
+				}
+				io.check(t, "div "+what, true)
+				if i, ok := sameBits(io.s(), want); !ok {
+					t.Fatalf("div %s: %v / %v = %v, the %s loop gives %v", what, x[i], d, want[i], path, io.s()[i])
+				}
 			}
 		}
 	})
