@@ -152,9 +152,9 @@ func expShifted(dst, src []float64) (maxv, sum float64) {
 			maxv = max(maxv, v)
 		}
 	}
-	// The exponentials are independent: the AVX-512 kernel computes them
-	// eight at a time with expDet's operations (same bits) as far as it
-	// can; expDet does the rest, one at a time. The sum stays one chain
+	// The exponentials are independent: the AVX-512 (AVX2) kernel
+	// computes them eight (four) at a time with expDet's operations (same
+	// bits) as far as it can; expDet does the rest, one at a time. The sum stays one chain
 	// in index order.
 	for i := 0; i < len(src); {
 		i += expShiftedBlocks(dst[i:], src[i:], maxv)
