@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 )
 
 // trainingFLOPs counts the floating-point operations (multiply and add
@@ -96,6 +99,71 @@ func babyConfig() Config {
 // BenchmarkTrainStepBaby is one step of nanoGPT's baby config (batch 12).
 func BenchmarkTrainStepBaby(b *testing.B) {
 	benchTrainStep(b, babyConfig(), 12, babyText(b))
+}
+
+// BenchmarkTwoThreads measures what a second thread buys a training
+// step, seed and baby configs, on a machine whose speed drifts (a shared
+// virtual machine's host): each iteration is one round of a few steps
+// at GOMAXPROCS 1 and the same number at GOMAXPROCS 2, back to back in
+// one process, and "speedup" is the median over the rounds of the
+// one-thread time over the two-thread time, so a drift slower than a
+// round cancels out. Run it with -benchtime 15x or so; it restores
+// GOMAXPROCS when done.
+func BenchmarkTwoThreads(b *testing.B) {
+	for _, c := range []struct {
+		name        string
+		cfg         Config
+		batch, reps int
+		text        func() string
+	}{
+		{"seed", DefaultConfig(), 32, 20, func() string { return LanternBay }},
+		{"baby", babyConfig(), 12, 5, func() string { return babyText(b) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d, err := NewDataset(c.text(), c.cfg.BlockSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := c.cfg
+			cfg.VocabSize = d.Vocab.Size()
+			m, err := NewModel(cfg, 42)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tc := DefaultTrainConfig()
+			tc.BatchSize = c.batch
+			tr, err := NewTrainer(m, d, tc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+			tr.TrainStep()
+			var ratios, one, two []float64
+			for b.Loop() {
+				var dt [2]time.Duration
+				for k, procs := range []int{1, 2} {
+					runtime.GOMAXPROCS(procs)
+					start := time.Now()
+					for range c.reps {
+						if _, err := tr.TrainStep(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					dt[k] = time.Since(start)
+				}
+				ratios = append(ratios, dt[0].Seconds()/dt[1].Seconds())
+				one = append(one, dt[0].Seconds()*1e3/float64(c.reps))
+				two = append(two, dt[1].Seconds()*1e3/float64(c.reps))
+			}
+			median := func(x []float64) float64 {
+				slices.Sort(x)
+				return x[len(x)/2]
+			}
+			b.ReportMetric(median(ratios), "speedup")
+			b.ReportMetric(median(one), "ms/step-1")
+			b.ReportMetric(median(two), "ms/step-2")
+		})
+	}
 }
 
 // BenchmarkTrainScaling is the step time as the context and the width
