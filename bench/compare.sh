@@ -156,6 +156,9 @@ for r in $(seq "$ROUNDS"); do
     timed torch_baby torch --steps 30
   fi
 done
+# One to two threads, both back to back in one process (BenchmarkTwoThreads):
+# the host's drift between the separate runs above cancels out here.
+gobench 2 '^BenchmarkTwoThreads$' 15x | awk '/^Benchmark/ {for (i = 2; i <= NF; i++) {if ($i == "speedup") s = $(i-1); if ($i == "ms/step-1") a = $(i-1); if ($i == "ms/step-2") b = $(i-1)}; sub(/-[0-9]+$/, "", $1); printf "two_threads %s %s %s %s\n", $1, s, a, b}' >"$tmp/two"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 get() { awk -v k="$1" '$1 == k && $2 != "" {print $2}' "$log" | median; }
@@ -217,5 +220,8 @@ ratio "baby, per CPU-s: minigpt / NumPy" cpu_go_baby_1 cpu_np1_baby
 ratio "baby, per CPU-s: minigpt / PyTorch" cpu_go_baby_1 cpu_torch1_baby
 ratio "seed, per CPU-s: 2 threads / 1" cpu_go_seed_2 cpu_go_seed_1
 ratio "baby, per CPU-s: 2 threads / 1" cpu_go_baby_2 cpu_go_baby_1
+while read -r _ name s a b; do
+  printf "%-40s %.2fx  (%s ms -> %s ms per step, median of 15 paired rounds in one process)\n" "${name#BenchmarkTwoThreads/}: 1 -> 2 threads, paired" "$s" "$a" "$b"
+done <"$tmp/two"
 d=$(get go_decode); n=$(get np_decode)
 [ -n "$d" ] && echo "greedy decoding, 1000 tokens: minigpt $d tokens/s${n:+, NumPy (no cache) $n tokens/s, $(awk -v a="$d" -v b="$n" 'BEGIN {printf "%.1f", a / b}')x}"
