@@ -32,8 +32,7 @@ type decoder struct {
 	qkv    []float64    // (B, 3C)
 	heads  []float64    // (B, C) the new rows of attOut, gathered
 	resid2 []float64    // (B, C)
-	fcPre  []float64    // (B, 4C)
-	fcAct  []float64    // (B, 4C)
+	fcAct  []float64    // (B, 4C) relu(ln·fc + b), computed in place
 	resid3 []float64    // (B, C)
 	logits []float64    // (B, V)
 	one    *activations // (1, T) for the prompt and for B = 1 rebuilds
@@ -48,7 +47,7 @@ func newDecoder(c Config, B int) *decoder {
 		cfg: c, B: B,
 		kv: f(L * B * T * 3 * C), att: f(B * NH * T * T), attOut: f(B * T * C),
 		x: f(B * C), ln: f(B * C), mean: f(B), rstd: f(B), qkv: f(B * 3 * C), heads: f(B * C),
-		resid2: f(B * C), fcPre: f(B * 4 * C), fcAct: f(B * 4 * C), resid3: f(B * C),
+		resid2: f(B * C), fcAct: f(B * 4 * C), resid3: f(B * C),
 		logits: f(B * V),
 		one:    newActivations(c, 1, T),
 	}
@@ -149,13 +148,13 @@ func (d *decoder) forwardWindows(m *Model) {
 			return
 		}
 		attnOut, resid2 := layer(a.attnOut, l, C), layer(a.resid2, l, C)
-		ln2, fcPre, fcAct, resid3 := layer(a.ln2, l, C), layer(a.fcPre, l, 4*C), layer(a.fcAct, l, 4*C), layer(a.resid3, l, C)
+		ln2, fcAct, resid3 := layer(a.ln2, l, C), layer(a.fcAct, l, 4*C), layer(a.resid3, l, C)
 		attentionForward(attnOut, layer(a.att, l, NH*T), qkv, B, T, 0, T, C, NH)
 		matmulForward(resid2, attnOut, p.attnProjWeight[l*C*C:], nil, BT, C, C)
 		residualForward(resid2, in, resid2)
 		layernormForward(ln2, layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1), resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], BT, C)
-		matmulForward(fcPre, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], BT, C, 4*C)
-		reluForward(fcAct, fcPre)
+		matmulForward(fcAct, ln2, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], BT, C, 4*C)
+		reluForward(fcAct, fcAct)
 		matmulForward(resid3, fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], BT, 4*C, C)
 		residualForward(resid3, resid2, resid3)
 		in = resid3
@@ -202,8 +201,8 @@ func (d *decoder) tail(m *Model, l int, in []float64) {
 	matmulForward(d.resid2, d.heads, p.attnProjWeight[l*C*C:], nil, B, C, C)
 	residualForward(d.resid2, in, d.resid2)
 	layernormForward(d.ln, d.mean, d.rstd, d.resid2, p.ln2Gain[l*C:], p.ln2Bias[l*C:], B, C)
-	matmulForward(d.fcPre, d.ln, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], B, C, 4*C)
-	reluForward(d.fcAct, d.fcPre)
+	matmulForward(d.fcAct, d.ln, p.fcWeight[l*C*4*C:], p.fcBias[l*4*C:], B, C, 4*C)
+	reluForward(d.fcAct, d.fcAct)
 	matmulForward(d.resid3, d.fcAct, p.fcProjWeight[l*4*C*C:], p.fcProjBias[l*C:], B, 4*C, C)
 	residualForward(d.resid3, d.resid2, d.resid3)
 }

@@ -462,18 +462,19 @@ func (j *matmulBackwardJob) run(lo, hi int) {
 
 // inputGradJob is the input gradient of out = inp·weight (+ bias) over
 // rows [lo, hi): dinp = dout·weightᵀ, overwritten (gemmNTSet), then, when
-// reluPre is not nil, masked by reluBackward(dinp, reluPre). It is
+// relu is not nil, masked by reluBackward(dinp, relu), where relu holds
+// the ReLU's input or, the same mask, its output. It is
 // matmulBackwardSet's dinp half, for a row-wise chain.
 type inputGradJob struct {
-	dinp, dout, weight, reluPre []float64
-	C, OC                       int
+	dinp, dout, weight, relu []float64
+	C, OC                    int
 }
 
 func (j *inputGradJob) run(lo, hi int) {
 	d := j.dinp[lo*j.C : hi*j.C]
 	gemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
-	if j.reluPre != nil {
-		reluMask(d, j.reluPre[lo*j.C:hi*j.C])
+	if j.relu != nil {
+		reluMask(d, j.relu[lo*j.C:hi*j.C])
 	}
 }
 

@@ -101,6 +101,34 @@ func TestBackwardSetsEveryGradient(t *testing.T) {
 	}
 }
 
+// TestReluMaskFromOutput: backward masks the feed-forward gradient with
+// the ReLU's output (the forward pass keeps no copy of its input), which
+// must keep exactly the entries its input would: relu(x) > 0 exactly
+// where x > 0, NaN, ±0, subnormals and infinities included, on every
+// kernel path.
+func TestReluMaskFromOutput(t *testing.T) {
+	xs := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 5e-324, -5e-324, 1, -1, math.MaxFloat64, -math.MaxFloat64}
+	for len(xs) < 37 {
+		xs = append(xs, float64(len(xs)%7)-3.5)
+	}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		act := make([]float64, len(xs))
+		reluForward(act, xs)
+		fromIn, fromOut := make([]float64, len(xs)), make([]float64, len(xs))
+		for i := range fromIn {
+			fromIn[i], fromOut[i] = float64(i)+0.5, float64(i)+0.5
+		}
+		reluBackward(fromIn, xs)
+		reluBackward(fromOut, act)
+		for i := range xs {
+			if math.Float64bits(fromIn[i]) != math.Float64bits(fromOut[i]) {
+				t.Fatalf("x = %v: masked by the input %v, by the output %v", xs[i], fromIn[i], fromOut[i])
+			}
+		}
+	})
+}
+
 func TestCausality(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		cfg := tinyConfig(tied)

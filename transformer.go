@@ -20,8 +20,8 @@ type activations struct {
 	ln2     []float64 // (L, B, T, C)
 	ln2Mean []float64 // (L, B, T)
 	ln2Rstd []float64 // (L, B, T)
-	fcPre   []float64 // (L, B, T, 4C) before ReLU
-	fcAct   []float64 // (L, B, T, 4C) after ReLU
+	fcAct   []float64 // (L, B, T, 4C) relu(ln2·fc + b), computed in place:
+	// backward needs only it, as relu(x) > 0 exactly where x > 0
 	resid3  []float64 // (L, B, T, C) residual stream after the feed-forward network
 	lnf     []float64 // (B, T, C)
 	lnfMean []float64 // (B, T)
@@ -76,7 +76,7 @@ func newActivations(c Config, B, T int) *activations {
 		attnOut: f(L * BT * C),
 		resid2:  f(L * BT * C),
 		ln2:     f(L * BT * C), ln2Mean: f(L * BT), ln2Rstd: f(L * BT),
-		fcPre: f(L * BT * 4 * C), fcAct: f(L * BT * 4 * C),
+		fcAct:  f(L * BT * 4 * C),
 		resid3: f(L * BT * C),
 		lnf:    f(BT * C), lnfMean: f(BT), lnfRstd: f(BT),
 		logits: f(BT * V),
@@ -169,11 +169,11 @@ func (m *Model) forward(a *activations, idx, targets []int, t0, t1, outFrom int)
 		// resid3 = resid2 + relu(layernorm(resid2)·fc + b)·fcProj + b
 		// then the next layer's ln1 and qkv, or the head.
 		in, attnOut, resid2 := residIn(l), rows(a.attnOut, l, C), rows(a.resid2, l, C)
-		ln2, fcPre, fcAct, resid3 := rows(a.ln2, l, C), rows(a.fcPre, l, 4*C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
+		ln2, fcAct, resid3 := rows(a.ln2, l, C), rows(a.fcAct, l, 4*C), rows(a.resid3, l, C)
 		j.chain.reset()
 		j.mm[0] = gemmNNJob{c: resid2, ldc: C, a: attnOut, ai: C, ak: 1, b: p.attnProjWeight[l*C*C:], ldb: C, n: C, k: C, init: true, res: in}
 		j.ln[0] = layernormJob{out: ln2, mean: rows(a.ln2Mean, l, 1), rstd: rows(a.ln2Rstd, l, 1), inp: resid2, weight: p.ln2Gain[l*C : (l+1)*C], bias: p.ln2Bias[l*C : (l+1)*C], C: C}
-		j.mm[1] = gemmNNJob{c: fcPre, ldc: 4 * C, a: ln2, ai: C, ak: 1, b: p.fcWeight[l*C*4*C:], ldb: 4 * C, n: 4 * C, k: C, init: true, bias: p.fcBias[l*4*C : (l+1)*4*C], act: fcAct}
+		j.mm[1] = gemmNNJob{c: fcAct, ldc: 4 * C, a: ln2, ai: C, ak: 1, b: p.fcWeight[l*C*4*C:], ldb: 4 * C, n: 4 * C, k: C, init: true, bias: p.fcBias[l*4*C : (l+1)*4*C], act: fcAct}
 		j.mm[2] = gemmNNJob{c: resid3, ldc: C, a: fcAct, ai: 4 * C, ak: 1, b: p.fcProjWeight[l*4*C*C:], ldb: C, n: C, k: 4 * C, init: true, bias: p.fcProjBias[l*C : (l+1)*C], res: resid2}
 		j.chain.add(&j.mm[0])
 		j.chain.add(&j.ln[0])
@@ -339,10 +339,10 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			pendingCols = nil
 		}
 		// Layer l's feed-forward network and projection, backward:
-		// dfc = relu'(fcPre)·(r1·fcProjᵀ), dln2 = dfc·fcᵀ,
+		// dfc = relu'·(r1·fcProjᵀ) (kept where fcAct > 0), dln2 = dfc·fcᵀ,
 		// r2 = r1 + ln2's input gradient, dattnOut = r2·attnProjᵀ.
 		r2 := other(r1)
-		j.ig[0] = inputGradJob{dinp: a.dfc, dout: r1, weight: p.fcProjWeight[l*4*C*C:], reluPre: layer(a.fcPre, l, 4*C), C: 4 * C, OC: C}
+		j.ig[0] = inputGradJob{dinp: a.dfc, dout: r1, weight: p.fcProjWeight[l*4*C*C:], relu: layer(a.fcAct, l, 4*C), C: 4 * C, OC: C}
 		j.ig[1] = inputGradJob{dinp: a.dln2, dout: a.dfc, weight: p.fcWeight[l*C*4*C:], C: C, OC: 4 * C}
 		j.chain.add(&j.ig[0])
 		j.chain.add(&j.ig[1])
