@@ -96,6 +96,7 @@ type workerPool struct {
 	ce     crossEntropyJob
 	enc    encoderJob
 	mmb    matmulBackwardJob
+	sq     sumSquaresJob
 }
 
 var pool workerPool

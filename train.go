@@ -102,6 +102,7 @@ type Trainer struct {
 	batchSource *rand.PCG // draws the training windows
 	batchRNG    *rand.Rand
 	grads       []float64 // (like Params)
+	normParts   []float64 // clipGradients' scratch
 	xb, yb      []int     // (B, T) current batch
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
 
@@ -144,6 +145,7 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 		model: m, opt: opt, data: d, config: tc,
 		batchSource: rand.NewPCG(tc.Seed, streamBatch),
 		grads:       make([]float64, len(m.Params)),
+		normParts:   make([]float64, len(m.Params)/sumSquaresBlock+1),
 		xb:          make([]int, B*T), yb: make([]int, B*T),
 		valX: make([]int, tc.EvalBatches*B*T), valY: make([]int, tc.EvalBatches*B*T),
 	}
@@ -228,7 +230,7 @@ func (t *Trainer) TrainStep() (float64, error) {
 		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
 	m.backward(a, t.grads, t.xb)
-	if norm, _ := clipGradients(t.grads, t.config.GradClip); math.IsNaN(norm) || math.IsInf(norm, 0) {
+	if norm, _ := clipGradients(t.grads, t.config.GradClip, t.normParts); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
 	if err := t.opt.Update(m.Params, t.grads, t.config.LearningRate(t.step)); err != nil {
@@ -244,13 +246,102 @@ func (t *Trainer) TrainStep() (float64, error) {
 // scaled. A norm equal to clip is left alone, as in PyTorch's
 // clip_grad_norm_ (which scales by clip/norm only above 1). A non-finite
 // norm is returned unclipped for the caller to refuse.
-func clipGradients(grads []float64, clip float64) (norm float64, clipped bool) {
+//
+// The norm that scales is the serial chain of sumSquares, one fused
+// multiply-add after another in slab order: the weights' bits depend on
+// it. That chain is bound by the adder's latency (about 1 ms for the
+// baby config, with the other cores idle), and most steps do not need
+// it: with clipping off, the norm only has to be finite, and below the
+// clip only has to be below it. So a parallel sum in fixed blocks
+// (quickSumSquares, its own order, the same at any GOMAXPROCS) answers
+// first; the serial chain runs only when that sum is not comfortably
+// finite or not comfortably below clip², where the two sums could
+// disagree. Both are sums of the same n non-negative terms with one
+// rounding per term, so each is within a factor (1 ± n·2⁻⁵³) of the
+// exact sum; the margin below is four times that. When the quick sum
+// answers, the norm returned is its square root, which may differ from
+// the serial chain's in the last bits; nothing but the finiteness check
+// reads it then. parts is scratch for the blocks' sums (see
+// quickSumSquares); nil sums them on the calling goroutine.
+func clipGradients(grads []float64, clip float64, parts []float64) (norm float64, clipped bool) {
+	if margin := 4 * float64(len(grads)) * 0x1p-53; margin < 0x1p-10 {
+		q := quickSumSquares(grads, parts)
+		if q < math.MaxFloat64/4 && (clip <= 0 || q <= clip*clip*(1-margin)) {
+			return math.Sqrt(q), false
+		}
+	}
 	norm = math.Sqrt(sumSquares(grads))
 	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
 		return norm, false
 	}
 	scaleParallel(grads, clip/norm)
 	return norm, true
+}
+
+// sumSquaresBlock is the number of elements quickSumSquares sums as one
+// block: a fixed size, so that the blocks, and the sum, do not depend on
+// how many workers there are.
+const sumSquaresBlock = 8192
+
+// quickSumSquares is Σ x² in its own fixed order: blocks of
+// sumSquaresBlock elements, each as eight interleaved chains (element i
+// to chain i mod 8) added pairwise, the blocks' sums then added in
+// order. The blocks are spread over the workers; parts, when not nil,
+// holds their sums (it needs a length of at least the number of blocks).
+func quickSumSquares(xs []float64, parts []float64) float64 {
+	n := (len(xs) + sumSquaresBlock - 1) / sumSquaresBlock
+	if len(parts) < n {
+		s := 0.0
+		for b := range n {
+			s += sumSquares8(xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(xs))])
+		}
+		return s
+	}
+	job := sumSquaresJob{xs: xs, parts: parts[:n]}
+	if p := pool.acquire(n, 1, sumSquaresBlock); p > 1 {
+		pool.sq = job
+		pool.dispatch(p, n, 1, &pool.sq)
+	} else {
+		job.run(0, n)
+	}
+	s := 0.0
+	for _, v := range parts[:n] {
+		s += v
+	}
+	return s
+}
+
+// sumSquaresJob sums the squares of blocks [lo, hi) of xs into parts.
+type sumSquaresJob struct {
+	xs, parts []float64
+}
+
+func (j *sumSquaresJob) run(lo, hi int) {
+	for b := lo; b < hi; b++ {
+		j.parts[b] = sumSquares8(j.xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(j.xs))])
+	}
+}
+
+// sumSquares8 is Σ x² as eight interleaved chains, added pairwise: eight
+// fused multiply-adds in flight instead of one.
+func sumSquares8(xs []float64) float64 {
+	var s [8]float64
+	i := 0
+	for ; i+8 <= len(xs); i += 8 {
+		x := (*[8]float64)(xs[i : i+8])
+		s[0] = math.FMA(x[0], x[0], s[0])
+		s[1] = math.FMA(x[1], x[1], s[1])
+		s[2] = math.FMA(x[2], x[2], s[2])
+		s[3] = math.FMA(x[3], x[3], s[3])
+		s[4] = math.FMA(x[4], x[4], s[4])
+		s[5] = math.FMA(x[5], x[5], s[5])
+		s[6] = math.FMA(x[6], x[6], s[6])
+		s[7] = math.FMA(x[7], x[7], s[7])
+	}
+	for ; i < len(xs); i++ {
+		s[i%8] = math.FMA(xs[i], xs[i], s[i%8])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 }
 
 func sumSquares(xs []float64) float64 {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -203,7 +206,7 @@ func TestClipGradients(t *testing.T) {
 		{100, false},
 	} {
 		g := []float64{3, -4, 12}
-		norm, clipped := clipGradients(g, tc.clip)
+		norm, clipped := clipGradients(g, tc.clip, nil)
 		if norm != 13 || clipped != tc.clipped {
 			t.Errorf("clip %v: norm %v, clipped %v; want 13, %v", tc.clip, norm, clipped, tc.clipped)
 		}
@@ -220,8 +223,98 @@ func TestClipGradients(t *testing.T) {
 		}
 	}
 	g := []float64{1, math.Inf(1)}
-	if norm, clipped := clipGradients(g, 1); !math.IsInf(norm, 1) || clipped || g[0] != 1 {
+	if norm, clipped := clipGradients(g, 1, nil); !math.IsInf(norm, 1) || clipped || g[0] != 1 {
 		t.Errorf("infinite gradient: norm %v, clipped %v, g %v; want +Inf reported unchanged", norm, clipped, g)
+	}
+}
+
+// clipGradientsSerial is clipGradients as it was before the quick sum:
+// the serial chain always decides.
+func clipGradientsSerial(grads []float64, clip float64) (norm float64, clipped bool) {
+	norm = math.Sqrt(sumSquares(grads))
+	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
+		return norm, false
+	}
+	for i := range grads {
+		grads[i] *= clip / norm
+	}
+	return norm, true
+}
+
+// TestQuickNormNeverChangesTheStep: the parallel block sum may only
+// answer where the serial chain would decide the same, so that the
+// gradient after clipping, and so the weights, keep their bits. Each
+// case puts the clip between the two sums' answers (where they differ),
+// on them, and a few ulps around, for gradients of many sizes, with and
+// without scratch, at GOMAXPROCS 1, 2 and 8; the finiteness verdict is
+// checked with NaN, infinities and sums that overflow. Removing the
+// margin fails it.
+func TestQuickNormNeverChangesTheStep(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(21, 22))
+	check := func(g []float64, clip float64, what string) {
+		t.Helper()
+		want := slices.Clone(g)
+		wantNorm, wantClipped := clipGradientsSerial(want, clip)
+		for _, parts := range [][]float64{nil, make([]float64, len(g)/sumSquaresBlock+1)} {
+			got := slices.Clone(g)
+			norm, clipped := clipGradients(got, clip, parts)
+			if clipped != wantClipped || !bitsEqual(got, want) {
+				t.Fatalf("%s (n %d, clip %v): clipped %v, the serial chain says %v (norms %v, %v)", what, len(g), clip, clipped, wantClipped, norm, wantNorm)
+			}
+			if finite := !math.IsNaN(norm) && !math.IsInf(norm, 0); finite != (!math.IsNaN(wantNorm) && !math.IsInf(wantNorm, 0)) || (!finite && math.Float64bits(norm) != math.Float64bits(wantNorm)) {
+				t.Fatalf("%s (n %d): norm %v, the serial chain's %v", what, len(g), norm, wantNorm)
+			}
+		}
+	}
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{1, 7, 100, 8191, 8193, 50000, 200000} {
+			for rep := 0; rep < 6; rep++ {
+				g := make([]float64, n)
+				for i := range g {
+					g[i] = rng.NormFloat64() * math.Exp(3*rng.NormFloat64())
+				}
+				serial, quick := sumSquares(g), quickSumSquares(g, nil)
+				for _, s2 := range []float64{serial, quick, (serial + quick) / 2} {
+					c := math.Sqrt(s2)
+					for _, clip := range []float64{c, math.Nextafter(c, 0), math.Nextafter(c, math.Inf(1)), c * (1 - 1e-12), c * (1 + 1e-12), c / 2, c * 2} {
+						check(g, clip, "near the boundary")
+					}
+				}
+				check(g, 0, "clipping off")
+			}
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e200, math.Sqrt(math.MaxFloat64 / 3)} {
+		g := make([]float64, 20000)
+		for i := range g {
+			g[i] = rng.NormFloat64()
+		}
+		g[12345] = bad
+		g[54] = math.Abs(bad)
+		for _, clip := range []float64{0, 1, 1e300} {
+			check(g, clip, fmt.Sprint("with ", bad))
+		}
+	}
+}
+
+// quickSumSquares' blocks make its sum the same at any GOMAXPROCS.
+func TestQuickSumSquaresIndependentOfWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(23, 24))
+	g := make([]float64, 3*sumSquaresBlock+77)
+	for i := range g {
+		g[i] = rng.NormFloat64()
+	}
+	parts := make([]float64, len(g)/sumSquaresBlock+1)
+	runtime.GOMAXPROCS(1)
+	want := quickSumSquares(g, nil)
+	for _, procs := range []int{1, 2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		if got := quickSumSquares(g, parts); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("GOMAXPROCS %d: %v, one thread %v", procs, got, want)
+		}
 	}
 }
 
