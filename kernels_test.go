@@ -599,9 +599,9 @@ func TestGemmInitModes(t *testing.T) {
 
 // TestGemmNTSetPaths checks gemmNTSet against its definition (C's block
 // cleared, then gemmNT) to the bit on every kernel path, with C's old
-// values NaN (the AVX-512 kernels must not read them), a -0 dot product
-// (which +0 + -0 turns into +0), guard zones around C, and C's stride
-// wider than N (the entries between rows must stay as they were).
+// values NaN (the AVX-512 and AVX2 kernels must not read them), a -0 dot
+// product (which +0 + -0 turns into +0), guard zones around C, and C's
+// stride wider than N (the entries between rows must stay as they were).
 func TestGemmNTSetPaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
 		defer setKernelPath(k.name)()
@@ -629,11 +629,22 @@ func TestGemmNTSetPaths(t *testing.T) {
 					b[i] = rng.Float64() - 0.5
 				}
 				if K > 0 {
-					// Row 0 times column 0 is -0 (a -0 times a positive
-					// number, plus -0s): the +0 start must turn it into +0.
+					// Row 0 times column 0 is -0 once K >= 8: each
+					// product underflows to -0, so every lane's chain
+					// (FMA from +0) is -0, and so is dot8's sum. (With
+					// exact -0 products a lane would stay +0, since
+					// -0 + +0 = +0, and so would lanes K < 8 leaves
+					// empty.) The +0 start must turn it into +0.
 					for kk := 0; kk < K; kk++ {
-						a[kk] = math.Copysign(0, -1)
-						b[kk] = 1
+						a[kk] = -1e-200
+						b[kk] = 1e-200
+					}
+					if K >= 8 {
+						z := []float64{math.Copysign(0, -1)}
+						gemmNTGo(z, 1, a, K, b, K, 1, 1, K)
+						if !math.Signbit(z[0]) || z[0] != 0 {
+							t.Fatalf("K=%d: the test's dot product is %v, not -0", K, z[0])
+						}
 					}
 				}
 				size := (M-1)*ldc + N
