@@ -47,8 +47,8 @@ func gemmNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M,
 //
 //	c[i*ldc+j] = 0 + dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //
-// The AVX-512 kernels start from +0 instead of reading C, which saves the
-// pass over C that clearing it would cost; the other paths clear it.
+// The AVX-512 and AVX2 kernels start from +0 instead of reading C, which
+// saves the pass over C that clearing it would cost; the Go path clears it.
 func gemmNTSet(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
 	if M <= 0 || N <= 0 {
 		return

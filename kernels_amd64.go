@@ -139,26 +139,38 @@ const nnKBlock = 128
 
 // gemmNNAVX2 is gemmNN (M, N >= 1) in blocks of four rows of C.
 func gemmNNAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	if K <= 0 {
-		return
-	}
 	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 		return
 	}
-	// The assembly trusts its arguments: check the last element each
-	// operand is read or written at, as the Go kernel's indexing would.
+	gemmNNAVX2Init(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K)
+}
+
+// gemmNNAVX2Init is gemmNNAVX2 with the initial values of C taken from C
+// itself (mode 0), from the row bias for every row (mode 1), or +0
+// (mode 2) for the first block of k, as gemmNNAVX512Init.
+func gemmNNAVX2Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	if K <= 0 {
+		return
+	}
+	// The assembly trusts its arguments (strides >= 0, checked by the
+	// callers): check the last element each operand is read or written
+	// at, as the Go kernel's indexing would.
 	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	if mode == 1 {
+		bias = bias[:N]
+	}
 	for k0 := 0; k0 < K; k0 += nnKBlock {
 		kn := min(nnKBlock, K-k0)
 		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
 		i := 0
 		for ; i+4 <= M; i += 4 {
-			gemmNN4AVX2(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn)
+			gemmNN4AVX2(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, mode)
 		}
 		for ; i < M; i++ {
-			gemmNN1AVX2(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn)
+			gemmNN1AVX2(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn, bias, mode)
 		}
+		mode = 0 // later blocks of k continue the chains stored in C
 	}
 }
 
@@ -202,17 +214,21 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 
 // gemmNNInitBlocks computes, for the first M rows of c (ldc = N), the
 // chains of gemmNN started from bias (every row; +0 when bias is nil)
-// instead of from C, and reports whether it did: only the AVX-512
-// kernels can (gemmNNJob sets C first otherwise, the same bits).
+// instead of from C, and reports whether it did: the AVX-512 and AVX2
+// kernels can (on the Go path gemmNNJob sets C first, the same bits).
 func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
-	if kernelLevel < levelAVX512 || K <= 0 || M <= 0 || N <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+	if kernelLevel < levelAVX2 || K <= 0 || M <= 0 || N <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		return false
 	}
 	mode := 2
 	if bias != nil {
 		mode = 1
 	}
-	gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	if kernelLevel == levelAVX512 {
+		gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	} else {
+		gemmNNAVX2Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	}
 	return true
 }
 
@@ -241,79 +257,106 @@ func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, l
 	}
 }
 
-// gemmNTSetBlocks is gemmNTSet on AVX-512, where the kernels start the
-// outputs from +0 without reading C; below that level it returns false
-// and gemmNTSet clears C first.
+// gemmNTSetBlocks is gemmNTSet on AVX-512 and AVX2, where the kernels
+// start the outputs from +0 without reading C; on the Go path it returns
+// false and gemmNTSet clears C first.
 func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
-	if kernelLevel < levelAVX512 {
+	switch kernelLevel {
+	case levelAVX512:
+		gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
+	case levelAVX2:
+		gemmNTAVX2From(c, ldc, a, lda, b, ldb, M, N, K, 1)
+	default:
 		return false
 	}
-	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
 	return true
 }
 
 // gemmNTAVX2 is gemmNT (M, N >= 1) in blocks of two rows of C.
 func gemmNTAVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
+	gemmNTAVX2From(c, ldc, a, lda, b, ldb, M, N, K, 0)
+}
+
+// gemmNTAVX2From is gemmNTAVX2 with the dot products added to C's old
+// values (zero = 0) or to +0 (zero = 1: gemmNTSet).
+func gemmNTAVX2From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
+		if zero != 0 {
+			clearRows(c, ldc, M, N)
+		}
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
 	boundsNT(c, ldc, a, lda, b, ldb, M, N, K)
 	i := 0
 	for ; i+2 <= M; i += 2 {
-		gemmNT2AVX2(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K)
+		gemmNT2AVX2(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
 	}
 	if i < M {
-		gemmNT1AVX2(c[i*ldc:], a[i*lda:], b, ldb, N, K)
+		gemmNT1AVX2(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero)
 	}
 }
 
 // The assembly kernels, each documented by the Go loop it computes; the
 // .s files say how.
 
-// gemmNN4AVX2 is four rows of gemmNN (N, K >= 1):
+// gemmNN4AVX2 is four rows of gemmNN (N, K >= 1), the chains started
+// from x0 = c[i*ldc+j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			x := x0(i, j)
 //			for k := 0; k < K; k++ {
-//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
 //			}
+//			c[i*ldc+j] = x
 //		}
 //	}
 //
 //go:noescape
-func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
-// gemmNN1AVX2 is one row of gemmNN (N, K >= 1):
+// gemmNN1AVX2 is one row of gemmNN (N, K >= 1), the chains started from
+// x0 = c[j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
 //
 //	for j := 0; j < N; j++ {
+//		x := x0(j)
 //		for k := 0; k < K; k++ {
-//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
 //		}
+//		c[j] = x
 //	}
 //
 //go:noescape
-func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 
-// gemmNT2AVX2 is two rows of gemmNT (N >= 1, K >= 0):
+// gemmNT2AVX2 is two rows of gemmNT (N >= 1, K >= 0), from C's old
+// values (zero = 0) or from +0, without reading C (zero = 1):
 //
 //	for i := 0; i < 2; i++ {
 //		for j := 0; j < N; j++ {
+//			if zero != 0 {
+//				c[i*ldc+j] = 0
+//			}
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //		}
 //	}
 //
 //go:noescape
-func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
 
-// gemmNT1AVX2 is one row of gemmNT (N >= 1, K >= 0):
+// gemmNT1AVX2 is one row of gemmNT (N >= 1, K >= 0), from C's old values
+// or from +0 as gemmNT2AVX2:
 //
 //	for j := 0; j < N; j++ {
+//		if zero != 0 {
+//			c[j] = 0
+//		}
 //		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
 //	}
 //
 //go:noescape
-func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
+func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // gemmNN4AVX512 is four rows of gemmNN (N, K >= 1), the chains started
 // from x0 = c[i*ldc+j] (mode 0), bias[j] (mode 1) or 0 (mode 2):

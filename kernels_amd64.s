@@ -68,29 +68,40 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $256
 	VBROADCASTSD addr, Y15; \
 	VFMADD231PD  v0, Y15, x0
 
-// func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int)
+// func gemmNN4AVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 //
-// Four rows of gemmNN, all N columns:
+// Four rows of gemmNN, all N columns, from initial values x0 that are
+// C's own (mode 0), the row bias[:N] for every row (mode 1) or +0
+// (mode 2):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
+//			x := x0(i, j) // c[i*ldc+j], bias[j] or 0
 //			for k := 0; k < K; k++ {
-//				c[i*ldc+j] = math.FMA(a[i*ai+k*ak], b[k*ldb+j], c[i*ldc+j])
+//				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
 //			}
+//			c[i*ldc+j] = x
 //		}
 //	}
+//
+// Modes 1 and 2 fold the layer's bias (or the clearing of C) into the
+// product: the chain starts from the same value that copying the bias
+// into C (or clearing C to +0) would have stored, so the bits are those
+// of setting C first, without the pass over C that would cost.
 //
 // Columns go in blocks of 12 (three YMM per row, 12 accumulators), then
 // 8, then 4, then a masked block of 1-3; a block of 16 is done as 8+8 so
 // that widths 64 and 256 never end with a lone 4. For each block the
-// accumulators are loaded from C, the k loop runs K fused multiply-adds
-// per lane in ascending k (broadcast A, vector of B), and C is stored.
+// accumulators are loaded (from C, the bias or +0), the k loop runs K
+// fused multiply-adds per lane in ascending k (broadcast A, vector of
+// B), and C is stored.
 //
 // Registers: AX a (k=0), SI a at k, R9 ai*8, R12 3*ai*8, R10 ak*8;
 // BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at the block,
-// R8 ldc*8, R13 3*ldc*8; DX k countdown; N+104(FP) columns left;
-// Y0-Y11 accumulators, Y12-Y14 B, Y15 broadcast A.
-TEXT ·gemmNN4AVX2(SB), NOSPLIT, $0-120
+// R8 ldc*8, R13 3*ldc*8; R14 bias at the block; DX k countdown;
+// N+104(FP) columns left, mode+144(FP) the mode; Y0-Y11 accumulators,
+// Y12-Y14 B, Y15 broadcast A.
+TEXT ·gemmNN4AVX2(SB), NOSPLIT, $0-152
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -104,6 +115,7 @@ TEXT ·gemmNN4AVX2(SB), NOSPLIT, $0-120
 	MOVQ b_base+72(FP), BX
 	MOVQ ldb+96(FP), R11
 	SHLQ $3, R11
+	MOVQ bias_base+120(FP), R14
 
 nn4_cols:
 	MOVQ N+104(FP), DX
@@ -113,6 +125,9 @@ nn4_cols:
 	JLT  nn4_8
 
 	// 12 columns.
+	CMPQ    mode+144(FP), $1
+	JEQ     nn4_12_bias
+	JGT     nn4_12_zero
 	VMOVUPD (CX), Y0
 	VMOVUPD 32(CX), Y1
 	VMOVUPD 64(CX), Y2
@@ -125,6 +140,38 @@ nn4_cols:
 	VMOVUPD (CX)(R13*1), Y9
 	VMOVUPD 32(CX)(R13*1), Y10
 	VMOVUPD 64(CX)(R13*1), Y11
+	JMP     nn4_12_init
+
+nn4_12_bias:
+	VMOVUPD (R14), Y0
+	VMOVUPD 32(R14), Y1
+	VMOVUPD 64(R14), Y2
+	VMOVAPD Y0, Y3
+	VMOVAPD Y1, Y4
+	VMOVAPD Y2, Y5
+	VMOVAPD Y0, Y6
+	VMOVAPD Y1, Y7
+	VMOVAPD Y2, Y8
+	VMOVAPD Y0, Y9
+	VMOVAPD Y1, Y10
+	VMOVAPD Y2, Y11
+	JMP     nn4_12_init
+
+nn4_12_zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+nn4_12_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+112(FP), DX
@@ -156,6 +203,7 @@ nn4_12_k:
 	VMOVUPD Y11, 64(CX)(R13*1)
 	ADDQ    $96, CX
 	ADDQ    $96, BX
+	ADDQ    $96, R14
 	SUBQ    $12, N+104(FP)
 	JMP     nn4_cols
 
@@ -164,6 +212,9 @@ nn4_8:
 	JLT  nn4_4
 
 	// 8 columns.
+	CMPQ    mode+144(FP), $1
+	JEQ     nn4_8_bias
+	JGT     nn4_8_zero
 	VMOVUPD (CX), Y0
 	VMOVUPD 32(CX), Y1
 	VMOVUPD (CX)(R8*1), Y2
@@ -172,6 +223,30 @@ nn4_8:
 	VMOVUPD 32(CX)(R8*2), Y5
 	VMOVUPD (CX)(R13*1), Y6
 	VMOVUPD 32(CX)(R13*1), Y7
+	JMP     nn4_8_init
+
+nn4_8_bias:
+	VMOVUPD (R14), Y0
+	VMOVUPD 32(R14), Y1
+	VMOVAPD Y0, Y2
+	VMOVAPD Y1, Y3
+	VMOVAPD Y0, Y4
+	VMOVAPD Y1, Y5
+	VMOVAPD Y0, Y6
+	VMOVAPD Y1, Y7
+	JMP     nn4_8_init
+
+nn4_8_zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+nn4_8_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+112(FP), DX
@@ -198,6 +273,7 @@ nn4_8_k:
 	VMOVUPD Y7, 32(CX)(R13*1)
 	ADDQ    $64, CX
 	ADDQ    $64, BX
+	ADDQ    $64, R14
 	SUBQ    $8, N+104(FP)
 	JMP     nn4_cols
 
@@ -208,10 +284,29 @@ nn4_4:
 	JLT   nn4_mask
 
 	// 4 columns.
+	CMPQ    mode+144(FP), $1
+	JEQ     nn4_4_bias
+	JGT     nn4_4_zero
 	VMOVUPD (CX), Y0
 	VMOVUPD (CX)(R8*1), Y1
 	VMOVUPD (CX)(R8*2), Y2
 	VMOVUPD (CX)(R13*1), Y3
+	JMP     nn4_4_init
+
+nn4_4_bias:
+	VMOVUPD (R14), Y0
+	VMOVAPD Y0, Y1
+	VMOVAPD Y0, Y2
+	VMOVAPD Y0, Y3
+	JMP     nn4_4_init
+
+nn4_4_zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+nn4_4_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+112(FP), DX
@@ -233,6 +328,7 @@ nn4_4_k:
 	VMOVUPD Y3, (CX)(R13*1)
 	ADDQ    $32, CX
 	ADDQ    $32, BX
+	ADDQ    $32, R14
 	SUBQ    $4, N+104(FP)
 	JMP     nn4_cols
 
@@ -242,10 +338,29 @@ nn4_mask:
 	SHLQ       $3, DX
 	SUBQ       DX, SI
 	VMOVUPD    (SI), Y14
+	CMPQ       mode+144(FP), $1
+	JEQ        nn4_mask_bias
+	JGT        nn4_mask_zero
 	VMASKMOVPD (CX), Y14, Y0
 	VMASKMOVPD (CX)(R8*1), Y14, Y1
 	VMASKMOVPD (CX)(R8*2), Y14, Y2
 	VMASKMOVPD (CX)(R13*1), Y14, Y3
+	JMP        nn4_mask_init
+
+nn4_mask_bias:
+	VMASKMOVPD (R14), Y14, Y0
+	VMOVAPD    Y0, Y1
+	VMOVAPD    Y0, Y2
+	VMOVAPD    Y0, Y3
+	JMP        nn4_mask_init
+
+nn4_mask_zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+nn4_mask_init:
 	MOVQ       AX, SI
 	MOVQ       BX, DI
 	MOVQ       K+112(FP), DX
@@ -270,23 +385,27 @@ nn4_done:
 	VZEROUPPER
 	RET
 
-// func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int)
+// func gemmNN1AVX2(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 //
-// One row of gemmNN, all N columns:
+// One row of gemmNN, all N columns, from initial values that are C's own
+// (mode 0), bias[:N] (mode 1) or +0 (mode 2), as in gemmNN4AVX2:
 //
 //	for j := 0; j < N; j++ {
+//		x := x0(j) // c[j], bias[j] or 0
 //		for k := 0; k < K; k++ {
-//			c[j] = math.FMA(a[k*ak], b[k*ldb+j], c[j])
+//			x = math.FMA(a[k*ak], b[k*ldb+j], x)
 //		}
+//		c[j] = x
 //	}
 //
 // Columns go in blocks of 16 (four accumulators), then 4, then a masked
 // block of 1-3, each a k-ascending loop of broadcast A times vector B.
 //
 // Registers: AX a (k=0), SI a at k, R10 ak*8; BX b at the block, DI b at
-// k, R11 ldb*8; CX c at the block; DX k countdown; R8 columns left;
-// Y0-Y3 accumulators, Y12-Y13 B, Y14 mask, Y15 broadcast A.
-TEXT ·gemmNN1AVX2(SB), NOSPLIT, $0-104
+// k, R11 ldb*8; CX c at the block; R14 bias at the block; DX k
+// countdown; R8 columns left; R9 mode; Y0-Y3 accumulators, Y12-Y13 B,
+// Y14 mask, Y15 broadcast A.
+TEXT ·gemmNN1AVX2(SB), NOSPLIT, $0-136
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ ak+48(FP), R10
@@ -295,14 +414,35 @@ TEXT ·gemmNN1AVX2(SB), NOSPLIT, $0-104
 	MOVQ ldb+80(FP), R11
 	SHLQ $3, R11
 	MOVQ N+88(FP), R8
+	MOVQ bias_base+104(FP), R14
+	MOVQ mode+128(FP), R9
 
 nn1_cols:
 	CMPQ R8, $16
 	JLT  nn1_4
+	CMPQ R9, $1
+	JEQ  nn1_16_bias
+	JGT  nn1_16_zero
 	VMOVUPD (CX), Y0
 	VMOVUPD 32(CX), Y1
 	VMOVUPD 64(CX), Y2
 	VMOVUPD 96(CX), Y3
+	JMP     nn1_16_init
+
+nn1_16_bias:
+	VMOVUPD (R14), Y0
+	VMOVUPD 32(R14), Y1
+	VMOVUPD 64(R14), Y2
+	VMOVUPD 96(R14), Y3
+	JMP     nn1_16_init
+
+nn1_16_zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+nn1_16_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+96(FP), DX
@@ -324,13 +464,27 @@ nn1_16_k:
 	VMOVUPD Y3, 96(CX)
 	ADDQ    $128, CX
 	ADDQ    $128, BX
+	ADDQ    $128, R14
 	SUBQ    $16, R8
 	JMP     nn1_cols
 
 nn1_4:
 	CMPQ R8, $4
 	JLT  nn1_mask
+	CMPQ R9, $1
+	JEQ  nn1_4_bias
+	JGT  nn1_4_zero
 	VMOVUPD (CX), Y0
+	JMP     nn1_4_init
+
+nn1_4_bias:
+	VMOVUPD (R14), Y0
+	JMP     nn1_4_init
+
+nn1_4_zero:
+	VXORPD Y0, Y0, Y0
+
+nn1_4_init:
 	MOVQ    AX, SI
 	MOVQ    BX, DI
 	MOVQ    K+96(FP), DX
@@ -346,6 +500,7 @@ nn1_4_k:
 	VMOVUPD Y0, (CX)
 	ADDQ    $32, CX
 	ADDQ    $32, BX
+	ADDQ    $32, R14
 	SUBQ    $4, R8
 	JMP     nn1_4
 
@@ -356,7 +511,20 @@ nn1_mask:
 	SHLQ       $3, R8
 	SUBQ       R8, SI
 	VMOVUPD    (SI), Y14
+	CMPQ       R9, $1
+	JEQ        nn1_mask_bias
+	JGT        nn1_mask_zero
 	VMASKMOVPD (CX), Y14, Y0
+	JMP        nn1_mask_init
+
+nn1_mask_bias:
+	VMASKMOVPD (R14), Y14, Y0
+	JMP        nn1_mask_init
+
+nn1_mask_zero:
+	VXORPD Y0, Y0, Y0
+
+nn1_mask_init:
 	MOVQ       AX, SI
 	MOVQ       BX, DI
 	MOVQ       K+96(FP), DX
@@ -412,12 +580,29 @@ nn1_done:
 	VADDSD       addr, xlo, xlo; \
 	VMOVSD       xlo, addr
 
-// func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int)
+// NT_SET is NT_REDUCE for gemmNTSet: the dot product is added to +0
+// instead of to c, the bits that clearing c first gives (a -0 dot
+// product becomes +0), and c's old value is never read.
+#define NT_SET(lo, hi, xlo, addr) \
+	VADDPD       hi, lo, lo; \
+	VEXTRACTF128 $1, lo, X14; \
+	VADDPD       X14, xlo, xlo; \
+	VPERMILPD    $1, xlo, X14; \
+	VADDSD       X14, xlo, xlo; \
+	VXORPD       X14, X14, X14; \
+	VADDSD       X14, xlo, xlo; \
+	VMOVSD       xlo, addr
+
+// func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
 //
-// Two rows of gemmNT, all N columns:
+// Two rows of gemmNT, all N columns, added to C's old values or, when
+// zero is not 0, to +0 (C's old values are then never read):
 //
 //	for i := 0; i < 2; i++ {
 //		for j := 0; j < N; j++ {
+//			if zero != 0 {
+//				c[i*ldc+j] = 0
+//			}
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //		}
 //	}
@@ -427,14 +612,14 @@ nn1_done:
 // The k loop runs over K&^7 in steps of 8: load both rows' halves of A,
 // FMA each column's halves of B into the lanes. A ragged tail of K%8 is
 // one more step with masked loads (NT_TAILA). Each output is then reduced
-// by NT_REDUCE and added to c once.
+// by NT_REDUCE and added to c once (NT_SET: to +0).
 //
 // Registers: SI a row 0, R13 a row 1; BX b column j, R10 column j+1,
 // DI column j+2, R11 ldb*8; CX c at (0, j), R8 ldc*8; DX byte offset
 // along k, AX (K&^7)*8, R9 K%8, R12 tailMask<>+64-8*(K%8);
-// N+96(FP) columns left; Y0-Y11 accumulators, Y12-Y13 A halves, Y14 B
-// half, Y15 tail mask.
-TEXT ·gemmNT2AVX2(SB), NOSPLIT, $0-112
+// N+96(FP) columns left, zero+112(FP) the flag; Y0-Y11 accumulators,
+// Y12-Y13 A halves, Y14 B half, Y15 tail mask.
+TEXT ·gemmNT2AVX2(SB), NOSPLIT, $0-120
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -506,12 +691,25 @@ nt2_3_tail:
 	NT_COL2M(32(DI)(DX*1), Y5, Y11)
 
 nt2_3_reduce:
+	CMPQ zero+112(FP), $0
+	JNE  nt2_3_set
 	NT_REDUCE(Y0, Y1, X0, (CX))
 	NT_REDUCE(Y2, Y3, X2, 8(CX))
 	NT_REDUCE(Y4, Y5, X4, 16(CX))
 	NT_REDUCE(Y6, Y7, X6, (CX)(R8*1))
 	NT_REDUCE(Y8, Y9, X8, 8(CX)(R8*1))
 	NT_REDUCE(Y10, Y11, X10, 16(CX)(R8*1))
+	JMP  nt2_3_next
+
+nt2_3_set:
+	NT_SET(Y0, Y1, X0, (CX))
+	NT_SET(Y2, Y3, X2, 8(CX))
+	NT_SET(Y4, Y5, X4, 16(CX))
+	NT_SET(Y6, Y7, X6, (CX)(R8*1))
+	NT_SET(Y8, Y9, X8, 8(CX)(R8*1))
+	NT_SET(Y10, Y11, X10, 16(CX)(R8*1))
+
+nt2_3_next:
 	ADDQ $24, CX
 	LEAQ (DI)(R11*1), BX
 	SUBQ $3, N+96(FP)
@@ -552,8 +750,17 @@ nt2_1_tail:
 	NT_COL2M(32(BX)(DX*1), Y1, Y7)
 
 nt2_1_reduce:
+	CMPQ zero+112(FP), $0
+	JNE  nt2_1_set
 	NT_REDUCE(Y0, Y1, X0, (CX))
 	NT_REDUCE(Y6, Y7, X6, (CX)(R8*1))
+	JMP  nt2_1_next
+
+nt2_1_set:
+	NT_SET(Y0, Y1, X0, (CX))
+	NT_SET(Y6, Y7, X6, (CX)(R8*1))
+
+nt2_1_next:
 	ADDQ $8, CX
 	ADDQ R11, BX
 	DECQ N+96(FP)
@@ -574,11 +781,15 @@ nt2_done:
 	VMASKMOVPD  addr, Y15, Y14; \
 	VFMADD231PD Y14, y, acc
 
-// func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K int)
+// func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 //
-// One row of gemmNT, all N columns:
+// One row of gemmNT, all N columns, added to C's old values or to +0 as
+// in gemmNT2AVX2:
 //
 //	for j := 0; j < N; j++ {
+//		if zero != 0 {
+//			c[j] = 0
+//		}
 //		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
 //	}
 //
@@ -587,9 +798,9 @@ nt2_done:
 //
 // Registers: SI a; BX b column j, R10 j+1, DI j+2, R13 j+3, R11 ldb*8;
 // CX c at j; DX byte offset along k, AX (K&^7)*8, R9 K%8,
-// R12 tailMask<>+64-8*(K%8); R8 columns left; Y0-Y7 accumulators,
-// Y12-Y13 A halves, Y14 B half, Y15 tail mask.
-TEXT ·gemmNT1AVX2(SB), NOSPLIT, $0-96
+// R12 tailMask<>+64-8*(K%8); R8 columns left, zero+96(FP) the flag;
+// Y0-Y7 accumulators, Y12-Y13 A halves, Y14 B half, Y15 tail mask.
+TEXT ·gemmNT1AVX2(SB), NOSPLIT, $0-104
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), SI
 	MOVQ b_base+48(FP), BX
@@ -651,10 +862,21 @@ nt1_4_tail:
 	NT_COL1M(32(R13)(DX*1), Y13, Y7)
 
 nt1_4_reduce:
+	CMPQ zero+96(FP), $0
+	JNE  nt1_4_set
 	NT_REDUCE(Y0, Y1, X0, (CX))
 	NT_REDUCE(Y2, Y3, X2, 8(CX))
 	NT_REDUCE(Y4, Y5, X4, 16(CX))
 	NT_REDUCE(Y6, Y7, X6, 24(CX))
+	JMP  nt1_4_next
+
+nt1_4_set:
+	NT_SET(Y0, Y1, X0, (CX))
+	NT_SET(Y2, Y3, X2, 8(CX))
+	NT_SET(Y4, Y5, X4, 16(CX))
+	NT_SET(Y6, Y7, X6, 24(CX))
+
+nt1_4_next:
 	ADDQ $32, CX
 	LEAQ (R13)(R11*1), BX
 	SUBQ $4, R8
@@ -688,7 +910,15 @@ nt1_1_tail:
 	NT_COL1M(32(BX)(DX*1), Y13, Y1)
 
 nt1_1_reduce:
+	CMPQ zero+96(FP), $0
+	JNE  nt1_1_set
 	NT_REDUCE(Y0, Y1, X0, (CX))
+	JMP  nt1_1_next
+
+nt1_1_set:
+	NT_SET(Y0, Y1, X0, (CX))
+
+nt1_1_next:
 	ADDQ $8, CX
 	ADDQ R11, BX
 	DECQ R8

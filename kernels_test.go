@@ -517,56 +517,107 @@ func TestElementwisePaths(t *testing.T) {
 	})
 }
 
-// TestGemmInitModes checks gemmNNInitBlocks, the AVX-512 kernels started
-// from a bias row or from +0 instead of from C, against setting C first
-// and running the portable kernel, to the bit, with guard zones (padding
-// between the rows of C must stay untouched too).
+// TestGemmInitModes checks gemmNNInitBlocks, the assembly kernels (AVX-512
+// and AVX2) started from a bias row or from +0 instead of from C, against
+// setting C first and running the portable kernel, to the bit, on every
+// kernel path that has them. C's old values in the block are NaN (the
+// kernels must not read them), the padding between rows of C and guard
+// zones around it must stay untouched, and besides random shapes every
+// column tail of the 12/8/4/masked and 16/4/masked blocks meets row
+// counts that leave 1-3 rows to the one-row kernel, with K across the
+// nnKBlock boundary (later blocks of k continue from C) and A's row 0
+// all -0 now and then (a chain from +0 gives +0 there, one from -0
+// would stay -0).
 func TestGemmInitModes(t *testing.T) {
-	if !gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1) {
-		t.Skip("no kernel path starts chains from a bias here")
-	}
-	rng := rand.New(rand.NewPCG(13, 14))
-	for n := 0; n < 3000; n++ {
-		g := randomGemmCase(rng, false)
-		if g.M == 0 || g.N == 0 || g.K == 0 || g.ldc < g.N {
-			continue
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		if !gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1) {
+			if k.name != "go" {
+				t.Fatalf("the %s kernels do not start chains from a bias", k.name)
+			}
+			t.Skip("the Go path sets C first (gemmNNJob)")
 		}
-		var bias []float64
-		if n%3 != 0 {
-			bias = randomSlice(rng, g.N)
+		rng := rand.New(rand.NewPCG(13, 14))
+		var cases []*gemmCase
+		for n := 0; n < 3000; n++ {
+			g := randomGemmCase(rng, false)
+			if g.M == 0 || g.N == 0 || g.K == 0 || g.ldc < g.N {
+				continue
+			}
+			cases = append(cases, g)
 		}
-		want := append([]float64(nil), g.c...)
-		for i := 0; i < g.M; i++ {
-			row := want[i*g.ldc : i*g.ldc+g.N]
-			if bias != nil {
-				copy(row, bias)
-			} else {
-				clear(row)
+		Ns := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 23, 24, 27, 28, 31, 32, 33, 36, 67}
+		for _, M := range []int{1, 3, 4, 5, 8, 11} {
+			for _, N := range Ns {
+				for _, K := range []int{1, 9, 128, 129, 300} {
+					ldc := N + rng.IntN(2)*3
+					cases = append(cases, &gemmCase{M: M, N: N, K: K, ldc: ldc, ai: K, ak: 1, ld: N,
+						a: randomSlice(rng, M*K), b: randomSlice(rng, K*N), c: randomSlice(rng, (M-1)*ldc+N)})
+				}
 			}
 		}
-		gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
-		gc := guarded(g.c)
-		c := gc[guardLen : guardLen+len(g.c)]
-		gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
-		if i, ok := sameBits(c, want); !ok {
-			t.Fatalf("%v bias %v: c[%d] = %v, want %v", g, bias != nil, i, c[i], want[i])
+		for n, g := range cases {
+			var bias []float64
+			if n%3 != 0 {
+				bias = randomSlice(rng, g.N)
+			}
+			if n%5 == 0 {
+				for kk := 0; kk < g.K; kk++ {
+					g.a[kk*g.ak] = math.Copysign(0, -1)
+				}
+			}
+			old := append([]float64(nil), g.c...)
+			for i := 0; i < g.M; i++ {
+				for j := 0; j < g.N; j++ {
+					old[i*g.ldc+j] = math.NaN()
+				}
+			}
+			want := append([]float64(nil), old...)
+			for i := 0; i < g.M; i++ {
+				row := want[i*g.ldc : i*g.ldc+g.N]
+				if bias != nil {
+					copy(row, bias)
+				} else {
+					clear(row)
+				}
+			}
+			gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+			gc := guarded(old)
+			c := gc[guardLen : guardLen+len(old)]
+			if !gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K) {
+				t.Fatalf("%v: gemmNNInitBlocks declined", g)
+			}
+			if i, ok := sameBits(c, want); !ok {
+				t.Fatalf("%v bias %v: c[%d] = %v, want %v", g, bias != nil, i, c[i], want[i])
+			}
+			if i, ok := checkGuards(gc, len(old)); !ok {
+				t.Fatalf("%v: wrote c[%d]", g, i)
+			}
 		}
-		if i, ok := checkGuards(gc, len(g.c)); !ok {
-			t.Fatalf("%v: wrote c[%d]", g, i)
-		}
-	}
+	})
 }
 
 // TestGemmNTSetPaths checks gemmNTSet against its definition (C's block
 // cleared, then gemmNT) to the bit on every kernel path, with C's old
-// values NaN (the AVX-512 kernels must not read them), a -0 dot product
-// (which +0 + -0 turns into +0), guard zones around C, and C's stride
-// wider than N (the entries between rows must stay as they were).
+// values NaN (the AVX-512 and AVX2 kernels must not read them), a -0 dot
+// product (which +0 + -0 turns into +0), guard zones around C, and C's
+// stride wider than N (the entries between rows must stay as they were).
 func TestGemmNTSetPaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
 		defer setKernelPath(k.name)()
 		rng := rand.New(rand.NewPCG(21, 22))
-		for _, sh := range [][3]int{{1, 1, 0}, {1, 1, 1}, {1, 3, 5}, {3, 7, 9}, {4, 4, 8}, {5, 9, 17}, {8, 13, 64}, {9, 12, 33}} {
+		shapes := [][3]int{{1, 1, 0}, {1, 1, 1}, {1, 3, 5}, {3, 7, 9}, {4, 4, 8}, {5, 9, 17}, {8, 13, 64}, {9, 12, 33}}
+		// Every column tail of the AVX2 (blocks of 3 and 1 for two rows,
+		// 4 and 1 for one) and AVX-512 (4 and 1) kernels, with every
+		// row remainder and K's ragged tails.
+		for _, M := range []int{1, 2, 3, 4, 5, 6, 7} {
+			for _, N := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} {
+				for _, K := range []int{0, 1, 7, 8, 11, 16, 21} {
+					shapes = append(shapes, [3]int{M, N, K})
+				}
+			}
+		}
+		for _, sh := range shapes {
 			M, N, K := sh[0], sh[1], sh[2]
 			for _, extra := range []int{0, 3} {
 				ldc := N + extra
@@ -578,11 +629,22 @@ func TestGemmNTSetPaths(t *testing.T) {
 					b[i] = rng.Float64() - 0.5
 				}
 				if K > 0 {
-					// Row 0 times column 0 is -0 (a -0 times a positive
-					// number, plus -0s): the +0 start must turn it into +0.
+					// Row 0 times column 0 is -0 once K >= 8: each
+					// product underflows to -0, so every lane's chain
+					// (FMA from +0) is -0, and so is dot8's sum. (With
+					// exact -0 products a lane would stay +0, since
+					// -0 + +0 = +0, and so would lanes K < 8 leaves
+					// empty.) The +0 start must turn it into +0.
 					for kk := 0; kk < K; kk++ {
-						a[kk] = math.Copysign(0, -1)
-						b[kk] = 1
+						a[kk] = -1e-200
+						b[kk] = 1e-200
+					}
+					if K >= 8 {
+						z := []float64{math.Copysign(0, -1)}
+						gemmNTGo(z, 1, a, K, b, K, 1, 1, K)
+						if !math.Signbit(z[0]) || z[0] != 0 {
+							t.Fatalf("K=%d: the test's dot product is %v, not -0", K, z[0])
+						}
 					}
 				}
 				size := (M-1)*ldc + N
