@@ -10,9 +10,10 @@ import (
 // TestLayerNormPaths checks LayerNorm forward and backward on every kernel
 // path against the portable Go loops, to the bit, at widths that are and
 // are not multiples of the AVX2 loops' 4 and 16 and the AVX-512 loops'
-// 8 and 32 columns, with guard
-// zones around every output (the column blocks must stop at their
-// range, the row loops at C).
+// 8 and 32 columns, at row counts that leave every kind of remainder to
+// the row-statistics blocks of 8 and 4 rows, with guard zones around
+// every output (the column blocks must stop at their range, the row
+// loops at C and at the last row).
 func TestLayerNormPaths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	fill := func(n int, scale float64) []float64 {
@@ -42,8 +43,8 @@ func TestLayerNormPaths(t *testing.T) {
 		}
 		return result{in(out, N*C), in(mean, N), in(rstd, N), in(dinp, N*C), in(dw, C), in(db, C)}, true
 	}
-	for _, C := range []int{1, 2, 3, 4, 5, 8, 13, 17, 20, 32, 36, 44, 64, 77, 128} {
-		for _, N := range []int{1, 3, 4, 9} {
+	for _, C := range []int{1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 20, 32, 33, 36, 44, 63, 64, 65, 77, 128} {
+		for _, N := range []int{1, 3, 4, 7, 9, 12, 17} {
 			inp, w, b, dout := fill(N*C, 6), fill(C, 2), fill(C, 1), fill(N*C, 1)
 			dinp0, dw0, db0 := fill(N*C, 1), fill(C, 1), fill(C, 1) // gradients accumulate
 			want, ok := run("go", N, C, inp, w, b, dout, dinp0, dw0, db0)
@@ -330,4 +331,42 @@ func filled(n int, v float64) []float64 {
 		s[i] = v
 	}
 	return s
+}
+
+// BenchmarkLayerNormRows times forwardRows and backwardRows alone, on one
+// goroutine, at the seed config's shape (256 rows of 64) and the baby
+// config's (768 rows of 128), on every kernel path in one run, so the
+// row-statistics loops are timed as ratios to the Go loops.
+func BenchmarkLayerNormRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	fill := func(n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = rng.Float64() - 0.4
+		}
+		return x
+	}
+	for _, shape := range []struct{ N, C int }{{256, 64}, {768, 128}} {
+		N, C := shape.N, shape.C
+		j := layernormJob{
+			out: make([]float64, N*C), mean: make([]float64, N), rstd: make([]float64, N),
+			inp: fill(N * C), weight: fill(C), bias: fill(C),
+			dinp: make([]float64, N*C), dout: fill(N * C), N: N, C: C,
+		}
+		for _, k := range kernelImpls() {
+			restore := setKernelPath(k.name)
+			j.forwardRows(0, N)
+			b.Run(fmt.Sprintf("C=%d/%s/forward", C, k.name), func(b *testing.B) {
+				for b.Loop() {
+					j.forwardRows(0, N)
+				}
+			})
+			b.Run(fmt.Sprintf("C=%d/%s/backward", C, k.name), func(b *testing.B) {
+				for b.Loop() {
+					j.backwardRows(0, N)
+				}
+			})
+			restore()
+		}
+	}
 }
