@@ -14,9 +14,13 @@
 // does exactly the Go loop's operations in the Go loop's order (an add
 // where it adds, a fused multiply-add where it writes math.FMA, a
 // separately rounded multiply where it writes float64(x*y)), so the bits
-// are the Go loop's. The last C%8 (C%4) columns are loaded under a mask
-// (exactly, on AVX2) and the chains stop after the last real one.
-// Callers (kernels_amd64.go) check the lengths.
+// are the Go loop's. The mean and rstd (s/C, 1/sqrt(v/C+eps)) are IEEE
+// divisions, an add and a square root, correctly rounded here as in Go.
+// The last C%8 columns are loaded under an opmask on AVX-512 (masked
+// lanes read +0 and never fault), the last C%4 on AVX2 two and then one
+// at a time with loads of exactly those elements; the chains stop after
+// the last real column (padding cannot stand in for a column: s + 0 is
+// not s when s is -0). Callers (kernels_amd64.go) check the lengths.
 //
 // The rows of a block sit S bytes apart (DX, S = 8C). Their addresses are
 // formed from three bases P, Q = P+3S, R = P+6S and the stride:
