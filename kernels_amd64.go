@@ -568,9 +568,9 @@ func lnStatsBlock(mean, rstd, inp []float64, C int) int {
 	return k
 }
 
-// lnRowSumsBlock computes, for the first 8 rows (AVX-512) or 4 rows
-// (AVX2) k of inp and dout, rows C wide, a[k] = Σ dxhat and
-// b[k] = Σ dxhat·xhat as layernormJob.backwardRows' Go loops do, and
+// lnRowSumsBlock computes a[k] = Σ dxhat and b[k] = Σ dxhat·xhat for
+// each of the first 8 rows (AVX-512) or 4 rows (AVX2) k of inp and dout,
+// rows C wide, the bits of layernormJob.backwardRows' Go loops, and
 // returns how many rows it did: 0 on the Go path or when mean has room
 // for fewer than 4 rows. On AVX-512, 4 to 7 rows go through the AVX2
 // loop.
