@@ -585,6 +585,102 @@ func lnColumns32AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
 //go:noescape
 func lnColumns8AVX512(dw, db, dout, inp, mean, rstd []float64, N, C int)
 
+// lnStatsBlock computes the mean and rstd of the first 8 rows (AVX-512)
+// or 4 rows (AVX2) of inp, rows C wide, into mean and rstd, the bits of
+// layernormJob.forwardRows' Go loops, and returns how many rows it did:
+// 0 on the Go path or when mean has room for fewer than 4 rows. On
+// AVX-512, 4 to 7 rows go through the AVX2 loop.
+func lnStatsBlock(mean, rstd, inp []float64, C int) int {
+	k := 0
+	switch {
+	case C <= 0 || kernelLevel < levelAVX2:
+		return 0
+	case kernelLevel >= levelAVX512 && len(mean) >= 8:
+		k = 8
+	case len(mean) >= 4:
+		k = 4
+	default:
+		return 0
+	}
+	mean, rstd, inp = mean[:k], rstd[:k], inp[:k*C]
+	if k == 8 {
+		lnStatsAVX512(mean, rstd, inp, C, layerNormEps)
+	} else {
+		lnStatsAVX2(mean, rstd, inp, C, layerNormEps)
+	}
+	return k
+}
+
+// lnRowSumsBlock computes a[k] = Σ dxhat and b[k] = Σ dxhat·xhat for
+// each of the first 8 rows (AVX-512) or 4 rows (AVX2) k of inp and dout,
+// rows C wide, the bits of layernormJob.backwardRows' Go loops, and
+// returns how many rows it did: 0 on the Go path or when mean has room
+// for fewer than 4 rows. On AVX-512, 4 to 7 rows go through the AVX2
+// loop.
+func lnRowSumsBlock(a, b *[8]float64, inp, dout, weight, mean, rstd []float64, C int) int {
+	k := 0
+	switch {
+	case C <= 0 || kernelLevel < levelAVX2:
+		return 0
+	case kernelLevel >= levelAVX512 && len(mean) >= 8:
+		k = 8
+	case len(mean) >= 4:
+		k = 4
+	default:
+		return 0
+	}
+	inp, dout, weight, mean, rstd = inp[:k*C], dout[:k*C], weight[:C], mean[:k], rstd[:k]
+	if k == 8 {
+		lnRowSumsAVX512(a[:], b[:], inp, dout, weight, mean, rstd, C)
+	} else {
+		lnRowSumsAVX2(a[:4], b[:4], inp, dout, weight, mean, rstd, C)
+	}
+	return k
+}
+
+// lnStatsAVX512 computes, for the 8 rows k of x (kernels_lnstats_amd64.s;
+// lnStatsAVX2 for 4 rows), each sum a chain in column order,
+//
+//	s := 0.0
+//	for _, xi := range x[k*C : k*C+C] {
+//		s += xi
+//	}
+//	mean[k] = s / float64(C)
+//	v := 0.0
+//	for _, xi := range x[k*C : k*C+C] {
+//		d := xi - mean[k]
+//		v = math.FMA(d, d, v)
+//	}
+//	rstd[k] = 1 / math.Sqrt(v/float64(C)+eps)
+//
+//go:noescape
+func lnStatsAVX512(mean, rstd, x []float64, C int, eps float64)
+
+// lnStatsAVX2 is lnStatsAVX512 for 4 rows.
+//
+//go:noescape
+func lnStatsAVX2(mean, rstd, x []float64, C int, eps float64)
+
+// lnRowSumsAVX512 computes, for the 8 rows k of x and d
+// (kernels_lnstats_amd64.s; lnRowSumsAVX2 for 4 rows), each sum a chain
+// in column order,
+//
+//	a[k], b[k] = 0, 0
+//	for i := range w {
+//		xhat := float64((x[k*C+i] - mean[k]) * rstd[k])
+//		dxhat := float64(w[i] * d[k*C+i])
+//		a[k] += dxhat
+//		b[k] = math.FMA(dxhat, xhat, b[k])
+//	}
+//
+//go:noescape
+func lnRowSumsAVX512(a, b, x, d, w, mean, rstd []float64, C int)
+
+// lnRowSumsAVX2 is lnRowSumsAVX512 for 4 rows.
+//
+//go:noescape
+func lnRowSumsAVX2(a, b, x, d, w, mean, rstd []float64, C int)
+
 // The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s)
 // and AVX2 (kernels_vec_avx2_amd64.s). Each returns false on the Go path,
 // and the caller runs its Go loop, which computes the same bits.

@@ -41,6 +41,12 @@ func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool                
 func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool         { return false }
 func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int { return lo }
 
+// Without assembly LayerNorm's row statistics run their Go loops.
+func lnStatsBlock(mean, rstd, inp []float64, C int) int { return 0 }
+func lnRowSumsBlock(a, b *[8]float64, inp, dout, weight, mean, rstd []float64, C int) int {
+	return 0
+}
+
 // Without assembly softmax's maximum and division run their Go loops.
 func maxBlocks(src []float64) (float64, bool) { return 0, false }
 func divBlocks(x []float64, d float64) bool   { return false }

@@ -174,9 +174,22 @@ func (j *layernormJob) run(lo, hi int) {
 // one row (column) at a time, which the single-row loops still compute
 // for the remainder.
 
+// forwardRows normalises rows [lo, hi). On AVX-512 (AVX2) the statistics
+// of 8 (4) rows at a time come from lnStatsBlock, whose lanes run these
+// chains, one row to a lane, in the same order.
 func (j *layernormJob) forwardRows(lo, hi int) {
 	C := j.C
 	n := lo
+	for n < hi {
+		k := lnStatsBlock(j.mean[n:hi], j.rstd[n:hi], j.inp[n*C:hi*C], C)
+		if k == 0 {
+			break
+		}
+		for r := n; r < n+k; r++ {
+			j.normalizeRow(r)
+		}
+		n += k
+	}
 	for ; n+4 <= hi; n += 4 {
 		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
 		var s0, s1, s2, s3 float64
@@ -236,6 +249,9 @@ func (j *layernormJob) normalizeRow(n int) {
 	}
 }
 
+// backwardRows adds the input gradients of rows [lo, hi). On AVX-512
+// (AVX2) the row sums of 8 (4) rows at a time come from lnRowSumsBlock,
+// whose lanes run these chains, one row to a lane, in the same order.
 func (j *layernormJob) backwardRows(lo, hi int) {
 	C, weight := j.C, j.weight[:j.C]
 	if j.set {
@@ -247,6 +263,17 @@ func (j *layernormJob) backwardRows(lo, hi int) {
 	}
 	fc := float64(C)
 	n := lo
+	var a, b [8]float64 // sums of dxhat, of dxhat·xhat
+	for n < hi {
+		k := lnRowSumsBlock(&a, &b, j.inp[n*C:hi*C], j.dout[n*C:hi*C], weight, j.mean[n:hi], j.rstd[n:hi], C)
+		if k == 0 {
+			break
+		}
+		for r := range k {
+			j.backwardRow(n+r, a[r]/fc, b[r]/fc)
+		}
+		n += k
+	}
 	for ; n+4 <= hi; n += 4 {
 		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
 		d0, d1, d2, d3 := j.dout[n*C:n*C+C], j.dout[(n+1)*C:(n+1)*C+C], j.dout[(n+2)*C:(n+2)*C+C], j.dout[(n+3)*C:(n+3)*C+C]
@@ -308,8 +335,9 @@ func (j *layernormJob) backwardColumns(lo, hi int) {
 		clear(j.dweight[lo:hi])
 		clear(j.dbias[lo:hi])
 	}
-	// The AVX-512 loop runs 32 (then 8) columns' chains side by side,
-	// each in row order; the loops below do the rest.
+	// The AVX-512 loops run 32 (then 8) columns' chains side by side,
+	// the AVX2 loops 16 (then 4), each in row order; the loops below do
+	// the rest.
 	i := lnColumnsBlocks(j.dweight, j.dbias, j.dout, j.inp, j.mean, j.rstd, j.N, C, lo, hi)
 	for ; i+4 <= hi; i += 4 {
 		dw := (*[4]float64)(j.dweight[i : i+4])
