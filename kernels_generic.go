@@ -62,3 +62,8 @@ func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return fals
 func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
 	return false
 }
+
+// gemmNNSmall is gemmNN (the amd64 build goes straight to its kernels).
+func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+}

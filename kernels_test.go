@@ -955,3 +955,38 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 		restore()
 	}
 }
+
+// TestGemmNNSmallPaths: the attention's direct route to the kernels
+// (gemmNNSmall) gives gemmNN's bits on every path, for one to four rows,
+// K up to and past one k block (where it hands over to gemmNN), row-major
+// and transposed A, -0 and NaN in C, and writes nothing outside C's rows.
+func TestGemmNNSmallPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		for n := 0; n < 2000; n++ {
+			M, N := 1+rng.IntN(4), 1+rng.IntN(40)
+			K := 1 + rng.IntN(nnKBlock+8)
+			g := &gemmCase{M: M, N: N, K: K}
+			if rng.IntN(2) == 0 {
+				g.ai, g.ak = K+rng.IntN(3), 1
+			} else {
+				g.ai, g.ak = 1, M+rng.IntN(3)
+			}
+			g.ldc, g.ld = N+rng.IntN(3), N+rng.IntN(3)
+			g.a = randomSlice(rng, span(M, g.ai, K, g.ak))
+			g.b = randomSlice(rng, span(K, g.ld, N, 1))
+			g.c = randomSlice(rng, span(M, g.ldc, N, 1))
+			want := g.run(gemmNNGo, gemmNTGo)
+			gc := guarded(g.c)
+			c := gc[guardLen : guardLen+len(g.c)]
+			gemmNNSmall(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K)
+			if i, ok := sameBits(c, want); !ok {
+				t.Fatalf("%v: c[%d] = %v, gemmNNGo gives %v", g, i, c[i], want[i])
+			}
+			if i, ok := checkGuards(gc, len(g.c)); !ok {
+				t.Fatalf("%v: wrote c[%d]", g, i)
+			}
+		}
+	})
+}

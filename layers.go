@@ -727,9 +727,9 @@ func (j *attentionJob) forwardHead(b, h int) {
 		for t := t0; t < t1; t++ {
 			clear(j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs])
 		}
-		gemmNN(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1)
+		gemmNNSmall(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1)
 		for t := t0 + 1; t < t1; t++ {
-			gemmNN(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0)
+			gemmNNSmall(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0)
 		}
 	}
 }
@@ -779,9 +779,9 @@ func (j *attentionJob) backwardHead(b, h int) {
 			clear(datt[t*T+t+1 : t*T+t1])
 		}
 		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
-		gemmNN(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
+		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
 		for t := t0 + 1; t < t1; t++ {
-			gemmNN(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0)
+			gemmNNSmall(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0)
 		}
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
@@ -805,10 +805,10 @@ func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64,
 	for s0 := 0; s0 < T; s0 += R {
 		s1 := min(s0+R, T)
 		for s := s0; s < s1-1; s++ {
-			gemmNN(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s)
+			gemmNNSmall(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s)
 		}
 		t := s1 - 1
-		gemmNN(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t)
+		gemmNNSmall(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t)
 	}
 }
 
