@@ -912,28 +912,37 @@ func boundsNT(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, 
 // gemmNNSmall is gemmNN for the attention's small products (M <= 4
 // rows, K within one k block), straight to the kernels: at the seed
 // config's sizes (16-wide heads, a few keys) the general driver's checks
-// and blocking cost about as much as the product. The kernels and their
-// order are gemmNNAVX512Init's (gemmNNAVX2Init's), so the bits are too.
-func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+// and blocking cost about as much as the product. With set, the chains
+// start from +0 instead of from C (the same bits as clearing C's rows
+// first). The kernels and their order are gemmNNAVX512Init's
+// (gemmNNAVX2Init's), so the bits are too.
+func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, set bool) {
 	if M <= 0 || M > 4 || N <= 0 || K <= 0 || K > nnKBlock || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 || kernelLevel == levelGo {
+		if set && M > 0 && N > 0 {
+			clearRows(c, ldc, M, N)
+		}
 		gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
 		return
 	}
 	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	mode := 0
+	if set {
+		mode = 2
+	}
 	avx512 := kernelLevel == levelAVX512
 	if M == 4 {
 		if avx512 {
-			gemmNN4AVX512(c, ldc, a, ai, ak, b, ldb, N, K, nil, 0)
+			gemmNN4AVX512(c, ldc, a, ai, ak, b, ldb, N, K, nil, mode)
 		} else {
-			gemmNN4AVX2(c, ldc, a, ai, ak, b, ldb, N, K, nil, 0)
+			gemmNN4AVX2(c, ldc, a, ai, ak, b, ldb, N, K, nil, mode)
 		}
 		return
 	}
 	for i := 0; i < M; i++ {
 		if avx512 {
-			gemmNN1AVX512(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, 0)
+			gemmNN1AVX512(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, mode)
 		} else {
-			gemmNN1AVX2(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, 0)
+			gemmNN1AVX2(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, mode)
 		}
 	}
 }

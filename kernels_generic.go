@@ -63,7 +63,11 @@ func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak 
 	return false
 }
 
-// gemmNNSmall is gemmNN (the amd64 build goes straight to its kernels).
-func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+// gemmNNSmall is gemmNN, after clearing C's rows when set (the amd64
+// build goes straight to its kernels).
+func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, set bool) {
+	if set && M > 0 && N > 0 {
+		clearRows(c, ldc, M, N)
+	}
 	gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
 }

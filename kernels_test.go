@@ -959,7 +959,8 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 // TestGemmNNSmallPaths: the attention's direct route to the kernels
 // (gemmNNSmall) gives gemmNN's bits on every path, for one to four rows,
 // K up to and past one k block (where it hands over to gemmNN), row-major
-// and transposed A, -0 and NaN in C, and writes nothing outside C's rows.
+// and transposed A, chains from C or (set) from +0 over C's NaN, and
+// writes nothing outside C's rows.
 func TestGemmNNSmallPaths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
@@ -980,7 +981,18 @@ func TestGemmNNSmallPaths(t *testing.T) {
 			want := g.run(gemmNNGo, gemmNTGo)
 			gc := guarded(g.c)
 			c := gc[guardLen : guardLen+len(g.c)]
-			gemmNNSmall(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K)
+			set := rng.IntN(2) == 0
+			if set {
+				want = append([]float64(nil), g.c...)
+				clearRows(want, g.ldc, M, N)
+				gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K)
+				for i := 0; i < M; i++ {
+					for j := 0; j < N; j++ {
+						c[i*g.ldc+j] = math.NaN() // a set product must not read C
+					}
+				}
+			}
+			gemmNNSmall(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K, set)
 			if i, ok := sameBits(c, want); !ok {
 				t.Fatalf("%v: c[%d] = %v, gemmNNGo gives %v", g, i, c[i], want[i])
 			}

@@ -709,10 +709,7 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// its own dot8, the same bits as one row at a time. The few
 		// entries above the diagonal that the block computes along are
 		// zeroed again below.
-		for t := t0; t < t1; t++ {
-			clear(att[t*T : t*T+t1])
-		}
-		gemmNT(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
+		gemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
 		for t := t0; t < t1; t++ {
 			row := att[t*T : t*T+t+1]
 			for s, v := range row {
@@ -724,12 +721,9 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:
 		// the keys [0, t0] every row of the block sees in one four-row
 		// call, then each row's chain goes on over its own (t0, t].
-		for t := t0; t < t1; t++ {
-			clear(j.out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs])
-		}
-		gemmNNSmall(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1)
+		gemmNNSmall(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1, true)
 		for t := t0 + 1; t < t1; t++ {
-			gemmNNSmall(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0)
+			gemmNNSmall(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0, false)
 		}
 	}
 }
@@ -762,10 +756,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 	for t0 := 0; t0 < T; t0 += attnRows {
 		t1 := min(t0+attnRows, T)
 		n := t1 - t0
-		for t := t0; t < t1; t++ {
-			clear(datt[t*T : t*T+t1])
-		}
-		gemmNT(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		gemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
 		for t := t0; t < t1; t++ {
 			p := att[t*T : t*T+t+1]
 			dp := datt[t*T : t*T+t+1]
@@ -779,9 +770,9 @@ func (j *attentionJob) backwardHead(b, h int) {
 			clear(datt[t*T+t+1 : t*T+t1])
 		}
 		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
-		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
+		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, false)
 		for t := t0 + 1; t < t1; t++ {
-			gemmNNSmall(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0)
+			gemmNNSmall(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0, false)
 		}
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
@@ -805,10 +796,10 @@ func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64,
 	for s0 := 0; s0 < T; s0 += R {
 		s1 := min(s0+R, T)
 		for s := s0; s < s1-1; s++ {
-			gemmNNSmall(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s)
+			gemmNNSmall(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s, false)
 		}
 		t := s1 - 1
-		gemmNNSmall(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t)
+		gemmNNSmall(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t, false)
 	}
 }
 
