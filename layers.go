@@ -26,19 +26,6 @@ func encoderForward(out []float64, idx []int, wte, wpe []float64, B, T, t0, t1, 
 	job.forwardRows(0, rows)
 }
 
-// encoderBackward undoes out[b,t] = wte[idx[b,t]] + wpe[t]: rows are
-// scattered in ascending (b, t) order. Two rows may share a token, so the
-// workers split the columns, never the rows.
-func encoderBackward(dwte, dwpe, dout []float64, idx []int, B, T, C int) {
-	job := encoderJob{backward: true, dwte: dwte, dwpe: dwpe, dout: dout, idx: idx, B: B, T: T, C: C}
-	if p := pool.acquire(C, 8, 2*B*T); p > 1 {
-		pool.enc = job
-		pool.dispatch(p, C, 8, &pool.enc)
-		return
-	}
-	job.backwardColumns(0, C)
-}
-
 // encoderJob is the encoder forward over a range of rows (b, t), t in
 // [t0, t1), counted from 0, or its backward over a range of columns.
 type encoderJob struct {
@@ -382,117 +369,11 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 	gemmNNParallelInit(out, OC, bias, inp, C, 1, weight, OC, N, OC, C)
 }
 
-// matmulForwardReLU is matmulForward followed by act = relu(out)
-// (reluForward), in the same parallel section: each worker applies the
-// ReLU to its own rows right after computing them.
-func matmulForwardReLU(out, act, inp, weight, bias []float64, N, C, OC int) {
-	if bias != nil {
-		bias = bias[:OC]
-	}
-	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, act: act[:N*OC]}, N)
-}
-
-// matmulForwardResidual is matmulForward followed by out = res + out
-// (residualForward), in the same parallel section.
-func matmulForwardResidual(out, inp, weight, bias, res []float64, N, C, OC int) {
-	if bias != nil {
-		bias = bias[:OC]
-	}
-	runGemmNN(gemmNNJob{c: out, ldc: OC, a: inp, ai: C, ak: 1, b: weight, ldb: OC, n: OC, k: C, init: true, bias: bias, res: res[:N*OC]}, N)
-}
-
-// matmulBackward undoes out = inp·weight + bias:
-//
-//	dinp += dout·weightᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n]
-//
-// dbias may be nil; its sums over rows are spread over the workers by
-// columns, each column summed in row order.
-func matmulBackward(dinp, dweight, dbias, dout, inp, weight []float64, N, C, OC int) {
-	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC})
-}
-
-// matmulBackwardSet is matmulBackward with dinp overwritten instead of
-// accumulated (the same bits as clearing it first), and, when reluPre is
-// not nil, dinp then masked by reluBackward(dinp, reluPre): the gradient
-// through out = relu(pre)·weight + bias with respect to pre.
-func matmulBackwardSet(dinp, dweight, dbias, dout, inp, weight, reluPre []float64, N, C, OC int) {
-	runMatmulBackward(matmulBackwardJob{dinp: dinp, dweight: dweight, dbias: dbias, dout: dout, inp: inp, weight: weight, N: N, C: C, OC: OC, set: true, reluPre: reluPre})
-}
-
-// matmulBackwardUnits is the number of pieces each of the two products
-// of matmulBackward is cut into. The input gradient (rows of dinp) and
-// the weight gradient (rows of dweight, with dbias) are independent, so
-// they run side by side in one parallel section: with two workers, one
-// computes all of dinp while the other computes dweight and dbias, and
-// each product runs whole, in big blocks, with one barrier for the pair.
-const matmulBackwardUnits = 8
-
-// matmulBackwardJob is matmulBackward over a range of units: units
-// [0, U) are row blocks of dinp, units [U, 2U) row blocks of dweight
-// with column blocks of dbias. Every output belongs to exactly one unit,
-// and is computed in the one order its kernel defines.
-type matmulBackwardJob struct {
-	dinp, dweight, dbias, dout, inp, weight []float64
-	reluPre                                 []float64
-	set                                     bool
-	N, C, OC                                int
-}
-
-func runMatmulBackward(job matmulBackwardJob) {
-	const U = matmulBackwardUnits
-	if p := pool.acquire(2*U, 1, job.N*job.C*job.OC/U); p > 1 {
-		pool.mmb = job
-		pool.dispatch(p, 2*U, 1, &pool.mmb)
-		return
-	}
-	job.run(0, 2*U)
-}
-
-// unitRows is the first row of unit u of U over M rows: a multiple of
-// four (the kernels' row block) except at the end.
-func unitRows(M, u, U int) int {
-	if u >= U {
-		return M
-	}
-	return (M * u / U) &^ 3
-}
-
-func (j *matmulBackwardJob) run(lo, hi int) {
-	const U = matmulBackwardUnits
-	N, C, OC := j.N, j.C, j.OC
-	// dinp rows of units [lo, min(hi, U)), as one call.
-	if lo < U {
-		r0, r1 := unitRows(N, lo, U), unitRows(N, min(hi, U), U)
-		if r1 > r0 {
-			d := j.dinp[r0*C : r1*C]
-			if j.set {
-				gemmNTSet(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
-			} else {
-				gemmNT(d, C, j.dout[r0*OC:], OC, j.weight, OC, r1-r0, C, OC)
-			}
-			if j.reluPre != nil {
-				reluMask(d, j.reluPre[r0*C:r1*C])
-			}
-		}
-	}
-	// dweight rows and dbias columns of units [max(lo, U), hi).
-	if hi > U {
-		u0, u1 := max(lo, U)-U, hi-U
-		r0, r1 := unitRows(C, u0, U), unitRows(C, u1, U)
-		gemmNN(j.dweight[r0*OC:], OC, j.inp[r0:], 1, C, j.dout, OC, r1-r0, OC, N)
-		if j.dbias != nil {
-			o0, o1 := OC*u0/U, OC*u1/U
-			cs := columnSumJob{sum: j.dbias[:OC], rows: j.dout, N: N, W: OC}
-			cs.run(o0, o1)
-		}
-	}
-}
-
 // inputGradJob is the input gradient of out = inp·weight (+ bias) over
 // rows [lo, hi): dinp = dout·weightᵀ, overwritten (gemmNTSet), then, when
 // relu is not nil, masked by reluBackward(dinp, relu), where relu holds
 // the ReLU's input or, the same mask, its output. It is
-// matmulBackwardSet's dinp half, for a row-wise chain.
+// the input half of a matrix product's backward, for a row-wise chain.
 type inputGradJob struct {
 	dinp, dout, weight, relu []float64
 	C, OC                    int
@@ -803,26 +684,10 @@ func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64,
 	}
 }
 
-// crossEntropyForward computes per-row losses -log softmax(logits)[target]
-// and, in the same pass, dlogits = (softmax - onehot(target)) / N: the
-// gradient of the mean loss. It returns the mean over the N rows, summed
-// in row order. Rows are spread over the workers; the mean is taken after.
-func crossEntropyForward(losses, dlogits, logits []float64, targets []int, N, V int) float64 {
-	job := crossEntropyJob{losses: losses, dlogits: dlogits, logits: logits, targets: targets, N: N, V: V}
-	if p := pool.acquire(N, 1, 4*V); p > 1 {
-		pool.ce = job
-		pool.dispatch(p, N, 1, &pool.ce)
-	} else {
-		job.run(0, N)
-	}
-	total := 0.0
-	for _, l := range losses[:N] {
-		total += l
-	}
-	return total / float64(N)
-}
-
-// crossEntropyJob is crossEntropyForward's per-row work over a range of rows.
+// crossEntropyJob computes, for a range of rows, each row's loss
+// -log softmax(logits)[target] and, in the same pass, dlogits =
+// (softmax - onehot(target)) / N: the gradient of the mean loss over the
+// N rows (activations.meanLoss sums the losses in row order after).
 type crossEntropyJob struct {
 	losses, dlogits, logits []float64
 	targets                 []int

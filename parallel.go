@@ -95,7 +95,6 @@ type workerPool struct {
 	colsum columnSumJob
 	ce     crossEntropyJob
 	enc    encoderJob
-	mmb    matmulBackwardJob
 	sq     sumSquaresJob
 }
 
@@ -333,13 +332,8 @@ func (j *gemmNTJob) run(lo, hi int) {
 	gemmNT(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
 }
 
-// gemmNNParallel is gemmNN with the rows of C spread over the workers.
-func gemmNNParallel(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	runGemmNN(gemmNNJob{c: c, ldc: ldc, a: a, ai: ai, ak: ak, b: b, ldb: ldb, n: N, k: K}, M)
-}
-
-// gemmNNParallelInit is gemmNNParallel on a C whose M rows are first set
-// to bias (N wide), or to zero when bias is nil.
+// gemmNNParallelInit is gemmNN with the rows of C spread over the
+// workers, each first set to bias (N wide), or to zero when bias is nil.
 func gemmNNParallelInit(c []float64, ldc int, bias, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
 	runGemmNN(gemmNNJob{c: c, ldc: ldc, a: a, ai: ai, ak: ak, b: b, ldb: ldb, n: N, k: K, init: true, bias: bias}, M)
 }

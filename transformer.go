@@ -104,7 +104,7 @@ func (a *activations) ensureGradients(c Config) {
 // forward runs the model on idx (B·T ids, row-major) for positions
 // [t0, t1) of every sequence, writing activations and logits for those
 // rows, and, when targets is not nil (full rows only), each row's loss
-// and dlogits (see crossEntropyForward) for meanLoss and backward.
+// and dlogits (see crossEntropyJob) for meanLoss and backward.
 // Training uses t0 = 0, t1 = T. The generator (B = 1) uses t0 > 0 to
 // extend a sequence whose earlier rows, and so its keys and values, are
 // already in a: every row is computed by the same kernels in the same
