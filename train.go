@@ -256,9 +256,10 @@ func (t *Trainer) TrainStep() (float64, error) {
 // (quickSumSquares, its own order, the same at any GOMAXPROCS) answers
 // first; the serial chain runs only when that sum is not comfortably
 // finite or not comfortably below clip², where the two sums could
-// disagree. Both are sums of the same n non-negative terms with one
-// rounding per term, so each is within a factor (1 ± n·2⁻⁵³) of the
-// exact sum; the margin below is four times that. When the quick sum
+// disagree. Both add the same n non-negative terms (fused squares), in
+// different orders, so each is within a factor (1 ± n·2⁻⁵³) of the
+// exact sum; the margin below is four times that (and covers clip²'s
+// own rounding). When the quick sum
 // answers, the norm returned is its square root, which may differ from
 // the serial chain's in the last bits; nothing but the finiteness check
 // reads it then. parts is scratch for the blocks' sums (see
