@@ -79,11 +79,13 @@
 //
 // # Kernel dispatch
 //
-// The matrix kernels have a portable Go implementation, always compiled and
-// the reference, and on amd64 assembly versions chosen once at start-up
-// from CPUID and XGETBV (kernels_amd64.go; the build tag purego or a CPU
-// without the features selects Go). Every path computes the same order of
-// operations, and the kernel tests check that they agree to the bit.
+// The matrix kernels and the vector loops (softmax, LayerNorm, ReLU,
+// residual adds, Adam) have a portable Go implementation, always compiled
+// and the reference, and on amd64 AVX2 and AVX-512 assembly versions
+// chosen once at start-up from CPUID and XGETBV (kernels_amd64.go; the
+// build tag purego or a CPU without the features selects Go). Every path
+// computes the same order of operations, and the kernel tests check that
+// they agree to the bit.
 //
 // # Concurrency
 //
