@@ -638,12 +638,40 @@ func (j *attentionJob) backwardHead(b, h int) {
 		t1 := min(t0+attnRows, T)
 		n := t1 - t0
 		gemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		// sum[t] = Σ_s≤t att[t,s]·datt[t,s], a chain over s ascending
+		// from +0 for each row: the block's chains side by side over
+		// the keys [0, t0] all its rows see (four independent chains
+		// instead of one latency-bound chain at a time), then each
+		// row's on over its own keys (t0, t]. Every chain keeps its
+		// order, so the bits are those of one row at a time.
+		var sums [attnRows]float64
+		if n == attnRows {
+			p0, d0 := att[t0*T:t0*T+t0+1], datt[t0*T:t0*T+t0+1]
+			p1, d1 := att[(t0+1)*T:][:len(p0)], datt[(t0+1)*T:][:len(p0)]
+			p2, d2 := att[(t0+2)*T:][:len(p0)], datt[(t0+2)*T:][:len(p0)]
+			p3, d3 := att[(t0+3)*T:][:len(p0)], datt[(t0+3)*T:][:len(p0)]
+			var s0, s1, s2, s3 float64
+			for s := range p0 {
+				s0 = math.FMA(p0[s], d0[s], s0)
+				s1 = math.FMA(p1[s], d1[s], s1)
+				s2 = math.FMA(p2[s], d2[s], s2)
+				s3 = math.FMA(p3[s], d3[s], s3)
+			}
+			sums = [attnRows]float64{s0, s1, s2, s3}
+		} else {
+			for r := range n {
+				p, dp := att[(t0+r)*T:][:t0+1], datt[(t0+r)*T:][:t0+1]
+				for s, ps := range p {
+					sums[r] = math.FMA(ps, dp[s], sums[r])
+				}
+			}
+		}
 		for t := t0; t < t1; t++ {
 			p := att[t*T : t*T+t+1]
 			dp := datt[t*T : t*T+t+1]
-			sum := 0.0
-			for s, ps := range p {
-				sum = math.FMA(ps, dp[s], sum)
+			sum := sums[t-t0]
+			for s := t0 + 1; s <= t; s++ {
+				sum = math.FMA(p[s], dp[s], sum)
 			}
 			for s, ps := range p {
 				dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
