@@ -47,8 +47,8 @@ GLOBL triMask4<>(SB), RODATA|NOPTR, $64
 
 // func gemmNNTriAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper int)
 //
-// For each row, columns go in blocks of 16 (two ZMM), then 8, then a
-// masked block of 1-7, each a k-ascending loop of broadcast A times
+// For each row, columns go in blocks of 32 (four ZMM), then one of 16,
+// then 8, then a masked block of 1-7, each a k-ascending loop of broadcast A times
 // vector B.
 TEXT ·gemmNNTriAVX512(SB), NOSPLIT, $0-128
 	MOVQ ldc+24(FP), R8
@@ -97,6 +97,37 @@ triz_keys:
 	ADDQ  b_base+72(FP), BX
 	MOVQ  N+112(FP), R14
 
+triz_32:
+	CMPQ    R14, $32
+	JLT     triz_16
+	VMOVUPD (CX), Z0
+	VMOVUPD 64(CX), Z1
+	VMOVUPD 128(CX), Z2
+	VMOVUPD 192(CX), Z3
+	MOVQ    AX, SI
+	MOVQ    BX, DI
+	MOVQ    R13, DX
+
+triz_32_k:
+	VBROADCASTSD (SI), Z20
+	VFMADD231PD  (DI), Z20, Z0
+	VFMADD231PD  64(DI), Z20, Z1
+	VFMADD231PD  128(DI), Z20, Z2
+	VFMADD231PD  192(DI), Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R11, DI
+	DECQ         DX
+	JNZ          triz_32_k
+
+	VMOVUPD Z0, (CX)
+	VMOVUPD Z1, 64(CX)
+	VMOVUPD Z2, 128(CX)
+	VMOVUPD Z3, 192(CX)
+	ADDQ    $256, CX
+	ADDQ    $256, BX
+	SUBQ    $32, R14
+	JMP     triz_32
+
 triz_16:
 	CMPQ    R14, $16
 	JLT     triz_8
@@ -120,7 +151,6 @@ triz_16_k:
 	ADDQ    $128, CX
 	ADDQ    $128, BX
 	SUBQ    $16, R14
-	JMP     triz_16
 
 triz_8:
 	TESTQ R14, R14
@@ -163,8 +193,8 @@ triz_done:
 
 // func gemmNNTriAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper int)
 //
-// For each row, columns go in blocks of 8 (two YMM), then 4, then a
-// masked block of 1-3, each a k-ascending loop of broadcast A times
+// For each row, columns go in blocks of 16 (four YMM), then one of 8,
+// then 4, then a masked block of 1-3, each a k-ascending loop of broadcast A times
 // vector B. Y14 holds the tail mask.
 TEXT ·gemmNNTriAVX2(SB), NOSPLIT, $0-128
 	MOVQ ldc+24(FP), R8
@@ -210,6 +240,37 @@ triy_keys:
 	ADDQ  b_base+72(FP), BX
 	MOVQ  N+112(FP), R14
 
+triy_16:
+	CMPQ    R14, $16
+	JLT     triy_8
+	VMOVUPD (CX), Y0
+	VMOVUPD 32(CX), Y1
+	VMOVUPD 64(CX), Y2
+	VMOVUPD 96(CX), Y3
+	MOVQ    AX, SI
+	MOVQ    BX, DI
+	MOVQ    R13, DX
+
+triy_16_k:
+	VBROADCASTSD (SI), Y15
+	VFMADD231PD  (DI), Y15, Y0
+	VFMADD231PD  32(DI), Y15, Y1
+	VFMADD231PD  64(DI), Y15, Y2
+	VFMADD231PD  96(DI), Y15, Y3
+	ADDQ         R10, SI
+	ADDQ         R11, DI
+	DECQ         DX
+	JNZ          triy_16_k
+
+	VMOVUPD Y0, (CX)
+	VMOVUPD Y1, 32(CX)
+	VMOVUPD Y2, 64(CX)
+	VMOVUPD Y3, 96(CX)
+	ADDQ    $128, CX
+	ADDQ    $128, BX
+	SUBQ    $16, R14
+	JMP     triy_16
+
 triy_8:
 	CMPQ    R14, $8
 	JLT     triy_4
@@ -233,7 +294,6 @@ triy_8_k:
 	ADDQ    $64, CX
 	ADDQ    $64, BX
 	SUBQ    $8, R14
-	JMP     triy_8
 
 triy_4:
 	CMPQ    R14, $4
