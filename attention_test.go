@@ -151,3 +151,80 @@ func BenchmarkAttention(b *testing.B) {
 		})
 	}
 }
+
+// triRowsGo is gemmNNTri's definition as the attention code ran it
+// before the kernel: one portable gemmNN call per row, over that row's
+// keys of the block (lower: 1..r; upper: r..n-2).
+func triRowsGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
+	for r := 0; r < n; r++ {
+		lo, cnt := 1, r
+		if upper {
+			lo, cnt = r, n-1-r
+		}
+		if cnt > 0 {
+			gemmNNGo(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
+		}
+	}
+}
+
+// TestGemmNNTriPaths checks gemmNNTri on every kernel path against the
+// per-row loop of portable gemmNN calls, to the bit: both triangles,
+// blocks of 1-4 rows, widths 1-40 (every column tail of the AVX-512 and
+// AVX2 blocks), row and key strides of both layouts the attention uses
+// (a row-major block of scores, and its transpose), inputs with ±0,
+// NaN and ±Inf, and guard zones around C (and between its rows) that
+// must come back unchanged. The operand slices end exactly at the last
+// element the shape addresses.
+func TestGemmNNTriPaths(t *testing.T) {
+	const guard = 24
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(7, 8))
+		special := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1)}
+		value := func(specials bool) float64 {
+			if specials && rng.IntN(12) == 0 {
+				return special[rng.IntN(len(special))]
+			}
+			return (rng.Float64() - 0.5) * 4
+		}
+		fill := func(n int, specials bool) []float64 {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = value(specials)
+			}
+			return x
+		}
+		for _, upper := range []bool{false, true} {
+			for n := 1; n <= 4; n++ {
+				for N := 1; N <= 40; N++ {
+					for trial := 0; trial < 4; trial++ {
+						specials := trial >= 2
+						ldc, ldb := N+rng.IntN(3), N+rng.IntN(3)
+						lda := n + rng.IntN(5)
+						ai, ak := lda, 1 // the scores' rows (forward, dq)
+						if trial%2 == 1 {
+							ai, ak = 1, lda // their columns (transposedCausalNN)
+						}
+						m := n - 1
+						if upper {
+							m = n - 2
+						}
+						cLen, aLen, bLen := 1, 1, 1
+						if m >= 0 {
+							cLen, aLen, bLen = m*ldc+N, m*ai+m*ak+1, m*ldb+N
+						}
+						buf := fill(guard+cLen+guard, specials)
+						a, b := fill(aLen, specials), fill(bLen+guard, specials)[:bLen]
+						want := append([]float64(nil), buf...)
+						triRowsGo(want[guard:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
+						gemmNNTri(buf[guard:guard+cLen:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
+						if i, ok := sameBits(buf, want); !ok {
+							t.Fatalf("upper %v n %d N %d ldc %d ai %d ak %d ldb %d: c[%d] = %v, per-row loop %v (guard %d)",
+								upper, n, N, ldc, ai, ak, ldb, i-guard, buf[i], want[i], guard)
+						}
+					}
+				}
+			}
+		}
+	})
+}

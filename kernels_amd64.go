@@ -946,3 +946,74 @@ func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb
 		}
 	}
 }
+
+// gemmNNTri continues, for a block of n rows, each row's gemmNN chains
+// over the keys of the block that only some of its rows see (the
+// triangle a blocked causal product leaves after the product over the
+// keys all rows share), in one call instead of one gemmNN call per row:
+//
+//	for r := 0; r < n; r++ {
+//		lo, cnt := 1, r // lower: row r sees keys 1..r
+//		if upper {
+//			lo, cnt = r, n-1-r // upper: row r sees keys r..n-2
+//		}
+//		for j := 0; j < N; j++ {
+//			x := c[r*ldc+j]
+//			for k := lo; k < lo+cnt; k++ {
+//				x = math.FMA(a[r*ai+k*ak], b[k*ldb+j], x)
+//			}
+//			c[r*ldc+j] = x
+//		}
+//	}
+//
+// Every output is the k-ascending chain the per-row calls formed, so the
+// bits are theirs; at the seed config (16-wide heads, 1-3 keys a row)
+// those calls were mostly call overhead.
+func gemmNNTri(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
+	if n < 2 || N <= 0 {
+		return
+	}
+	if kernelLevel == levelGo || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
+		gemmNNTriRows(c, ldc, a, ai, ak, b, ldb, n, N, upper)
+		return
+	}
+	// The last row and key addressed: every other element has smaller
+	// indices, the strides being >= 0.
+	m, u := n-1, 0
+	if upper {
+		m, u = n-2, 1
+	}
+	_ = c[m*ldc+N-1]
+	_ = a[m*ai+m*ak]
+	_ = b[m*ldb+N-1]
+	if kernelLevel == levelAVX512 {
+		gemmNNTriAVX512(c, ldc, a, ai, ak, b, ldb, n, N, u)
+	} else {
+		gemmNNTriAVX2(c, ldc, a, ai, ak, b, ldb, n, N, u)
+	}
+}
+
+// gemmNNTriRows is gemmNNTri one gemmNN call per row (the portable path;
+// kernels_generic.go has its twin).
+func gemmNNTriRows(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
+	for r := 0; r < n; r++ {
+		lo, cnt := 1, r
+		if upper {
+			lo, cnt = r, n-1-r
+		}
+		if cnt > 0 {
+			gemmNN(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
+		}
+	}
+}
+
+// gemmNNTriAVX512 is gemmNNTri (n >= 2, N >= 1) with upper as 0 or 1;
+// kernels_tri_amd64.s says how.
+//
+//go:noescape
+func gemmNNTriAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper int)
+
+// gemmNNTriAVX2 is gemmNNTriAVX512 with AVX2 and FMA.
+//
+//go:noescape
+func gemmNNTriAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper int)

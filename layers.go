@@ -602,10 +602,10 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:
 		// the keys [0, t0] every row of the block sees in one four-row
 		// call, then each row's chain goes on over its own (t0, t].
+		// Row t0+r's own keys are t0+1..t0+r: the lower triangle of
+		// the block's scores, one gemmNNTri call.
 		gemmNNSmall(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1, true)
-		for t := t0 + 1; t < t1; t++ {
-			gemmNNSmall(j.out[(b*T+t)*C+h*hs:], C, att[t*T+t0+1:], 0, 1, values[(t0+1)*C3:], C3, 1, hs, t-t0, false)
-		}
+		gemmNNTri(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T+t0:], T, 1, values[t0*C3:], C3, n, hs, false)
 	}
 }
 
@@ -638,12 +638,40 @@ func (j *attentionJob) backwardHead(b, h int) {
 		t1 := min(t0+attnRows, T)
 		n := t1 - t0
 		gemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		// sum[t] = Σ_s≤t att[t,s]·datt[t,s], a chain over s ascending
+		// from +0 for each row: the block's chains side by side over
+		// the keys [0, t0] all its rows see (four independent chains
+		// instead of one latency-bound chain at a time), then each
+		// row's on over its own keys (t0, t]. Every chain keeps its
+		// order, so the bits are those of one row at a time.
+		var sums [attnRows]float64
+		if n == attnRows {
+			p0, d0 := att[t0*T:t0*T+t0+1], datt[t0*T:t0*T+t0+1]
+			p1, d1 := att[(t0+1)*T:][:len(p0)], datt[(t0+1)*T:][:len(p0)]
+			p2, d2 := att[(t0+2)*T:][:len(p0)], datt[(t0+2)*T:][:len(p0)]
+			p3, d3 := att[(t0+3)*T:][:len(p0)], datt[(t0+3)*T:][:len(p0)]
+			var s0, s1, s2, s3 float64
+			for s := range p0 {
+				s0 = math.FMA(p0[s], d0[s], s0)
+				s1 = math.FMA(p1[s], d1[s], s1)
+				s2 = math.FMA(p2[s], d2[s], s2)
+				s3 = math.FMA(p3[s], d3[s], s3)
+			}
+			sums = [attnRows]float64{s0, s1, s2, s3}
+		} else {
+			for r := range n {
+				p, dp := att[(t0+r)*T:][:t0+1], datt[(t0+r)*T:][:t0+1]
+				for s, ps := range p {
+					sums[r] = math.FMA(ps, dp[s], sums[r])
+				}
+			}
+		}
 		for t := t0; t < t1; t++ {
 			p := att[t*T : t*T+t+1]
 			dp := datt[t*T : t*T+t+1]
-			sum := 0.0
-			for s, ps := range p {
-				sum = math.FMA(ps, dp[s], sum)
+			sum := sums[t-t0]
+			for s := t0 + 1; s <= t; s++ {
+				sum = math.FMA(p[s], dp[s], sum)
 			}
 			for s, ps := range p {
 				dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
@@ -652,9 +680,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 		}
 		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
 		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, false)
-		for t := t0 + 1; t < t1; t++ {
-			gemmNNSmall(dq[t*C3:], C3, datt[t*T+t0+1:], 0, 1, keys[(t0+1)*C3:], C3, 1, hs, t-t0, false)
-		}
+		gemmNNTri(dq[t0*C3:], C3, datt[t0*T+t0:], T, 1, keys[t0*C3:], C3, n, hs, false)
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
 	// each a chain over t ascending from s: the transposed products, with
@@ -670,15 +696,16 @@ func (j *attentionJob) backwardHead(b, h int) {
 //
 // that is C += Aᵀ·B over the lower triangle of A (rows t >= s of column s),
 // each output a chain over t ascending. Rows of C go in blocks of four:
-// the block's ragged start (t below the block's last row) one row at a
-// time, then the rest of the chains together in one four-row call.
+// the block's ragged start (t below the block's last row) in one
+// gemmNNTri call, then the rest of the chains together in one four-row
+// call.
 func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, T, hs int) {
 	const R = 4
 	for s0 := 0; s0 < T; s0 += R {
 		s1 := min(s0+R, T)
-		for s := s0; s < s1-1; s++ {
-			gemmNNSmall(c[s*ldc:], ldc, a[s*lda+s:], 1, lda, b[s*ldb:], ldb, 1, hs, s1-1-s, false)
-		}
+		// Row s0+r's chain starts at t = s0+r and runs to s1-2: the
+		// upper triangle, a[(s0+k)*lda+s0+r] for keys k = r..n-2.
+		gemmNNTri(c[s0*ldc:], ldc, a[s0*lda+s0:], 1, lda, b[s0*ldb:], ldb, s1-s0, hs, true)
 		t := s1 - 1
 		gemmNNSmall(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t, false)
 	}
