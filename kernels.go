@@ -216,3 +216,17 @@ func gemmNTGo(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, 
 		}
 	}
 }
+
+// gemmNNTriRows is gemmNNTri as one gemmNN call per row: the portable
+// path, and the reference the assembly's tests compare with.
+func gemmNNTriRows(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
+	for r := 0; r < n; r++ {
+		lo, cnt := 1, r // lower: row r sees keys 1..r
+		if upper {
+			lo, cnt = r, n-1-r // upper: row r sees keys r..n-2
+		}
+		if cnt > 0 {
+			gemmNN(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
+		}
+	}
+}

@@ -993,20 +993,6 @@ func gemmNNTri(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb i
 	}
 }
 
-// gemmNNTriRows is gemmNNTri one gemmNN call per row (the portable path;
-// kernels_generic.go has its twin).
-func gemmNNTriRows(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
-	for r := 0; r < n; r++ {
-		lo, cnt := 1, r
-		if upper {
-			lo, cnt = r, n-1-r
-		}
-		if cnt > 0 {
-			gemmNN(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
-		}
-	}
-}
-
 // gemmNNTriAVX512 is gemmNNTri (n >= 2, N >= 1) with upper as 0 or 1;
 // kernels_tri_amd64.s says how.
 //

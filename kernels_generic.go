@@ -76,13 +76,7 @@ func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb
 // own keys (the amd64 build's doc comment gives the loop): without
 // assembly, one gemmNN call per row.
 func gemmNNTri(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
-	for r := 0; r < n; r++ {
-		lo, cnt := 1, r // lower: row r sees keys 1..r
-		if upper {
-			lo, cnt = r, n-1-r // upper: row r sees keys r..n-2
-		}
-		if cnt > 0 && N > 0 {
-			gemmNN(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
-		}
+	if N > 0 {
+		gemmNNTriRows(c, ldc, a, ai, ak, b, ldb, n, N, upper)
 	}
 }
