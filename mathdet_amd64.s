@@ -40,8 +40,10 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 // (K1: NaN, k outside (-1020, 1020)). The lanes with |x| < nearZero
 // (K4), which include the row's maximum itself, get expDet's 1 + x in
 // place of the polynomial, so they need no detour through the scalar
-// expDet. EXP_BLOCK_MASKED counts only the lanes of K3.
-#define EXP_BLOCK \
+// expDet. EXP_BLOCK_MASKED counts only the lanes of K3. EXP_SPECIAL
+// finds the special lanes and EXP_POLY computes every lane; neither
+// touches the flags KORTESTW sets between them.
+#define EXP_SPECIAL \
 	VSUBPD  Z31, Z0, Z0; \
 	VMULPD.BCST C(0x00), Z0, Z1; \
 	VPANDQ.BCST C(0x70), Z0, Z2; \
@@ -55,8 +57,9 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
 	KORW          K2, K1, K1; \
 	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
-	KORW          K2, K1, K1; \
-	KORTESTW K1, K1; \
+	KORW          K2, K1, K1
+
+#define EXP_POLY \
 	VMULPD.BCST C(0x10), Z4, Z5; \
 	VSUBPD      Z5, Z0, Z5; \
 	VMULPD.BCST C(0x18), Z4, Z6; \
@@ -85,50 +88,16 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 	VPADDQ    Z3, Z10, Z10; \
 	VADDPD.BCST C(0x48), Z0, K4, Z10
 
+#define EXP_BLOCK \
+	EXP_SPECIAL; \
+	KORTESTW K1, K1; \
+	EXP_POLY
+
 #define EXP_BLOCK_MASKED \
-	VSUBPD  Z31, Z0, Z0; \
-	VMULPD.BCST C(0x00), Z0, Z1; \
-	VPANDQ.BCST C(0x70), Z0, Z2; \
-	VPORQ.BCST  C(0x08), Z2, Z2; \
-	VADDPD      Z2, Z1, Z1; \
-	VCVTTPD2DQ  Z1, Y3; \
-	VCVTDQ2PD   Y3, Z4; \
-	VCMPPD        $3, Z0, Z0, K1; \
-	VPANDQ.BCST   C(0x78), Z0, Z5; \
-	VCMPPD.BCST   $1, C(0x58), Z5, K4; \
-	VCMPPD.BCST   $13, C(0x60), Z4, K2; \
-	KORW          K2, K1, K1; \
-	VCMPPD.BCST   $2, C(0x68), Z4, K2; \
-	KORW          K2, K1, K1; \
+	EXP_SPECIAL; \
 	KANDW    K3, K1, K1; \
 	KORTESTW K1, K1; \
-	VMULPD.BCST C(0x10), Z4, Z5; \
-	VSUBPD      Z5, Z0, Z5; \
-	VMULPD.BCST C(0x18), Z4, Z6; \
-	VSUBPD      Z6, Z5, Z7; \
-	VMULPD      Z7, Z7, Z8; \
-	VMULPD.BCST C(0x40), Z8, Z9; \
-	VADDPD.BCST C(0x38), Z9, Z9; \
-	VMULPD      Z9, Z8, Z9; \
-	VADDPD.BCST C(0x30), Z9, Z9; \
-	VMULPD      Z9, Z8, Z9; \
-	VADDPD.BCST C(0x28), Z9, Z9; \
-	VMULPD      Z9, Z8, Z9; \
-	VADDPD.BCST C(0x20), Z9, Z9; \
-	VMULPD      Z9, Z8, Z9; \
-	VSUBPD      Z9, Z7, Z9; \
-	VMULPD      Z9, Z7, Z10; \
-	VBROADCASTSD C(0x50), Z11; \
-	VSUBPD      Z9, Z11, Z11; \
-	VDIVPD      Z11, Z10, Z10; \
-	VSUBPD      Z10, Z6, Z10; \
-	VSUBPD      Z5, Z10, Z10; \
-	VBROADCASTSD C(0x48), Z11; \
-	VSUBPD      Z10, Z11, Z10; \
-	VPMOVSXDQ Y3, Z3; \
-	VPSLLQ    $52, Z3, Z3; \
-	VPADDQ    Z3, Z10, Z10; \
-	VADDPD.BCST C(0x48), Z0, K4, Z10
+	EXP_POLY
 
 // func expShiftedAVX512(dst, src []float64, shift float64) int
 //
