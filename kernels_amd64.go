@@ -440,6 +440,22 @@ func expShiftedBlocks(dst, src []float64, shift float64) int {
 //go:noescape
 func expShiftedAVX512(dst, src []float64, shift float64) int
 
+// softmaxScaledBlocks runs softmaxScaled's kernel on AVX-512 and
+// returns its answer: the maximum m of the scaled row and done, the
+// number of exponentials it wrote (len(row) when it also summed and
+// divided), or maxDeclined; elsewhere it does nothing (scaleNotDone).
+func softmaxScaledBlocks(row []float64, scale float64) (m float64, done int) {
+	if kernelLevel != levelAVX512 {
+		return 0, scaleNotDone
+	}
+	return softmaxScaledAVX512(row, scale)
+}
+
+// softmaxScaledAVX512 is softmaxScaledBlocks's kernel (mathdet_amd64.s).
+//
+//go:noescape
+func softmaxScaledAVX512(row []float64, scale float64) (m float64, done int)
+
 // maxBlocks returns the largest element of src and true when the vector
 // kernel found it with no NaN in src and a non-zero result, the cases
 // where its answer is Go's max; otherwise expShifted runs its Go loop.

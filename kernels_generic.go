@@ -28,6 +28,9 @@ func setKernelPath(string) (restore func()) { return func() {} }
 // assembly.
 func peakImpls() []peakImpl { return nil }
 
+// softmaxScaledBlocks does nothing here: softmaxScaled's loops do it all.
+func softmaxScaledBlocks(row []float64, scale float64) (float64, int) { return 0, scaleNotDone }
+
 // expShiftedBlocks computes nothing here: expShifted's loop does it all.
 func expShiftedBlocks(dst, src []float64, shift float64) int { return 0 }
 

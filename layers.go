@@ -592,11 +592,7 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// zeroed again below.
 		gemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
 		for t := t0; t < t1; t++ {
-			row := att[t*T : t*T+t+1]
-			for s, v := range row {
-				row[s] = float64(v * scale)
-			}
-			softmax(row, row)
+			softmaxScaled(att[t*T:t*T+t+1], scale)
 			clear(att[t*T+t+1 : t*T+t1])
 		}
 		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:

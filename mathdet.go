@@ -152,29 +152,77 @@ func expShifted(dst, src []float64) (maxv, sum float64) {
 			maxv = max(maxv, v)
 		}
 	}
-	// The exponentials are independent: the AVX-512 (AVX2) kernel
-	// computes them eight (four) at a time with expDet's operations (same
-	// bits) as far as it can; expDet does the rest, one at a time. The sum stays one chain
-	// in index order.
-	for i := 0; i < len(src); {
-		i += expShiftedBlocks(dst[i:], src[i:], maxv)
-		for end := min(i+8, len(src)); i < end; i++ {
-			dst[i] = expDet(src[i] - maxv)
-		}
-	}
+	expShiftedFrom(dst, src, maxv, 0)
 	for _, e := range dst {
 		sum += e
 	}
 	return maxv, sum
 }
 
+// expShiftedFrom sets dst[i] = expDet(src[i] - maxv) for i >= from.
+func expShiftedFrom(dst, src []float64, maxv float64, from int) {
+	// The exponentials are independent: the AVX-512 (AVX2) kernel
+	// computes them eight (four) at a time with expDet's operations (same
+	// bits) as far as it can; expDet does the rest, one at a time.
+	for i := from; i < len(src); {
+		i += expShiftedBlocks(dst[i:], src[i:], maxv)
+		for end := min(i+8, len(src)); i < end; i++ {
+			dst[i] = expDet(src[i] - maxv)
+		}
+	}
+}
+
+// softmaxScaled sets row to softmax(row·scale) with the bits of
+//
+//	for s, v := range row {
+//		row[s] = float64(v * scale)
+//	}
+//	softmax(row, row)
+//
+// On AVX-512 one kernel call does all of it for the attention's short
+// rows, where the separate loops cost more in calls than in arithmetic;
+// where the kernel stops (a NaN, a zero maximum, an exponential outside
+// its ordinary path) the Go code goes on from there.
+func softmaxScaled(row []float64, scale float64) {
+	m, done := softmaxScaledBlocks(row, scale)
+	switch {
+	case done == len(row):
+	case done >= 0:
+		expShiftedFrom(row, row, m, done)
+		sum := 0.0
+		for _, e := range row {
+			sum += e
+		}
+		divideBy(row, sum)
+	default:
+		if done == scaleNotDone {
+			for s, v := range row {
+				row[s] = float64(v * scale)
+			}
+		}
+		softmax(row, row)
+	}
+}
+
+// The answers of softmaxScaledBlocks when it did not finish and gave no
+// exponentials: the row is only scaled (maxDeclined) or untouched.
+const (
+	maxDeclined  = -1
+	scaleNotDone = -2
+)
+
+// divideBy sets x[i] /= d for every i.
+func divideBy(x []float64, d float64) {
+	if divBlocks(x, d) {
+		return
+	}
+	for i := range x {
+		x[i] /= d
+	}
+}
+
 // softmax writes exp(row - max) / sum into probs (which may be row).
 func softmax(probs, row []float64) {
 	_, sum := expShifted(probs, row)
-	if divBlocks(probs[:len(row)], sum) {
-		return
-	}
-	for i := range probs[:len(row)] {
-		probs[i] /= sum
-	}
+	divideBy(probs[:len(row)], sum)
 }

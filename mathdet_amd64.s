@@ -259,3 +259,157 @@ div_tail:
 div_done:
 	VZEROUPPER
 	RET
+
+// func softmaxScaledAVX512(row []float64, scale float64) (m float64, done int)
+//
+// softmaxScaled in one call, for the attention's short rows, where four
+// calls and three Go loops a row cost more than the arithmetic:
+//
+//	for s, v := range row {
+//		row[s] = float64(v * scale)
+//	}
+//	m = max(row...)                  // maxAVX512's, declined as there
+//	for s := range row {
+//		row[s] = expDet(row[s] - m) // expShiftedAVX512's blocks
+//	}
+//	sum := 0.0
+//	for _, e := range row {
+//		sum += e
+//	}
+//	for s := range row {
+//		row[s] /= sum
+//	}
+//
+// done = len(row) when all of it ran. done = -1 when the maximum was
+// declined (a NaN, or a zero maximum whose sign VMAXPD might get wrong):
+// row is scaled and nothing more. Otherwise row[:done] holds the
+// exponentials, row[done:] the scaled values, and done is the start of
+// the first block with a lane expDet treats apart: the caller finishes
+// from there with expDet, the sum and the division.
+TEXT ·softmaxScaledAVX512(SB), NOSPLIT, $0-48
+	MOVQ         row_base+0(FP), DI
+	MOVQ         row_len+8(FP), CX
+	MOVQ         CX, R9
+	TESTQ        CX, CX
+	JZ           sms_done
+	VBROADCASTSD scale+24(FP), Z30
+	LEAQ         expTail<>(SB), R8
+	MOVQ         CX, BX
+	SUBQ         $8, BX
+
+	// Scale in place, and the maximum with maxAVX512's NaN flag (K5).
+	VBROADCASTSD C(0x80), Z1
+	KXORW        K5, K5, K5
+	XORQ         AX, AX
+	CMPQ         BX, $0
+	JLT          sms_scale_tail
+
+sms_scale_loop:
+	VMULPD  (DI)(AX*8), Z30, Z0
+	VMOVUPD Z0, (DI)(AX*8)
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+	ADDQ    $8, AX
+	CMPQ    AX, BX
+	JLE     sms_scale_loop
+
+sms_scale_tail:
+	// The last 1-7 under K3; the other lanes keep the running maximum.
+	MOVQ    CX, DX
+	SUBQ    AX, DX
+	JZ      sms_max_reduce
+	KMOVW   (R8)(DX*2), K3
+	VMOVAPD Z1, Z0
+	VMOVUPD (DI)(AX*8), K3, Z0
+	VMULPD  Z30, Z0, K3, Z0
+	VMOVUPD Z0, K3, (DI)(AX*8)
+	VCMPPD  $3, Z0, Z0, K1
+	KORW    K1, K5, K5
+	VMAXPD  Z0, Z1, Z1
+
+sms_max_reduce:
+	VEXTRACTF64X4 $1, Z1, Y2
+	VMAXPD        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPD        X2, X1, X1
+	VPERMILPD     $1, X1, X2
+	VMAXSD        X2, X1, X1
+	VMOVSD        X1, m+32(FP)
+	MOVQ          $-1, R9
+	KORTESTW      K5, K5
+	JNZ           sms_done
+	VXORPD        X2, X2, X2
+	VUCOMISD      X2, X1
+	JEQ           sms_done
+
+	// The exponentials, as expShiftedAVX512.
+	VBROADCASTSD X1, Z31
+	XORQ         AX, AX
+	CMPQ         BX, $0
+	JLT          sms_exp_tail
+
+sms_exp_loop:
+	VMOVUPD (DI)(AX*8), Z0
+	EXP_BLOCK
+	JNZ     sms_exp_stop
+	VMOVUPD Z10, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, BX
+	JLE     sms_exp_loop
+
+sms_exp_tail:
+	MOVQ      CX, DX
+	SUBQ      AX, DX
+	JZ        sms_sum
+	KMOVW     (R8)(DX*2), K3
+	VMOVUPD.Z (DI)(AX*8), K3, Z0
+	EXP_BLOCK_MASKED
+	JNZ       sms_exp_stop
+	VMOVUPD   Z10, K3, (DI)(AX*8)
+
+sms_sum:
+	// One chain in index order from +0, as expShifted's Go loop.
+	VXORPD X0, X0, X0
+	XORQ   AX, AX
+
+sms_sum_loop:
+	VADDSD (DI)(AX*8), X0, X0
+	INCQ   AX
+	CMPQ   AX, CX
+	JLT    sms_sum_loop
+
+	// The division, as divAVX512.
+	VBROADCASTSD X0, Z1
+	XORQ         AX, AX
+	CMPQ         BX, $0
+	JLT          sms_div_tail
+
+sms_div_loop:
+	VMOVUPD (DI)(AX*8), Z0
+	VDIVPD  Z1, Z0, Z0
+	VMOVUPD Z0, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, BX
+	JLE     sms_div_loop
+
+sms_div_tail:
+	MOVQ      CX, DX
+	SUBQ      AX, DX
+	JZ        sms_all
+	KMOVW     (R8)(DX*2), K3
+	VMOVUPD.Z (DI)(AX*8), K3, Z0
+	VDIVPD    Z1, Z0, Z0
+	VMOVUPD   Z0, K3, (DI)(AX*8)
+
+sms_all:
+	MOVQ CX, R9
+	JMP  sms_done
+
+sms_exp_stop:
+	MOVQ AX, R9
+
+sms_done:
+	MOVQ R9, done+40(FP)
+	VZEROUPPER
+	RET

@@ -222,6 +222,72 @@ func TestSoftmaxPaths(t *testing.T) {
 	})
 }
 
+// TestSoftmaxScaledPaths checks softmaxScaled, the attention's fused
+// scale and softmax, on every kernel path against the Go loops it
+// replaces (scale each element, Go's max, expDet, one sum in index
+// order, the division), to the bit and without a write outside the row:
+// at every length to 70, with the cases where the AVX-512 kernel hands
+// over to Go (a NaN, a zero maximum, an exponential off expDet's
+// ordinary path in any block) and scales that overflow.
+func TestSoftmaxScaledPaths(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, negZero, -1e-300, -5e-324, 1e308, -1e308, -800, -1500}
+	scales := []float64{0.25, 1 / math.Sqrt(32), 1, 3, 1e300}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		rng := rand.New(rand.NewPCG(13, 14))
+		for n := 0; n < 6000; n++ {
+			row := make([]float64, n%71)
+			kind := rng.IntN(4)
+			for i := range row {
+				switch {
+				case kind == 0 && rng.IntN(8) == 0:
+					row[i] = specials[rng.IntN(len(specials))]
+				case kind == 1 && rng.IntN(20) == 0:
+					row[i] = -2000 // exp(x - max) underflows: expDet's special path
+				case kind == 2:
+					row[i] = -(rng.Float64() * 4) // all negative: a negative maximum
+				default:
+					row[i] = (rng.Float64() - 0.5) * 30
+				}
+			}
+			if kind == 3 && len(row) > 0 && rng.IntN(4) == 0 {
+				clear(row) // every element zero: the kernel declines the maximum
+				row[rng.IntN(len(row))] = negZero
+			}
+			scale := scales[rng.IntN(len(scales))]
+			want := make([]float64, len(row))
+			for i, v := range row {
+				want[i] = float64(v * scale)
+			}
+			m := math.Inf(-1)
+			for _, v := range want {
+				m = max(m, v)
+			}
+			sum := 0.0
+			for i, v := range want {
+				want[i] = expDet(v - m)
+				sum += want[i]
+			}
+			for i := range want {
+				want[i] /= sum
+			}
+			gbuf := guarded(make([]float64, len(row)))
+			got := gbuf[guardLen : guardLen+len(row)]
+			copy(got, row)
+			softmaxScaled(got, scale)
+			if i, ok := checkGuards(gbuf, len(row)); !ok {
+				t.Fatalf("row %v, scale %v: wrote outside the row at %d", row, scale, i)
+			}
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+					t.Fatalf("row %v, scale %v: probs[%d] = %v, the Go loops give %v", row, scale, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
 // expValues draws n arguments for the vector exponential: mostly where
 // softmax lives, some over the whole finite range and beyond, and now
 // and then (one in every `every`; never when every is 0) one of the
