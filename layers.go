@@ -618,11 +618,11 @@ func (j *attentionJob) backwardHead(b, h int) {
 	dout := j.out[b*T*C+h*hs:]
 	dq := j.dqkv[base+h*hs:]
 	if j.set {
-		// This head's columns of q, k and v, every row: the same bits
-		// as clearing all of dqkv first.
+		// This head's columns of k and v, every row: the same bits as
+		// clearing all of dqkv first. (Its q columns are set by their
+		// first product below.)
 		for t := 0; t < T; t++ {
 			row := j.dqkv[base+t*C3:]
-			clear(row[h*hs : h*hs+hs])
 			clear(row[C+h*hs : C+h*hs+hs])
 			clear(row[2*C+h*hs : 2*C+h*hs+hs])
 		}
@@ -675,7 +675,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 			clear(datt[t*T+t+1 : t*T+t1])
 		}
 		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
-		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, false)
+		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, j.set)
 		gemmNNTri(dq[t0*C3:], C3, datt[t0*T+t0:], T, 1, keys[t0*C3:], C3, n, hs, false)
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
