@@ -59,6 +59,15 @@ func gemmNTSet(c []float64, ldc int, a []float64, lda int, b []float64, ldb int,
 	}
 }
 
+// The elementwise layers the AVX-512 gemmNN kernels can apply to C as
+// they store it (gemmNNInitBlocks's epi), the bits of running the layer
+// after the product: ReLU as reluForward in place, then the residual
+// c = res + c as residualForward.
+const (
+	epiRelu     = 4
+	epiResidual = 8
+)
+
 // clearRows sets c[i*ldc+j] = 0 for i < M, j < N.
 func clearRows(c []float64, ldc, M, N int) {
 	if ldc == N {

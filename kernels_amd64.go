@@ -181,14 +181,16 @@ func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ld
 		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
 		return
 	}
-	gemmNNAVX512Init(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K)
+	gemmNNAVX512Init(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K, 0, nil)
 }
 
 // gemmNNAVX512Init is gemmNNAVX512 with the initial values of C taken
 // from C itself (mode 0), from the row bias for every row (mode 1), or
 // +0 (mode 2) for the first block of k: C = bias + A·B (or A·B) without
-// a pass over C to set it first. K must be >= 1 for modes 1 and 2.
-func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+// a pass over C to set it first. K must be >= 1 for modes 1 and 2. On
+// the last block of k the kernels apply epi (epiRelu, epiResidual with
+// res laid out as C, or 0) as they store.
+func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi int, res []float64) {
 	if K <= 0 {
 		return
 	}
@@ -198,15 +200,31 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 	if mode == 1 {
 		bias = bias[:N]
 	}
+	if epi&epiResidual != 0 {
+		_ = res[(M-1)*ldc+N-1]
+	} else {
+		res = nil
+	}
 	for k0 := 0; k0 < K; k0 += nnKBlock {
 		kn := min(nnKBlock, K-k0)
 		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
+		m := mode
+		if k0+kn == K {
+			m |= epi
+		}
+		var ri []float64
 		i := 0
 		for ; i+4 <= M; i += 4 {
-			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, mode)
+			if res != nil {
+				ri = res[i*ldc:]
+			}
+			gemmNN4AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, m, ri)
 		}
 		for ; i < M; i++ {
-			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn, bias, mode)
+			if res != nil {
+				ri = res[i*ldc:]
+			}
+			gemmNN1AVX512(c[i*ldc:], ak0[i*ai:], ak, bk0, ldb, N, kn, bias, m, ri)
 		}
 		mode = 0 // later blocks of k continue the chains stored in C
 	}
@@ -216,20 +234,22 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 // chains of gemmNN started from bias (every row; +0 when bias is nil)
 // instead of from C, and reports whether it did: the AVX-512 and AVX2
 // kernels can (on the Go path gemmNNJob sets C first, the same bits).
-func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
+// fused reports whether the kernels also applied epi (AVX-512 only);
+// otherwise the caller runs those layers itself.
+func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi int, res []float64) (ok, fused bool) {
 	if kernelLevel < levelAVX2 || K <= 0 || M <= 0 || N <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
-		return false
+		return false, false
 	}
 	mode := 2
 	if bias != nil {
 		mode = 1
 	}
 	if kernelLevel == levelAVX512 {
-		gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
-	} else {
-		gemmNNAVX2Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+		gemmNNAVX512Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, res)
+		return true, epi != 0
 	}
-	return true
+	gemmNNAVX2Init(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K)
+	return true, false
 }
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
@@ -359,7 +379,8 @@ func gemmNT2AVX2(c []float64, ldc int, a []float64, lda int, b []float64, ldb in
 func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // gemmNN4AVX512 is four rows of gemmNN (N, K >= 1), the chains started
-// from x0 = c[i*ldc+j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
+// from x0 = c[i*ldc+j] (mode&3 = 0), bias[j] (1) or 0 (2), and the
+// layers of epi (mode&epiRelu, mode&epiResidual) applied as C is stored:
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
@@ -367,26 +388,39 @@ func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 //			for k := 0; k < K; k++ {
 //				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
 //			}
+//			if mode&epiRelu != 0 {
+//				x = max(x, 0)
+//			}
+//			if mode&epiResidual != 0 {
+//				x = res[i*ldc+j] + x
+//			}
 //			c[i*ldc+j] = x
 //		}
 //	}
 //
 //go:noescape
-func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 
 // gemmNN1AVX512 is one row of gemmNN (N, K >= 1), the chains started
-// from x0 = c[j] (mode 0), bias[j] (mode 1) or 0 (mode 2):
+// from x0 = c[j] (mode&3 = 0), bias[j] (1) or 0 (2), then epi's layers
+// as gemmNN4AVX512:
 //
 //	for j := 0; j < N; j++ {
 //		x := x0(j)
 //		for k := 0; k < K; k++ {
 //			x = math.FMA(a[k*ak], b[k*ldb+j], x)
 //		}
+//		if mode&epiRelu != 0 {
+//			x = max(x, 0)
+//		}
+//		if mode&epiResidual != 0 {
+//			x = res[j] + x
+//		}
 //		c[j] = x
 //	}
 //
 //go:noescape
-func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 
 // gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0), from C's old
 // values (zero = 0) or from +0, without reading C (zero = 1):
@@ -948,7 +982,7 @@ func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb
 	avx512 := kernelLevel == levelAVX512
 	if M == 4 {
 		if avx512 {
-			gemmNN4AVX512(c, ldc, a, ai, ak, b, ldb, N, K, nil, mode)
+			gemmNN4AVX512(c, ldc, a, ai, ak, b, ldb, N, K, nil, mode, nil)
 		} else {
 			gemmNN4AVX2(c, ldc, a, ai, ak, b, ldb, N, K, nil, mode)
 		}
@@ -956,7 +990,7 @@ func gemmNNSmall(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb
 	}
 	for i := 0; i < M; i++ {
 		if avx512 {
-			gemmNN1AVX512(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, mode)
+			gemmNN1AVX512(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, mode, nil)
 		} else {
 			gemmNN1AVX2(c[i*ldc:], a[i*ai:], ak, b, ldb, N, K, nil, mode)
 		}

@@ -81,7 +81,7 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 // R8 ldc*8, R13 3*ldc*8; R14 bias at the block; DX k countdown;
 // N+104(FP) columns left; Z0-Z15 accumulators, Z16-Z19 B, Z20
 // broadcast A, K1 tail mask.
-TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-152
+TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-176
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -96,6 +96,9 @@ TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-152
 	MOVQ ldb+96(FP), R11
 	SHLQ $3, R11
 	MOVQ bias_base+120(FP), R14
+	MOVQ res_base+152(FP), DX
+	SUBQ CX, DX
+	MOVQ DX, res_base+152(FP) // res - c: res's row at c's
 
 nn4z_cols:
 	MOVQ N+104(FP), DX
@@ -104,6 +107,7 @@ nn4z_cols:
 
 	// 32 columns.
 	MOVQ mode+144(FP), DX
+	ANDQ $3, DX
 	CMPQ DX, $1
 	JEQ  nn4z_32_bias
 	JGT  nn4z_32_zero
@@ -181,6 +185,85 @@ nn4z_32_k:
 	DECQ    DX
 	JNZ     nn4z_32_k
 
+	// The elementwise layer after the product, on the last block of k
+	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
+	// c = res + c as addAVX512, res at c's offsets.
+	MOVQ  mode+144(FP), DX
+	TESTQ $4, DX
+	JZ    nn4z_32_epires
+	VPXORQ Z20, Z20, Z20
+	VMAXPD Z0, Z20, Z0
+	VADDPD Z20, Z0, Z0
+	VMAXPD Z1, Z20, Z1
+	VADDPD Z20, Z1, Z1
+	VMAXPD Z2, Z20, Z2
+	VADDPD Z20, Z2, Z2
+	VMAXPD Z3, Z20, Z3
+	VADDPD Z20, Z3, Z3
+	VMAXPD Z4, Z20, Z4
+	VADDPD Z20, Z4, Z4
+	VMAXPD Z5, Z20, Z5
+	VADDPD Z20, Z5, Z5
+	VMAXPD Z6, Z20, Z6
+	VADDPD Z20, Z6, Z6
+	VMAXPD Z7, Z20, Z7
+	VADDPD Z20, Z7, Z7
+	VMAXPD Z8, Z20, Z8
+	VADDPD Z20, Z8, Z8
+	VMAXPD Z9, Z20, Z9
+	VADDPD Z20, Z9, Z9
+	VMAXPD Z10, Z20, Z10
+	VADDPD Z20, Z10, Z10
+	VMAXPD Z11, Z20, Z11
+	VADDPD Z20, Z11, Z11
+	VMAXPD Z12, Z20, Z12
+	VADDPD Z20, Z12, Z12
+	VMAXPD Z13, Z20, Z13
+	VADDPD Z20, Z13, Z13
+	VMAXPD Z14, Z20, Z14
+	VADDPD Z20, Z14, Z14
+	VMAXPD Z15, Z20, Z15
+	VADDPD Z20, Z15, Z15
+
+nn4z_32_epires:
+	TESTQ $8, DX
+	JZ    nn4z_32_store
+	MOVQ  res_base+152(FP), SI
+	ADDQ  CX, SI
+	VMOVUPD (SI), Z16
+	VADDPD Z0, Z16, Z0
+	VMOVUPD 64(SI), Z17
+	VADDPD Z1, Z17, Z1
+	VMOVUPD 128(SI), Z18
+	VADDPD Z2, Z18, Z2
+	VMOVUPD 192(SI), Z19
+	VADDPD Z3, Z19, Z3
+	VMOVUPD (SI)(R8*1), Z16
+	VADDPD Z4, Z16, Z4
+	VMOVUPD 64(SI)(R8*1), Z17
+	VADDPD Z5, Z17, Z5
+	VMOVUPD 128(SI)(R8*1), Z18
+	VADDPD Z6, Z18, Z6
+	VMOVUPD 192(SI)(R8*1), Z19
+	VADDPD Z7, Z19, Z7
+	VMOVUPD (SI)(R8*2), Z16
+	VADDPD Z8, Z16, Z8
+	VMOVUPD 64(SI)(R8*2), Z17
+	VADDPD Z9, Z17, Z9
+	VMOVUPD 128(SI)(R8*2), Z18
+	VADDPD Z10, Z18, Z10
+	VMOVUPD 192(SI)(R8*2), Z19
+	VADDPD Z11, Z19, Z11
+	VMOVUPD (SI)(R13*1), Z16
+	VADDPD Z12, Z16, Z12
+	VMOVUPD 64(SI)(R13*1), Z17
+	VADDPD Z13, Z17, Z13
+	VMOVUPD 128(SI)(R13*1), Z18
+	VADDPD Z14, Z18, Z14
+	VMOVUPD 192(SI)(R13*1), Z19
+	VADDPD Z15, Z19, Z15
+
+nn4z_32_store:
 	VMOVUPD Z0, (CX)
 	VMOVUPD Z1, 64(CX)
 	VMOVUPD Z2, 128(CX)
@@ -220,6 +303,7 @@ nn4z_full:
 
 nn4z_load:
 	MOVQ      mode+144(FP), DX
+	ANDQ      $3, DX
 	CMPQ      DX, $1
 	JEQ       nn4z_8_bias
 	JGT       nn4z_8_zero
@@ -258,6 +342,37 @@ nn4z_8_k:
 	DECQ      DX
 	JNZ       nn4z_8_k
 
+	// The elementwise layer after the product, on the last block of k
+	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
+	// c = res + c as addAVX512, res at c's offsets.
+	MOVQ  mode+144(FP), DX
+	TESTQ $4, DX
+	JZ    nn4z_8_epires
+	VPXORQ Z20, Z20, Z20
+	VMAXPD Z0, Z20, Z0
+	VADDPD Z20, Z0, Z0
+	VMAXPD Z4, Z20, Z4
+	VADDPD Z20, Z4, Z4
+	VMAXPD Z8, Z20, Z8
+	VADDPD Z20, Z8, Z8
+	VMAXPD Z12, Z20, Z12
+	VADDPD Z20, Z12, Z12
+
+nn4z_8_epires:
+	TESTQ $8, DX
+	JZ    nn4z_8_store
+	MOVQ  res_base+152(FP), SI
+	ADDQ  CX, SI
+	VMOVUPD.Z (SI), K1, Z16
+	VADDPD Z0, Z16, Z0
+	VMOVUPD.Z (SI)(R8*1), K1, Z17
+	VADDPD Z4, Z17, Z4
+	VMOVUPD.Z (SI)(R8*2), K1, Z18
+	VADDPD Z8, Z18, Z8
+	VMOVUPD.Z (SI)(R13*1), K1, Z19
+	VADDPD Z12, Z19, Z12
+
+nn4z_8_store:
 	VMOVUPD Z0, K1, (CX)
 	VMOVUPD Z4, K1, (CX)(R8*1)
 	VMOVUPD Z8, K1, (CX)(R8*2)
@@ -288,11 +403,15 @@ nn4z_done:
 // Columns go in blocks of 32 (four accumulators), then 8, then a masked
 // block of 1-7, each a k-ascending loop of broadcast A times vector B.
 //
+// Modes 4 and 8 (added to the first) fuse the layer after the product
+// into the stores, on the caller's last block of k: ReLU, then the
+// residual add c = res + c (res with C's layout).
+//
 // Registers: AX a (k=0), SI a at k, R10 ak*8; BX b at the block, DI b at
 // k, R11 ldb*8; CX c at the block; R14 bias at the block; DX k
 // countdown; R8 columns left; R9 mode; Z0-Z3 accumulators, Z16-Z19 B,
 // Z20 broadcast A, K1 tail mask.
-TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-136
+TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-160
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ ak+48(FP), R10
@@ -303,6 +422,10 @@ TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-136
 	MOVQ N+88(FP), R8
 	MOVQ bias_base+104(FP), R14
 	MOVQ mode+128(FP), R9
+	ANDQ $3, R9
+	MOVQ res_base+136(FP), DX
+	SUBQ CX, DX
+	MOVQ DX, res_base+136(FP) // res - c
 
 nn1z_cols:
 	CMPQ R8, $32
@@ -345,6 +468,37 @@ nn1z_32_k:
 	DECQ         DX
 	JNZ          nn1z_32_k
 
+	// The elementwise layer after the product, on the last block of k
+	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
+	// c = res + c as addAVX512, res at c's offsets.
+	MOVQ  mode+128(FP), DX
+	TESTQ $4, DX
+	JZ    nn1z_32_epires
+	VPXORQ Z20, Z20, Z20
+	VMAXPD Z0, Z20, Z0
+	VADDPD Z20, Z0, Z0
+	VMAXPD Z1, Z20, Z1
+	VADDPD Z20, Z1, Z1
+	VMAXPD Z2, Z20, Z2
+	VADDPD Z20, Z2, Z2
+	VMAXPD Z3, Z20, Z3
+	VADDPD Z20, Z3, Z3
+
+nn1z_32_epires:
+	TESTQ $8, DX
+	JZ    nn1z_32_store
+	MOVQ  res_base+136(FP), SI
+	ADDQ  CX, SI
+	VMOVUPD (SI), Z16
+	VADDPD Z0, Z16, Z0
+	VMOVUPD 64(SI), Z17
+	VADDPD Z1, Z17, Z1
+	VMOVUPD 128(SI), Z18
+	VADDPD Z2, Z18, Z2
+	VMOVUPD 192(SI), Z19
+	VADDPD Z3, Z19, Z3
+
+nn1z_32_store:
 	VMOVUPD Z0, (CX)
 	VMOVUPD Z1, 64(CX)
 	VMOVUPD Z2, 128(CX)
@@ -393,6 +547,25 @@ nn1z_8_k:
 	DECQ         DX
 	JNZ          nn1z_8_k
 
+	// The elementwise layer after the product, on the last block of k
+	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
+	// c = res + c as addAVX512, res at c's offsets.
+	MOVQ  mode+128(FP), DX
+	TESTQ $4, DX
+	JZ    nn1z_8_epires
+	VPXORQ Z20, Z20, Z20
+	VMAXPD Z0, Z20, Z0
+	VADDPD Z20, Z0, Z0
+
+nn1z_8_epires:
+	TESTQ $8, DX
+	JZ    nn1z_8_store
+	MOVQ  res_base+136(FP), SI
+	ADDQ  CX, SI
+	VMOVUPD.Z (SI), K1, Z16
+	VADDPD Z0, Z16, Z0
+
+nn1z_8_store:
 	VMOVUPD Z0, K1, (CX)
 	ADDQ    $64, CX
 	ADDQ    $64, BX

@@ -62,8 +62,8 @@ func reluMaskBlocks(d, inp []float64) bool                         { return fals
 func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }
 
 // gemmNNInitBlocks does nothing here: gemmNNJob sets C first.
-func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) bool {
-	return false
+func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi int, res []float64) (ok, fused bool) {
+	return false, false
 }
 
 // gemmNNSmall is gemmNN, after clearing C's rows when set (the amd64

@@ -527,11 +527,14 @@ func TestElementwisePaths(t *testing.T) {
 // counts that leave 1-3 rows to the one-row kernel, with K across the
 // nnKBlock boundary (later blocks of k continue from C) and A's row 0
 // all -0 now and then (a chain from +0 gives +0 there, one from -0
-// would stay -0).
+// would stay -0). A quarter of the cases each ask for the ReLU, the
+// residual add or both after the product (epi), which the AVX-512
+// kernels fuse into their stores and must give the bits of the layers
+// run after; the bias then holds -0 and NaN now and then.
 func TestGemmInitModes(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
 		defer setKernelPath(k.name)()
-		if !gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1) {
+		if ok, _ := gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1, 0, nil); !ok {
 			if k.name != "go" {
 				t.Fatalf("the %s kernels do not start chains from a bias", k.name)
 			}
@@ -565,6 +568,11 @@ func TestGemmInitModes(t *testing.T) {
 				for kk := 0; kk < g.K; kk++ {
 					g.a[kk*g.ak] = math.Copysign(0, -1)
 				}
+				if bias != nil {
+					// Row 0 stays at the bias: -0 and NaN for the ReLU.
+					bias[rng.IntN(g.N)] = math.Copysign(0, -1)
+					bias[rng.IntN(g.N)] = math.NaN()
+				}
 			}
 			old := append([]float64(nil), g.c...)
 			for i := 0; i < g.M; i++ {
@@ -582,13 +590,47 @@ func TestGemmInitModes(t *testing.T) {
 				}
 			}
 			gemmNNGo(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K)
+			// The layer after the product, fused into the stores on
+			// AVX-512: ReLU as reluForward (Go's max: NaN stays, -0
+			// becomes +0), then c = res + c as residualForward.
+			epi := []int{0, epiRelu, epiResidual, epiRelu | epiResidual}[n%4]
+			res := randomSlice(rng, len(old))
+			apply := func(c []float64) {
+				for i := 0; i < g.M; i++ {
+					row, r := c[i*g.ldc:i*g.ldc+g.N], res[i*g.ldc:i*g.ldc+g.N]
+					if epi&epiRelu != 0 {
+						reluForward(row, row)
+					}
+					if epi&epiResidual != 0 {
+						residualForward(row, r, row)
+					}
+				}
+			}
+			for i := 0; i < g.M; i++ {
+				row := want[i*g.ldc : i*g.ldc+g.N]
+				for j := range row {
+					if epi&epiRelu != 0 {
+						row[j] = max(row[j], 0)
+					}
+					if epi&epiResidual != 0 {
+						row[j] = res[i*g.ldc+j] + row[j]
+					}
+				}
+			}
 			gc := guarded(old)
 			c := gc[guardLen : guardLen+len(old)]
-			if !gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K) {
+			ok, fused := gemmNNInitBlocks(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K, epi, res)
+			if !ok {
 				t.Fatalf("%v: gemmNNInitBlocks declined", g)
 			}
+			if want := epi != 0 && k.name == "avx512"; fused != want {
+				t.Fatalf("%v: epi %d fused %v, want %v", g, epi, fused, want)
+			}
+			if !fused {
+				apply(c)
+			}
 			if i, ok := sameBits(c, want); !ok {
-				t.Fatalf("%v bias %v: c[%d] = %v, want %v", g, bias != nil, i, c[i], want[i])
+				t.Fatalf("%v bias %v epi %d: c[%d] = %v, want %v", g, bias != nil, epi, i, c[i], want[i])
 			}
 			if i, ok := checkGuards(gc, len(old)); !ok {
 				t.Fatalf("%v: wrote c[%d]", g, i)

@@ -280,10 +280,25 @@ type gemmNNJob struct {
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
-	if j.init && gemmNNInitBlocks(j.c[lo*j.ldc:], j.ldc, j.bias, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k) {
-		// The kernels started the chains from the bias themselves.
-		j.post(lo, hi)
-		return
+	if j.init {
+		// The kernels start the chains from the bias themselves and, on
+		// AVX-512, apply the layer after the product as they store C
+		// (the ReLU only when it writes C itself, in place).
+		epi, res := 0, []float64(nil)
+		if j.act == nil || &j.act[0] == &j.c[0] && j.ldc == j.n {
+			if j.act != nil {
+				epi |= epiRelu
+			}
+			if j.res != nil && j.ldc == j.n {
+				epi, res = epi|epiResidual, j.res[lo*j.n:]
+			}
+		}
+		if ok, fused := gemmNNInitBlocks(j.c[lo*j.ldc:], j.ldc, j.bias, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k, epi, res); ok {
+			if !fused {
+				j.post(lo, hi)
+			}
+			return
+		}
 	}
 	if j.init {
 		for i := lo; i < hi; i++ {
