@@ -254,26 +254,43 @@ func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak 
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
 func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
-	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0)
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0, nil)
 }
 
 // gemmNTAVX512From is gemmNTAVX512 with the dot products added to C's
-// old values (zero = 0) or to +0 (zero = 1: gemmNTSet).
-func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int) {
+// old values (zero = 0) or to +0 (zero = 1: gemmNTSet), and then, when
+// mask is not nil, reluMask(C, mask) on the block, mask laid out as C.
+func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int, mask []float64) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
 		if zero != 0 {
 			clearRows(c, ldc, M, N)
 		}
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
+		if mask != nil {
+			for i := 0; i < M; i++ {
+				reluMask(c[i*ldc:i*ldc+N], mask[i*ldc:])
+			}
+		}
 		return
 	}
 	boundsNT(c, ldc, a, lda, b, ldb, M, N, K)
+	if mask != nil {
+		_ = mask[(M-1)*ldc+N-1]
+		zero |= 2
+	}
+	var mi []float64
 	i := 0
 	for ; i+4 <= M; i += 4 {
-		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
+		if mask != nil {
+			mi = mask[i*ldc:]
+		}
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero, mi)
 	}
 	for ; i < M; i++ {
-		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero)
+		if mask != nil {
+			mi = mask[i*ldc:]
+		}
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero, mi)
 	}
 }
 
@@ -283,12 +300,25 @@ func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, l
 func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
 	switch kernelLevel {
 	case levelAVX512:
-		gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
+		gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1, nil)
 	case levelAVX2:
 		gemmNTAVX2From(c, ldc, a, lda, b, ldb, M, N, K, 1)
 	default:
 		return false
 	}
+	return true
+}
+
+// gemmNTSetReluBlocks is gemmNTSet followed by reluMask(C, mask) over
+// the M×N block (mask laid out as C), the input gradient of a matrix
+// product after a ReLU, with the mask applied as the AVX-512 kernels
+// store C instead of in a pass over it after. It reports false, having
+// done nothing, on the other paths.
+func gemmNTSetReluBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int, mask []float64) bool {
+	if kernelLevel != levelAVX512 || M <= 0 || N <= 0 {
+		return false
+	}
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1, mask)
 	return true
 }
 
@@ -423,32 +453,44 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 
 // gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0), from C's old
-// values (zero = 0) or from +0, without reading C (zero = 1):
+// values (zero&1 = 0) or from +0, without reading C (zero&1 = 1), and,
+// when zero&2 is set, reluMask's AND against mask (laid out as C) as
+// each output is stored:
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
-//			if zero != 0 {
-//				c[i*ldc+j] = 0
+//			x := c[i*ldc+j]
+//			if zero&1 != 0 {
+//				x = 0
 //			}
-//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//			x += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//			if zero&2 != 0 && !(mask[i*ldc+j] > 0) {
+//				x = 0
+//			}
+//			c[i*ldc+j] = x
 //		}
 //	}
 //
 //go:noescape
-func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int, mask []float64)
 
 // gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0), from C's old
-// values or from +0 as gemmNT4AVX512:
+// values or from +0, then masked, as gemmNT4AVX512:
 //
 //	for j := 0; j < N; j++ {
-//		if zero != 0 {
-//			c[j] = 0
+//		x := c[j]
+//		if zero&1 != 0 {
+//			x = 0
 //		}
-//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
+//		x += dot8(a[:K], b[j*ldb:j*ldb+K])
+//		if zero&2 != 0 && !(mask[j] > 0) {
+//			x = 0
+//		}
+//		c[j] = x
 //	}
 //
 //go:noescape
-func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int, mask []float64)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
 // largest n (a multiple of the block, 8 on AVX-512 and 4 on AVX2, or

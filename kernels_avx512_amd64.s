@@ -592,7 +592,7 @@ nn1z_done:
 // The four reductions share the shuffles: 256-bit halves of (x0, x1) and
 // (x2, x3) are added in pairs, then 128-bit quarters, then the even and
 // odd lanes. Z31 holds evenOdd<>, K2 the four-lane mask.
-#define NTZ_REDUCE4(x0, x1, x2, x3, addr) \
+#define NTZ_SUM4(x0, x1, x2, x3, addr) \
 	VSHUFF64X2 $0x44, x1, x0, Z21; \
 	VSHUFF64X2 $0xee, x1, x0, Z22; \
 	VADDPD     Z22, Z21, Z21; \
@@ -606,11 +606,25 @@ nn1z_done:
 	VSHUFF64X2 $0xee, Z23, Z23, Z24; \
 	VADDPD     Z24, Z23, Z23; \
 	VMOVUPD.Z  addr, K5, Z24; \
-	VADDPD     Z24, Z23, Z23; \
+	VADDPD     Z24, Z23, Z23
+
+#define NTZ_REDUCE4(x0, x1, x2, x3, addr) \
+	NTZ_SUM4(x0, x1, x2, x3, addr); \
+	VMOVUPD    Z23, K2, addr
+
+// NTZ_REDUCE4R is NTZ_REDUCE4 followed by reluMask against the ReLU's
+// inputs at raddr (laid out as C): a sum stays where its input is > 0
+// and becomes +0 elsewhere (NaN included), as reluMaskAVX512's AND.
+// Z25 holds +0.
+#define NTZ_REDUCE4R(x0, x1, x2, x3, addr, raddr) \
+	NTZ_SUM4(x0, x1, x2, x3, addr); \
+	VMOVUPD.Z  raddr, K2, Z24; \
+	VCMPPD     $0x1e, Z25, Z24, K4; \
+	VMOVAPD.Z  Z23, K4, Z23; \
 	VMOVUPD    Z23, K2, addr
 
 // NTZ_REDUCE1 is NTZ_REDUCE4 for one dot product (K3 is the one-lane mask).
-#define NTZ_REDUCE1(x0, addr) \
+#define NTZ_SUM1(x0, addr) \
 	VSHUFF64X2 $0xee, x0, x0, Z21; \
 	VADDPD     Z21, x0, Z21; \
 	VSHUFF64X2 $0x01, Z21, Z21, Z22; \
@@ -618,7 +632,18 @@ nn1z_done:
 	VPERMILPD  $1, Z21, Z22; \
 	VADDPD     Z22, Z21, Z21; \
 	VMOVUPD.Z  addr, K6, Z22; \
-	VADDPD     Z22, Z21, Z21; \
+	VADDPD     Z22, Z21, Z21
+
+#define NTZ_REDUCE1(x0, addr) \
+	NTZ_SUM1(x0, addr); \
+	VMOVUPD    Z21, K3, addr
+
+// NTZ_REDUCE1R is NTZ_REDUCE1 followed by reluMask, as NTZ_REDUCE4R.
+#define NTZ_REDUCE1R(x0, addr, raddr) \
+	NTZ_SUM1(x0, addr); \
+	VMOVUPD.Z  raddr, K3, Z22; \
+	VCMPPD     $0x1e, Z25, Z22, K4; \
+	VMOVAPD.Z  Z21, K4, Z21; \
 	VMOVUPD    Z21, K3, addr
 
 // NTZ_SETUP loads the masks and the permutation: K1 the K%8 tail lanes
@@ -664,14 +689,18 @@ skip:
 	VFMADD231PD Z20, Z18, K1, x2; \
 	VFMADD231PD Z20, Z19, K1, x3
 
-// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int, zero int)
+// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int, zero int, mask []float64)
 //
 // Four rows of gemmNT, all N columns, added to C's old values or, when
-// zero is not 0, to +0 (C's old values are then never read):
+// zero&1 is set, to +0 (C's old values are then never read), and with
+// zero&2 masked as reluMask against mask (laid out as C) as stored:
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
+//			if zero&2 != 0 && !(mask[i*ldc+j] > 0) {
+//				c[i*ldc+j] = 0
+//			}
 //		}
 //	}
 //
@@ -685,8 +714,11 @@ skip:
 // column j (k=0), BX b at k, DI b at column j+4 (k=0), R11 ldb*8,
 // R12 3*ldb*8; CX c at (0, j), R8 ldc*8; DX step countdown; R9 K/8;
 // N+96(FP) columns left; Z0-Z15 accumulators (row r, column q in
-// Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z31 evenOdd<>.
-TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-120
+// Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z25 +0, Z31
+// evenOdd<>, K4 the ReLU mask. With zero&2 (reluMask fused into the
+// stores) mask_base+120(FP) holds mask - c, and SI, BX address the
+// mask beside C at the reductions.
+TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-144
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -700,7 +732,12 @@ TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-120
 	LEAQ (R11)(R11*2), R12
 	MOVQ K+104(FP), R9
 	NTZ_SETUP
-	MOVQ zero+112(FP), DX
+	MOVQ   mask_base+120(FP), DX
+	SUBQ   CX, DX
+	MOVQ   DX, mask_base+120(FP) // mask - c: mask's row at c's
+	VPXORQ Z25, Z25, Z25
+	MOVQ   zero+112(FP), DX
+	ANDQ   $1, DX
 	NTZ_ZERO_START(DX, nt4z_cols)
 
 	CMPQ N+96(FP), $4
@@ -754,11 +791,27 @@ nt4z_4_tail:
 	NTZ_COL4M((BX)(R12*1), Z3, Z7, Z11, Z15)
 
 nt4z_4_reduce:
+	MOVQ  zero+112(FP), DX
+	TESTQ $2, DX
+	JNZ   nt4z_4_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
 	NTZ_REDUCE4(Z4, Z5, Z6, Z7, (CX)(R8*1))
 	NTZ_REDUCE4(Z8, Z9, Z10, Z11, (CX)(R8*2))
 	LEAQ (CX)(R8*2), DX
 	NTZ_REDUCE4(Z12, Z13, Z14, Z15, (DX)(R8*1))
+	JMP  nt4z_4_next
+
+nt4z_4_relu:
+	MOVQ mask_base+120(FP), SI
+	ADDQ CX, SI
+	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (SI))
+	NTZ_REDUCE4R(Z4, Z5, Z6, Z7, (CX)(R8*1), (SI)(R8*1))
+	NTZ_REDUCE4R(Z8, Z9, Z10, Z11, (CX)(R8*2), (SI)(R8*2))
+	LEAQ (CX)(R8*2), DX
+	LEAQ (SI)(R8*2), BX
+	NTZ_REDUCE4R(Z12, Z13, Z14, Z15, (DX)(R8*1), (BX)(R8*1))
+
+nt4z_4_next:
 	ADDQ $32, CX
 	LEAQ (R10)(R11*4), R10
 	SUBQ $4, N+96(FP)
@@ -798,11 +851,27 @@ nt4z_1_tail:
 	NTZ_COL4M((BX), Z0, Z4, Z8, Z12)
 
 nt4z_1_reduce:
+	MOVQ  zero+112(FP), DX
+	TESTQ $2, DX
+	JNZ   nt4z_1_relu
 	NTZ_REDUCE1(Z0, (CX))
 	NTZ_REDUCE1(Z4, (CX)(R8*1))
 	NTZ_REDUCE1(Z8, (CX)(R8*2))
 	LEAQ (CX)(R8*2), DX
 	NTZ_REDUCE1(Z12, (DX)(R8*1))
+	JMP  nt4z_1_next
+
+nt4z_1_relu:
+	MOVQ mask_base+120(FP), SI
+	ADDQ CX, SI
+	NTZ_REDUCE1R(Z0, (CX), (SI))
+	NTZ_REDUCE1R(Z4, (CX)(R8*1), (SI)(R8*1))
+	NTZ_REDUCE1R(Z8, (CX)(R8*2), (SI)(R8*2))
+	LEAQ (CX)(R8*2), DX
+	LEAQ (SI)(R8*2), BX
+	NTZ_REDUCE1R(Z12, (DX)(R8*1), (BX)(R8*1))
+
+nt4z_1_next:
 	ADDQ $8, CX
 	ADDQ R11, R10
 	DECQ N+96(FP)
@@ -831,7 +900,7 @@ nt4z_done:
 	VMOVUPD.Z   (base)(R12*1), K1, Z20; \
 	VFMADD231PD Z20, Z16, K1, x3
 
-// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int, zero int)
+// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int, zero int, mask []float64)
 //
 // One row of gemmNT, all N columns:
 //
@@ -845,8 +914,9 @@ nt4z_done:
 // Registers: AX a (k=0), SI a at k; R10 b at column j (k=0), BX b at k,
 // DI b at column j+4 at k, R11 ldb*8, R12 3*ldb*8; CX c at j; DX step
 // countdown; R9 K/8; R8 columns left; Z0-Z7 accumulators, Z16 A, Z20 B,
-// Z21-Z24 reduction, Z31 evenOdd<>.
-TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-104
+// Z21-Z24 reduction, Z25 +0, Z31 evenOdd<>; R13 zero&2 (reluMask, as
+// gemmNT4AVX512), R14 mask - c.
+TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-128
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ b_base+48(FP), R10
@@ -856,7 +926,13 @@ TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-104
 	MOVQ N+80(FP), R8
 	MOVQ K+88(FP), R9
 	NTZ_SETUP
-	MOVQ zero+96(FP), DX
+	MOVQ   mask_base+104(FP), R14
+	SUBQ   CX, R14 // mask - c: mask at (CX)(R14*1)
+	VPXORQ Z25, Z25, Z25
+	MOVQ   zero+96(FP), R13
+	ANDQ   $2, R13 // the reluMask flag
+	MOVQ   zero+96(FP), DX
+	ANDQ   $1, DX
 	NTZ_ZERO_START(DX, nt1z_cols)
 
 	CMPQ R8, $8
@@ -894,8 +970,17 @@ nt1z_8_tail:
 	NTZ_ROW4M(DI, Z4, Z5, Z6, Z7)
 
 nt1z_8_reduce:
+	TESTQ R13, R13
+	JNZ   nt1z_8_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
 	NTZ_REDUCE4(Z4, Z5, Z6, Z7, 32(CX))
+	JMP   nt1z_8_next
+
+nt1z_8_relu:
+	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (CX)(R14*1))
+	NTZ_REDUCE4R(Z4, Z5, Z6, Z7, 32(CX), 32(CX)(R14*1))
+
+nt1z_8_next:
 	ADDQ $64, CX
 	LEAQ (R10)(R11*8), R10
 	SUBQ $8, R8
@@ -929,7 +1014,15 @@ nt1z_4_tail:
 	NTZ_ROW4M(BX, Z0, Z1, Z2, Z3)
 
 nt1z_4_reduce:
+	TESTQ R13, R13
+	JNZ   nt1z_4_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
+	JMP   nt1z_4_next
+
+nt1z_4_relu:
+	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (CX)(R14*1))
+
+nt1z_4_next:
 	ADDQ $32, CX
 	LEAQ (R10)(R11*4), R10
 	SUBQ $4, R8
@@ -960,7 +1053,15 @@ nt1z_1_tail:
 	VFMADD231PD Z20, Z16, K1, Z0
 
 nt1z_1_reduce:
+	TESTQ R13, R13
+	JNZ   nt1z_1_relu
 	NTZ_REDUCE1(Z0, (CX))
+	JMP   nt1z_1_next
+
+nt1z_1_relu:
+	NTZ_REDUCE1R(Z0, (CX), (CX)(R14*1))
+
+nt1z_1_next:
 	ADDQ $8, CX
 	ADDQ R11, R10
 	DECQ R8

@@ -714,6 +714,70 @@ func TestGemmNTSetPaths(t *testing.T) {
 	})
 }
 
+// TestGemmNTSetReluPaths checks gemmNTSetReluBlocks, gemmNTSet with
+// reluMask fused into the AVX-512 kernels' stores, against gemmNTSet
+// and then the Go loop of reluMask, to the bit: every column tail of
+// the four-row (4, 1) and one-row (8, 4, 1) kernels, every row
+// remainder, K's ragged tails, C's padding untouched, and masks holding
+// +0, -0, NaN, ±Inf and negatives (only inputs > 0 keep an output;
+// -0 and NaN outputs are kept where they are).
+func TestGemmNTSetReluPaths(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		defer setKernelPath(k.name)()
+		if !gemmNTSetReluBlocks(make([]float64, 1), 1, []float64{1}, 1, []float64{1}, 1, 1, 1, 1, []float64{1}) {
+			if k.name == "avx512" {
+				t.Fatal("the AVX-512 kernels declined to fuse the mask")
+			}
+			t.Skip("this path masks after gemmNTSet (inputGradJob)")
+		}
+		rng := rand.New(rand.NewPCG(23, 24))
+		specials := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), -1, 5e-324, -5e-324}
+		for _, M := range []int{1, 2, 3, 4, 5, 7, 8, 9} {
+			for _, N := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 33} {
+				for _, K := range []int{1, 7, 8, 16, 21, 64} {
+					ldc := N + rng.IntN(2)*3
+					a, b := randomSlice(rng, M*K), randomSlice(rng, N*K)
+					if rng.IntN(4) == 0 {
+						a[0] = math.NaN() // row 0's outputs are NaN: kept or zeroed by the mask
+					}
+					size := (M-1)*ldc + N
+					mask := randomSlice(rng, size)
+					for i := range mask {
+						if rng.IntN(4) == 0 {
+							mask[i] = specials[rng.IntN(len(specials))]
+						}
+					}
+					want := make([]float64, size)
+					for i := range want {
+						want[i] = math.NaN()
+					}
+					gbuf := guarded(make([]float64, size))
+					got := gbuf[guardLen : guardLen+size]
+					copy(got, want)
+					clearRows(want, ldc, M, N)
+					gemmNTGo(want, ldc, a, K, b, K, M, N, K)
+					for i := 0; i < M; i++ {
+						for j := 0; j < N; j++ {
+							if !(mask[i*ldc+j] > 0) {
+								want[i*ldc+j] = 0
+							}
+						}
+					}
+					if !gemmNTSetReluBlocks(got, ldc, a, K, b, K, M, N, K, mask) {
+						t.Fatalf("%d×%d×%d: declined", M, N, K)
+					}
+					if i, ok := checkGuards(gbuf, size); !ok {
+						t.Fatalf("%d×%d×%d, ldc %d: wrote c[%d]", M, N, K, ldc, i)
+					}
+					if i, ok := sameBits(got, want); !ok {
+						t.Fatalf("%d×%d×%d, ldc %d: c[%d] = %v (mask %v), gemmNTSet and reluMask give %v", M, N, K, ldc, i, got[i], mask[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestGemmShortOperandPanics gives every kernel path an operand one
 // element shorter than its shape needs: each must panic with an index
 // error, as the Go loops' indexing would, instead of letting the

@@ -381,6 +381,9 @@ type inputGradJob struct {
 
 func (j *inputGradJob) run(lo, hi int) {
 	d := j.dinp[lo*j.C : hi*j.C]
+	if j.relu != nil && gemmNTSetReluBlocks(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC, j.relu[lo*j.C:hi*j.C]) {
+		return // the AVX-512 kernels masked each output as they stored it
+	}
 	gemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
 	if j.relu != nil {
 		reluMask(d, j.relu[lo*j.C:hi*j.C])
