@@ -65,7 +65,6 @@ func attentionRowByRow(out, att, qkv []float64, dqkv, datt, dout []float64, B, T
 // nothing above the diagonal left non-zero.
 func TestAttentionBlocksMatchRows(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		rng := rand.New(rand.NewPCG(5, 6))
 		fill := func(n int, scale float64) []float64 {
 			x := make([]float64, n)
@@ -178,7 +177,6 @@ func triRowsGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb i
 func TestGemmNNTriPaths(t *testing.T) {
 	const guard = 24
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		rng := rand.New(rand.NewPCG(7, 8))
 		special := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1)}
 		value := func(specials bool) float64 {

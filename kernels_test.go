@@ -9,11 +9,15 @@ import (
 
 // forEachKernelPath runs fn once for every kernel implementation this
 // machine can execute: always the portable Go kernels, and the assembly
-// when the CPU supports it.
+// when the CPU supports it. The package runs on that path meanwhile
+// (setKernelPath), so fn may call k.nn and k.nt or any layer code.
 func forEachKernelPath(t *testing.T, fn func(t *testing.T, k kernelImpl)) {
 	t.Helper()
 	for _, k := range kernelImpls() {
-		t.Run(k.name, func(t *testing.T) { fn(t, k) })
+		t.Run(k.name, func(t *testing.T) {
+			defer setKernelPath(k.name)()
+			fn(t, k)
+		})
 	}
 }
 
@@ -442,7 +446,6 @@ func elementwiseValues(rng *rand.Rand, n int) []float64 {
 // zones after the outputs.
 func TestElementwisePaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		rng := rand.New(rand.NewPCG(11, 12))
 		for n := 0; n < 2000; n++ {
 			size := rng.IntN(41)
@@ -533,7 +536,6 @@ func TestElementwisePaths(t *testing.T) {
 // run after; the bias then holds -0 and NaN now and then.
 func TestGemmInitModes(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		if ok, _ := gemmNNInitBlocks(make([]float64, 1), 1, nil, []float64{1}, 1, 1, []float64{1}, 1, 1, 1, 1, 0, nil); !ok {
 			if k.name != "go" {
 				t.Fatalf("the %s kernels do not start chains from a bias", k.name)
@@ -646,7 +648,6 @@ func TestGemmInitModes(t *testing.T) {
 // stride wider than N (the entries between rows must stay as they were).
 func TestGemmNTSetPaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		rng := rand.New(rand.NewPCG(21, 22))
 		shapes := [][3]int{{1, 1, 0}, {1, 1, 1}, {1, 3, 5}, {3, 7, 9}, {4, 4, 8}, {5, 9, 17}, {8, 13, 64}, {9, 12, 33}}
 		// Every column tail of the AVX2 (blocks of 3 and 1 for two rows,
@@ -723,7 +724,6 @@ func TestGemmNTSetPaths(t *testing.T) {
 // -0 and NaN outputs are kept where they are).
 func TestGemmNTSetReluPaths(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		if !gemmNTSetReluBlocks(make([]float64, 1), 1, []float64{1}, 1, []float64{1}, 1, 1, 1, 1, []float64{1}) {
 			if k.name == "avx512" {
 				t.Fatal("the AVX-512 kernels declined to fuse the mask")
@@ -1070,7 +1070,6 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 func TestGemmNNSmallPaths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		for n := 0; n < 2000; n++ {
 			M, N := 1+rng.IntN(4), 1+rng.IntN(40)
 			K := 1 + rng.IntN(136) // past the amd64 drivers' k block (128)

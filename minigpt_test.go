@@ -112,7 +112,6 @@ func TestReluMaskFromOutput(t *testing.T) {
 		xs = append(xs, float64(len(xs)%7)-3.5)
 	}
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		defer setKernelPath(k.name)()
 		act := make([]float64, len(xs))
 		reluForward(act, xs)
 		fromIn, fromOut := make([]float64, len(xs)), make([]float64, len(xs))
