@@ -153,10 +153,17 @@ func expShifted(dst, src []float64) (maxv, sum float64) {
 		}
 	}
 	expShiftedFrom(dst, src, maxv, 0)
-	for _, e := range dst {
+	return maxv, sumInOrder(dst)
+}
+
+// sumInOrder is x[0] + x[1] + ... as one chain in index order from +0:
+// softmax's normaliser.
+func sumInOrder(x []float64) float64 {
+	sum := 0.0
+	for _, e := range x {
 		sum += e
 	}
-	return maxv, sum
+	return sum
 }
 
 // expShiftedFrom sets dst[i] = expDet(src[i] - maxv) for i >= from.
@@ -189,11 +196,7 @@ func softmaxScaled(row []float64, scale float64) {
 	case done == len(row):
 	case done >= 0:
 		expShiftedFrom(row, row, m, done)
-		sum := 0.0
-		for _, e := range row {
-			sum += e
-		}
-		divideBy(row, sum)
+		divideBy(row, sumInOrder(row))
 	default:
 		if done == scaleNotDone {
 			for s, v := range row {
