@@ -51,6 +51,36 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 	VBROADCASTSD addr, Z20; \
 	VFMADD231PD  Z16, Z20, x0
 
+// The layer after the product, on accumulators about to be stored (the
+// epilogue of gemmNN4AVX512 and gemmNN1AVX512). NNZ_RELU4 is reluAVX512
+// on four registers, with Z20 = +0: VMAXPD(0, x) keeps NaN and zeros,
+// then adding +0 turns -0 into +0. NNZ_RES4 is addAVX512's c = res + c
+// (res at the four addresses, through Z16-Z19), NNZ_RESM one register
+// with res loaded under K1.
+#define NNZ_RELU1(x) \
+	VMAXPD x, Z20, x; \
+	VADDPD Z20, x, x
+
+#define NNZ_RELU4(x0, x1, x2, x3) \
+	NNZ_RELU1(x0); \
+	NNZ_RELU1(x1); \
+	NNZ_RELU1(x2); \
+	NNZ_RELU1(x3)
+
+#define NNZ_RES(addr, t, x) \
+	VMOVUPD addr, t; \
+	VADDPD  x, t, x
+
+#define NNZ_RESM(addr, t, x) \
+	VMOVUPD.Z addr, K1, t; \
+	VADDPD    x, t, x
+
+#define NNZ_RES4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	NNZ_RES(a0, Z16, x0); \
+	NNZ_RES(a1, Z17, x1); \
+	NNZ_RES(a2, Z18, x2); \
+	NNZ_RES(a3, Z19, x3)
+
 // func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
 //
 // Four rows of gemmNN, all N columns, from initial values x0 that are
@@ -192,76 +222,20 @@ nn4z_32_k:
 	TESTQ $4, DX
 	JZ    nn4z_32_epires
 	VPXORQ Z20, Z20, Z20
-	VMAXPD Z0, Z20, Z0
-	VADDPD Z20, Z0, Z0
-	VMAXPD Z1, Z20, Z1
-	VADDPD Z20, Z1, Z1
-	VMAXPD Z2, Z20, Z2
-	VADDPD Z20, Z2, Z2
-	VMAXPD Z3, Z20, Z3
-	VADDPD Z20, Z3, Z3
-	VMAXPD Z4, Z20, Z4
-	VADDPD Z20, Z4, Z4
-	VMAXPD Z5, Z20, Z5
-	VADDPD Z20, Z5, Z5
-	VMAXPD Z6, Z20, Z6
-	VADDPD Z20, Z6, Z6
-	VMAXPD Z7, Z20, Z7
-	VADDPD Z20, Z7, Z7
-	VMAXPD Z8, Z20, Z8
-	VADDPD Z20, Z8, Z8
-	VMAXPD Z9, Z20, Z9
-	VADDPD Z20, Z9, Z9
-	VMAXPD Z10, Z20, Z10
-	VADDPD Z20, Z10, Z10
-	VMAXPD Z11, Z20, Z11
-	VADDPD Z20, Z11, Z11
-	VMAXPD Z12, Z20, Z12
-	VADDPD Z20, Z12, Z12
-	VMAXPD Z13, Z20, Z13
-	VADDPD Z20, Z13, Z13
-	VMAXPD Z14, Z20, Z14
-	VADDPD Z20, Z14, Z14
-	VMAXPD Z15, Z20, Z15
-	VADDPD Z20, Z15, Z15
+	NNZ_RELU4(Z0, Z1, Z2, Z3)
+	NNZ_RELU4(Z4, Z5, Z6, Z7)
+	NNZ_RELU4(Z8, Z9, Z10, Z11)
+	NNZ_RELU4(Z12, Z13, Z14, Z15)
 
 nn4z_32_epires:
 	TESTQ $8, DX
 	JZ    nn4z_32_store
 	MOVQ  res_base+152(FP), SI
 	ADDQ  CX, SI
-	VMOVUPD (SI), Z16
-	VADDPD Z0, Z16, Z0
-	VMOVUPD 64(SI), Z17
-	VADDPD Z1, Z17, Z1
-	VMOVUPD 128(SI), Z18
-	VADDPD Z2, Z18, Z2
-	VMOVUPD 192(SI), Z19
-	VADDPD Z3, Z19, Z3
-	VMOVUPD (SI)(R8*1), Z16
-	VADDPD Z4, Z16, Z4
-	VMOVUPD 64(SI)(R8*1), Z17
-	VADDPD Z5, Z17, Z5
-	VMOVUPD 128(SI)(R8*1), Z18
-	VADDPD Z6, Z18, Z6
-	VMOVUPD 192(SI)(R8*1), Z19
-	VADDPD Z7, Z19, Z7
-	VMOVUPD (SI)(R8*2), Z16
-	VADDPD Z8, Z16, Z8
-	VMOVUPD 64(SI)(R8*2), Z17
-	VADDPD Z9, Z17, Z9
-	VMOVUPD 128(SI)(R8*2), Z18
-	VADDPD Z10, Z18, Z10
-	VMOVUPD 192(SI)(R8*2), Z19
-	VADDPD Z11, Z19, Z11
-	VMOVUPD (SI)(R13*1), Z16
-	VADDPD Z12, Z16, Z12
-	VMOVUPD 64(SI)(R13*1), Z17
-	VADDPD Z13, Z17, Z13
-	VMOVUPD 128(SI)(R13*1), Z18
-	VADDPD Z14, Z18, Z14
-	VMOVUPD 192(SI)(R13*1), Z19
-	VADDPD Z15, Z19, Z15
+	NNZ_RES4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
+	NNZ_RES4((SI)(R8*1), 64(SI)(R8*1), 128(SI)(R8*1), 192(SI)(R8*1), Z4, Z5, Z6, Z7)
+	NNZ_RES4((SI)(R8*2), 64(SI)(R8*2), 128(SI)(R8*2), 192(SI)(R8*2), Z8, Z9, Z10, Z11)
+	NNZ_RES4((SI)(R13*1), 64(SI)(R13*1), 128(SI)(R13*1), 192(SI)(R13*1), Z12, Z13, Z14, Z15)
 
 nn4z_32_store:
 	VMOVUPD Z0, (CX)
@@ -349,28 +323,17 @@ nn4z_8_k:
 	TESTQ $4, DX
 	JZ    nn4z_8_epires
 	VPXORQ Z20, Z20, Z20
-	VMAXPD Z0, Z20, Z0
-	VADDPD Z20, Z0, Z0
-	VMAXPD Z4, Z20, Z4
-	VADDPD Z20, Z4, Z4
-	VMAXPD Z8, Z20, Z8
-	VADDPD Z20, Z8, Z8
-	VMAXPD Z12, Z20, Z12
-	VADDPD Z20, Z12, Z12
+	NNZ_RELU4(Z0, Z4, Z8, Z12)
 
 nn4z_8_epires:
 	TESTQ $8, DX
 	JZ    nn4z_8_store
 	MOVQ  res_base+152(FP), SI
 	ADDQ  CX, SI
-	VMOVUPD.Z (SI), K1, Z16
-	VADDPD Z0, Z16, Z0
-	VMOVUPD.Z (SI)(R8*1), K1, Z17
-	VADDPD Z4, Z17, Z4
-	VMOVUPD.Z (SI)(R8*2), K1, Z18
-	VADDPD Z8, Z18, Z8
-	VMOVUPD.Z (SI)(R13*1), K1, Z19
-	VADDPD Z12, Z19, Z12
+	NNZ_RESM((SI), Z16, Z0)
+	NNZ_RESM((SI)(R8*1), Z17, Z4)
+	NNZ_RESM((SI)(R8*2), Z18, Z8)
+	NNZ_RESM((SI)(R13*1), Z19, Z12)
 
 nn4z_8_store:
 	VMOVUPD Z0, K1, (CX)
@@ -475,28 +438,14 @@ nn1z_32_k:
 	TESTQ $4, DX
 	JZ    nn1z_32_epires
 	VPXORQ Z20, Z20, Z20
-	VMAXPD Z0, Z20, Z0
-	VADDPD Z20, Z0, Z0
-	VMAXPD Z1, Z20, Z1
-	VADDPD Z20, Z1, Z1
-	VMAXPD Z2, Z20, Z2
-	VADDPD Z20, Z2, Z2
-	VMAXPD Z3, Z20, Z3
-	VADDPD Z20, Z3, Z3
+	NNZ_RELU4(Z0, Z1, Z2, Z3)
 
 nn1z_32_epires:
 	TESTQ $8, DX
 	JZ    nn1z_32_store
 	MOVQ  res_base+136(FP), SI
 	ADDQ  CX, SI
-	VMOVUPD (SI), Z16
-	VADDPD Z0, Z16, Z0
-	VMOVUPD 64(SI), Z17
-	VADDPD Z1, Z17, Z1
-	VMOVUPD 128(SI), Z18
-	VADDPD Z2, Z18, Z2
-	VMOVUPD 192(SI), Z19
-	VADDPD Z3, Z19, Z3
+	NNZ_RES4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
 
 nn1z_32_store:
 	VMOVUPD Z0, (CX)
@@ -554,16 +503,14 @@ nn1z_8_k:
 	TESTQ $4, DX
 	JZ    nn1z_8_epires
 	VPXORQ Z20, Z20, Z20
-	VMAXPD Z0, Z20, Z0
-	VADDPD Z20, Z0, Z0
+	NNZ_RELU1(Z0)
 
 nn1z_8_epires:
 	TESTQ $8, DX
 	JZ    nn1z_8_store
 	MOVQ  res_base+136(FP), SI
 	ADDQ  CX, SI
-	VMOVUPD.Z (SI), K1, Z16
-	VADDPD Z0, Z16, Z0
+	NNZ_RESM((SI), Z16, Z0)
 
 nn1z_8_store:
 	VMOVUPD Z0, K1, (CX)

@@ -162,6 +162,17 @@ exp_done:
 	VZEROUPPER
 	RET
 
+// MAX_REDUCE folds the eight lanes of Z1 into X1 with VMAXPD (Y2 a
+// temporary): the maximum's horizontal step, shared by maxAVX512 and
+// softmaxScaledAVX512.
+#define MAX_REDUCE \
+	VEXTRACTF64X4 $1, Z1, Y2; \
+	VMAXPD        Y2, Y1, Y1; \
+	VEXTRACTF128  $1, Y1, X2; \
+	VMAXPD        X2, X1, X1; \
+	VPERMILPD     $1, X1, X2; \
+	VMAXSD        X2, X1, X1
+
 // func maxAVX512(src []float64) (m float64, nan bool)
 //
 // m is the largest element of src (-Inf if src is empty), nan whether any
@@ -208,12 +219,7 @@ max_tail:
 	VMAXPD  Z0, Z1, Z1
 
 max_reduce:
-	VEXTRACTF64X4 $1, Z1, Y2
-	VMAXPD        Y2, Y1, Y1
-	VEXTRACTF128  $1, Y1, X2
-	VMAXPD        X2, X1, X1
-	VPERMILPD     $1, X1, X2
-	VMAXSD        X2, X1, X1
+	MAX_REDUCE
 	VMOVSD        X1, m+24(FP)
 	KMOVW         K5, AX
 	TESTW         AX, AX
@@ -329,12 +335,7 @@ sms_scale_tail:
 	VMAXPD  Z0, Z1, Z1
 
 sms_max_reduce:
-	VEXTRACTF64X4 $1, Z1, Y2
-	VMAXPD        Y2, Y1, Y1
-	VEXTRACTF128  $1, Y1, X2
-	VMAXPD        X2, X1, X1
-	VPERMILPD     $1, X1, X2
-	VMAXSD        X2, X1, X1
+	MAX_REDUCE
 	VMOVSD        X1, m+32(FP)
 	MOVQ          $-1, R9
 	KORTESTW      K5, K5
