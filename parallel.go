@@ -126,8 +126,14 @@ func (wp *workerPool) acquire(n, grain, costPerItem int) int {
 // step follow each other within microseconds, and waking a parked
 // thread costs tens of microseconds on a virtual machine: polling
 // catches the next section at once, while a pause longer than this (the
-// end of training, a prompt being typed) still parks everything.
-const spinTime = 50 * time.Microsecond
+// end of training, a prompt being typed) still parks everything. A
+// participant done with its share waits out the other's last chunk,
+// which at the baby config often took longer than the 50 µs this was:
+// the worker then started the next section 40 µs late on average (2% of
+// a two-thread step, measured on the two-vCPU Xeon). At 200 µs it
+// starts within a few; two-thread steps 1.02-1.07× faster (seed),
+// 1.00-1.02× (baby); 500 µs gained nothing more.
+const spinTime = 200 * time.Microsecond
 
 // dispatch runs job over [0, n) on p participants (the calling goroutine
 // and workers 0 to p-2), in chunks whose boundaries are multiples of
