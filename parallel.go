@@ -10,16 +10,20 @@ import (
 )
 
 // Parallel sections split a range of independent outputs (rows of a
-// matrix, (batch, head) pairs) into contiguous chunks, a few per
-// available processor, which the caller and the workers claim one at a
-// time until none is left: a core that is slowed down (by another process
-// on a shared machine, or by a slower kernel for its part) simply claims
-// fewer chunks. No output is ever shared between chunks and no sum is
-// ever split, so the bits depend neither on GOMAXPROCS nor on who ran
-// which chunk. Workers are started once and reused; a section costs a
-// few atomic operations (a channel operation for a parked worker), an
-// atomic add per chunk, and no allocation: the job descriptions live in
-// the pool and are guarded by its mutex.
+// matrix, (batch, head) pairs) into one contiguous region per
+// participant, each cut into a few chunks, which the caller and the
+// workers claim one at a time: first from their own region, then from
+// the others' until none is left. A core that is slowed down (by another
+// process on a shared machine, or by a slower kernel for its part)
+// simply claims fewer chunks, and otherwise each core works on the same
+// rows (the same sequences) section after section, so what one section
+// writes is still in the cache of the core the next one reads it on. No
+// output is ever shared between chunks and no sum is ever split, so the
+// bits depend neither on GOMAXPROCS nor on who ran which chunk. Workers
+// are started once and reused; a section costs a few atomic operations
+// (a channel operation for a parked worker), an atomic add per chunk,
+// and no allocation: the job descriptions live in the pool and are
+// guarded by its mutex.
 //
 // A panic on a worker (an index out of range in a job, say) must not kill
 // the process from a goroutine the caller cannot recover in: the worker
@@ -32,45 +36,78 @@ type rangeJob interface {
 	run(lo, hi int)
 }
 
-// section is one parallel section: job over [0, n) cut into chunks
-// whose boundaries are multiples of grain, claimed through next.
+// section is one parallel section: job over [0, n) in units of grain,
+// the units split into regions contiguous regions (one per participant),
+// region r's chunks claimed through next[r].
 type section struct {
-	job                     rangeJob
-	n, grain, units, chunks int
-	next                    atomic.Int64
+	job                      rangeJob
+	n, grain, units, regions int
+	next                     [maxRegions]paddedCounter
 }
 
-// chunksPerWorker is how many chunks a section has per participant: more
-// balance the load better, fewer cost fewer claims and keep blocks big
-// (and section.bound makes the last ones small).
+// maxRegions bounds the regions of a section; with more participants,
+// several start in the same region.
+const maxRegions = 64
+
+// paddedCounter is a chunk counter on a cache line of its own, so that
+// participants claiming from different regions do not share a line.
+type paddedCounter struct {
+	atomic.Int64
+	_ [56]byte
+}
+
+// chunksPerWorker is how many chunks a region is cut into: more balance
+// the load better, fewer cost fewer claims and keep blocks big (and
+// section.chunk makes the last ones small).
 const chunksPerWorker = 4
 
-// participate claims and runs chunks until none is left.
-func (s *section) participate() {
-	for {
-		c := int(s.next.Add(1) - 1)
-		if c >= s.chunks {
-			return
-		}
-		lo := s.bound(c) * s.grain
-		hi := min(s.bound(c+1)*s.grain, s.n)
-		if lo < hi {
-			s.job.run(lo, hi)
+// participate claims and runs chunks until none is left: participant k
+// (0 for the caller, worker i is i+1) starts in its own region and then
+// helps the next ones. Before regions, every chunk went to whoever came
+// first, so a row's next layer ran on the other core about half the
+// time: the seed config's row-wise sections then needed 1.16-1.19× the
+// CPU time at two threads that they needed on one (from a cache's view,
+// the other core held what they read), the whole step 1.11×; with
+// regions 1.02-1.06× and 1.02×, and two-thread steps 1.04-1.05× faster
+// (1.01× at the baby config; measured on the two-vCPU Xeon).
+func (s *section) participate(k int) {
+	for i := 0; i < s.regions; i++ {
+		r := (k + i) % s.regions
+		for {
+			c := int(s.next[r].Add(1) - 1)
+			u0, u1, ok := s.chunk(r, c)
+			if !ok {
+				break
+			}
+			if lo, hi := u0*s.grain, min(u1*s.grain, s.n); lo < hi {
+				s.job.run(lo, hi)
+			}
 		}
 	}
 }
 
-// bound is the first unit of chunk c: units·(1 − ((chunks−c)/chunks)²).
-// Chunks shrink linearly, from about 2/chunks of the units down to a
-// sliver (or nothing, skipped): the big ones first keep the claims few
-// and the kernels' blocks large, the small ones last let the
-// participants reach the barrier within a small chunk of each other,
-// where equal chunks left one idling through the other's last. Measured
-// on the two-vCPU Xeon: 4-8% less wall time per training step with two
-// threads. Where the boundaries fall never moves a sum (see above).
-func (s *section) bound(c int) int {
-	r := int64(s.chunks - c)
-	return s.units - int(int64(s.units)*r*r/int64(s.chunks*s.chunks))
+// chunk returns the units [u0, u1) of region r's chunk c, or ok false
+// when the region has no chunk c. A region of n units is cut at
+// n·(1 − ((q−c)/q)²) for q = min(n, chunksPerWorker): chunks shrink
+// linearly, from about 2/q of the region down to a sliver (or nothing,
+// skipped). The big ones first keep the claims few and the kernels'
+// blocks large; the small ones last let the participants reach the
+// barrier within a small chunk of each other, where equal chunks left
+// one idling through the other's last (4-8% less wall time per step
+// with two threads, measured on the two-vCPU Xeon). Where the boundaries
+// fall never moves a sum (see above).
+func (s *section) chunk(r, c int) (u0, u1 int, ok bool) {
+	r0, r1 := r*s.units/s.regions, (r+1)*s.units/s.regions
+	n := r1 - r0
+	q := min(n, chunksPerWorker)
+	if c >= q {
+		return 0, 0, false
+	}
+	cut := func(c int) int {
+		left := int64(q - c)
+		return r0 + n - int(int64(n)*left*left/int64(q*q))
+	}
+	return cut(c), cut(c + 1), true
 }
 
 type workerPool struct {
@@ -147,8 +184,10 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	units := (n + grain - 1) / grain
 	s := &wp.sec
 	s.job, s.n, s.grain, s.units = job, n, grain, units
-	s.chunks = min(units, p*chunksPerWorker)
-	s.next.Store(0)
+	s.regions = min(p, maxRegions)
+	for r := range s.regions {
+		s.next[r].Store(0)
+	}
 	wp.wg.Add(p - 1)
 	wp.pending.Store(int64(p - 1))
 	// Even if the caller's own chunk panics, wait for the workers (they
@@ -183,7 +222,7 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 			}
 		}
 	}
-	s.participate()
+	s.participate(0)
 }
 
 // worker is one goroutine of the pool and the record of its last
@@ -244,7 +283,7 @@ func (w *worker) run(s *section, wp *workerPool) {
 		wp.pending.Add(-1)
 		wp.wg.Done()
 	}()
-	s.participate()
+	s.participate(w.index + 1)
 }
 
 // workerPanic is what the caller of a parallel section panics with when
@@ -389,7 +428,7 @@ func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb
 // laid end to end as the section's units, so one barrier serves them all,
 // and a participant done with one task's share goes on to another's. Each
 // task is cut into pieces of about the same cost (multiply-adds), so that
-// the section's shrinking chunks (section.bound) shrink in time and not
+// the section's shrinking chunks (section.chunk) shrink in time and not
 // only in count. A task's pieces cover its items in order, each item in
 // exactly one piece, and no sum spans two items, so where the pieces fall
 // never changes a bit.

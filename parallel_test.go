@@ -137,6 +137,58 @@ func TestSectionCoversEveryIndexOnce(t *testing.T) {
 	}
 }
 
+// TestSectionParticipantStartsInItsRegion checks the affinity that
+// keeps a core on the same rows from section to section: participant k
+// claims its own region's chunks first, each region's chunks in order
+// and shrinking, and then, alone, the other regions' in turn, covering
+// every index once.
+func TestSectionParticipantStartsInItsRegion(t *testing.T) {
+	for _, regions := range []int{1, 2, 3, 5} {
+		for _, n := range []int{1, 7, 64, 1000} {
+			for _, grain := range []int{1, 4} {
+				units := (n + grain - 1) / grain
+				for k := 0; k < regions; k++ {
+					job := &orderJob{}
+					s := &section{job: job, n: n, grain: grain, units: units, regions: regions}
+					s.participate(k)
+					want := k * units / regions * grain
+					if len(job.los) == 0 || job.los[0] != min(want, n) && units >= regions {
+						t.Fatalf("regions %d n %d grain %d: participant %d began at %v, its region at %d", regions, n, grain, k, job.los, want)
+					}
+					covered := 0
+					for i, lo := range job.los {
+						covered += job.his[i] - lo
+					}
+					if covered != n {
+						t.Fatalf("regions %d n %d grain %d participant %d: covered %d of %d", regions, n, grain, k, covered, n)
+					}
+					// Within a region the chunks do not grow.
+					for r := 0; r < regions; r++ {
+						last := units + 1
+						for c := 0; ; c++ {
+							u0, u1, ok := s.chunk(r, c)
+							if !ok {
+								break
+							}
+							if u1-u0 > last {
+								t.Fatalf("regions %d units %d: region %d chunk %d has %d units after %d", regions, units, r, c, u1-u0, last)
+							}
+							last = u1 - u0
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// orderJob records its chunks in the order they run (one participant).
+type orderJob struct{ los, his []int }
+
+func (j *orderJob) run(lo, hi int) {
+	j.los, j.his = append(j.los, lo), append(j.his, hi)
+}
+
 type countJob struct {
 	hits    []atomic.Int32
 	grain   int
