@@ -594,13 +594,13 @@ func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool {
 	return true
 }
 
-func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool {
+func lnBackwardRowBlocks(di, src, x, d, w []float64, mu, r, m1, m2 float64) bool {
 	n := len(x)
 	switch kernelLevel {
 	case levelAVX512:
-		lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+		lnBackwardRowAVX512(di[:n], x, d[:n], w[:n], mu, r, m1, m2, src[:n])
 	case levelAVX2:
-		lnBackwardRowAVX2(di[:n], x, d[:n], w[:n], mu, r, m1, m2)
+		lnBackwardRowAVX2(di[:n], x, d[:n], w[:n], mu, r, m1, m2, src[:n])
 	default:
 		return false
 	}
@@ -654,11 +654,13 @@ func lnNormalizeAVX512(o, x, w, b []float64, mu, r float64)
 //	for i, xi := range x {
 //		xhat := float64((xi - mu) * r)
 //		dxhat := float64(w[i] * d[i])
-//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//		di[i] = src[i] + float64(r * (dxhat - m1 - float64(xhat*m2)))
 //	}
 //
+// src is di itself to add to it, or the row the gradient starts from.
+//
 //go:noescape
-func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64)
+func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64, src []float64)
 
 // lnColumns32AVX512 computes, for the 32 columns i < 32 (8 for
 // lnColumns8AVX512), each a chain over the rows in order,
@@ -919,11 +921,13 @@ func lnNormalizeAVX2(o, x, w, b []float64, mu, r float64)
 //	for i, xi := range x {
 //		xhat := float64((xi - mu) * r)
 //		dxhat := float64(w[i] * d[i])
-//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//		di[i] = src[i] + float64(r * (dxhat - m1 - float64(xhat*m2)))
 //	}
 //
+// src is di itself to add to it, or the row the gradient starts from.
+//
 //go:noescape
-func lnBackwardRowAVX2(di, x, d, w []float64, mu, r, m1, m2 float64)
+func lnBackwardRowAVX2(di, x, d, w []float64, mu, r, m1, m2 float64, src []float64)
 
 // lnColumns16AVX2 computes, for the 16 columns i < 16 (4 for
 // lnColumns4AVX2), each a chain over the rows in order,

@@ -46,7 +46,7 @@ func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ld
 
 // Without assembly LayerNorm runs its Go loops.
 func lnNormalizeBlocks(o, x, w, b []float64, mu, r float64) bool                    { return false }
-func lnBackwardRowBlocks(di, x, d, w []float64, mu, r, m1, m2 float64) bool         { return false }
+func lnBackwardRowBlocks(di, src, x, d, w []float64, mu, r, m1, m2 float64) bool    { return false }
 func lnColumnsBlocks(dw, db, dout, inp, mean, rstd []float64, N, C, lo, hi int) int { return lo }
 
 // Without assembly LayerNorm's row statistics run their Go loops.

@@ -68,19 +68,20 @@ lnn_done:
 	VZEROUPPER
 	RET
 
-// func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64)
+// func lnBackwardRowAVX512(di, x, d, w []float64, mu, r, m1, m2 float64, src []float64)
 //
 //	for i, xi := range x {
 //		xhat := float64((xi - mu) * r)
 //		dxhat := float64(w[i] * d[i])
-//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//		di[i] = src[i] + float64(r * (dxhat - m1 - float64(xhat*m2)))
 //	}
-TEXT ·lnBackwardRowAVX512(SB), NOSPLIT, $0-128
+TEXT ·lnBackwardRowAVX512(SB), NOSPLIT, $0-152
 	MOVQ         di_base+0(FP), DI
 	MOVQ         x_base+24(FP), SI
 	MOVQ         x_len+32(FP), CX
 	MOVQ         d_base+48(FP), R9
 	MOVQ         w_base+72(FP), R10
+	MOVQ         src_base+128(FP), R11
 	VBROADCASTSD mu+96(FP), Z28
 	VBROADCASTSD r+104(FP), Z29
 	VBROADCASTSD m1+112(FP), Z30
@@ -100,7 +101,7 @@ lnb_loop:
 	VMULPD  Z31, Z0, Z0
 	VSUBPD  Z0, Z1, Z1
 	VMULPD  Z29, Z1, Z1
-	VADDPD  (DI)(AX*8), Z1, Z1
+	VADDPD  (R11)(AX*8), Z1, Z1
 	VMOVUPD Z1, (DI)(AX*8)
 	ADDQ    $8, AX
 	CMPQ    AX, BX
@@ -122,7 +123,7 @@ lnb_tail:
 	VMULPD    Z31, Z0, Z0
 	VSUBPD    Z0, Z1, Z1
 	VMULPD    Z29, Z1, Z1
-	VMOVUPD.Z (DI)(AX*8), K1, Z2
+	VMOVUPD.Z (R11)(AX*8), K1, Z2
 	VADDPD    Z1, Z2, Z1
 	VMOVUPD   Z1, K1, (DI)(AX*8)
 

@@ -78,19 +78,20 @@ lnn_done:
 	VZEROUPPER
 	RET
 
-// func lnBackwardRowAVX2(di, x, d, w []float64, mu, r, m1, m2 float64)
+// func lnBackwardRowAVX2(di, x, d, w []float64, mu, r, m1, m2 float64, src []float64)
 //
 //	for i, xi := range x {
 //		xhat := float64((xi - mu) * r)
 //		dxhat := float64(w[i] * d[i])
-//		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+//		di[i] = src[i] + float64(r * (dxhat - m1 - float64(xhat*m2)))
 //	}
-TEXT ·lnBackwardRowAVX2(SB), NOSPLIT, $0-128
+TEXT ·lnBackwardRowAVX2(SB), NOSPLIT, $0-152
 	MOVQ         di_base+0(FP), DI
 	MOVQ         x_base+24(FP), SI
 	MOVQ         x_len+32(FP), CX
 	MOVQ         d_base+48(FP), R9
 	MOVQ         w_base+72(FP), R10
+	MOVQ         src_base+128(FP), R11
 	VBROADCASTSD mu+96(FP), Y12
 	VBROADCASTSD r+104(FP), Y13
 	VBROADCASTSD m1+112(FP), Y14
@@ -110,7 +111,7 @@ lnb_loop:
 	VMULPD  Y11, Y0, Y0
 	VSUBPD  Y0, Y1, Y1
 	VMULPD  Y13, Y1, Y1
-	VADDPD  (DI)(AX*8), Y1, Y1
+	VADDPD  (R11)(AX*8), Y1, Y1
 	VMOVUPD Y1, (DI)(AX*8)
 	ADDQ    $4, AX
 	CMPQ    AX, BX
@@ -128,7 +129,7 @@ lnb_tail:
 	VMULPD     Y11, Y0, Y0
 	VSUBPD     Y0, Y1, Y1
 	VMULPD     Y13, Y1, Y1
-	VMASKMOVPD (DI)(AX*8), Y15, Y2
+	VMASKMOVPD (R11)(AX*8), Y15, Y2
 	VADDPD     Y1, Y2, Y1
 	VMASKMOVPD Y1, Y15, (DI)(AX*8)
 

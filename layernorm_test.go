@@ -108,20 +108,33 @@ func TestLayerNormVectorLoops(t *testing.T) {
 					t.Fatalf("%s: o[%d] = %v, Go gives %v (x %v, w %v, b %v, mu %v, r %v)", what("normalize"), i, out.s()[i], want[i], x[i], w[i], b[i], mu, r)
 				}
 
+				// The input gradient adds to di itself (src = di) or, in
+				// every other case, starts from a separate row src.
 				d, di := vectorValues(rng, n, every), vectorValues(rng, n, every)
 				m1, m2 := scalar(every*4), scalar(every*4)
-				copy(want, di)
+				start := di
+				if rep%2 == 1 {
+					start = vectorValues(rng, n, every)
+				}
+				copy(want, start)
 				for i, xi := range x {
 					xhat := float64((xi - mu) * r)
 					dxhat := float64(w[i] * d[i])
 					want[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
 				}
 				od, odi := newVecOperand(d, off()), newVecOperand(di, off())
-				if !lnBackwardRowBlocks(odi.s(), ox.s(), od.s(), ow.s(), mu, r, m1, m2) {
+				src, osrc := odi.s(), (*vecOperand)(nil)
+				if rep%2 == 1 {
+					osrc = newVecOperand(start, off())
+					src = osrc.s()
+				}
+				if !lnBackwardRowBlocks(odi.s(), src, ox.s(), od.s(), ow.s(), mu, r, m1, m2) {
 					t.Fatalf("%s: the %s path declined", what("backward row"), path)
 				}
-				for _, o := range []*vecOperand{ox, ow, od} {
-					o.check(t, what("backward row"), false)
+				for _, o := range []*vecOperand{ox, ow, od, osrc} {
+					if o != nil {
+						o.check(t, what("backward row"), false)
+					}
 				}
 				odi.check(t, what("backward row"), true)
 				if i, ok := sameBits(odi.s(), want); !ok {

@@ -241,13 +241,9 @@ func (j *layernormJob) normalizeRow(n int) {
 // whose lanes run these chains, one row to a lane, in the same order.
 func (j *layernormJob) backwardRows(lo, hi int) {
 	C, weight := j.C, j.weight[:j.C]
-	if j.set {
-		if j.start != nil {
-			copy(j.dinp[lo*C:hi*C], j.start[lo*C:hi*C])
-		} else {
-			clear(j.dinp[lo*C : hi*C])
-		}
-	}
+	if j.set && j.start == nil {
+		clear(j.dinp[lo*C : hi*C])
+	} // with start, backwardRow starts each row from it instead of a copy
 	fc := float64(C)
 	n := lo
 	var a, b [8]float64 // sums of dxhat, of dxhat·xhat
@@ -300,19 +296,24 @@ func (j *layernormJob) backwardRows(lo, hi int) {
 }
 
 // backwardRow adds row n's input gradient given the row means m1 of
-// dxhat and m2 of dxhat·xhat.
+// dxhat and m2 of dxhat·xhat: to dinp's row, or, when the job sets
+// dinp from start, to start's row (the bits of copying it first).
 func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
 	C := j.C
 	x, d, di := j.inp[n*C:n*C+C], j.dout[n*C:n*C+C], j.dinp[n*C:n*C+C]
+	src := di
+	if j.set && j.start != nil {
+		src = j.start[n*C : n*C+C]
+	}
 	weight := j.weight[:C]
 	mu, r := j.mean[n], j.rstd[n]
-	if lnBackwardRowBlocks(di, x, d, weight, mu, r, m1, m2) {
+	if lnBackwardRowBlocks(di, src, x, d, weight, mu, r, m1, m2) {
 		return
 	}
 	for i, xi := range x {
 		xhat := float64((xi - mu) * r)
 		dxhat := float64(weight[i] * d[i])
-		di[i] += float64(r * (dxhat - m1 - float64(xhat*m2)))
+		di[i] = src[i] + float64(r*(dxhat-m1-float64(xhat*m2)))
 	}
 }
 
