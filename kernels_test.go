@@ -691,15 +691,7 @@ func TestGemmNTSetPaths(t *testing.T) {
 					}
 				}
 				size := (M-1)*ldc + N
-				want := make([]float64, size)
-				for i := range want {
-					want[i] = math.NaN()
-				}
-				gbuf := guarded(make([]float64, size))
-				got := gbuf[guardLen : guardLen+size]
-				copy(got, want)
-				clearRows(want, ldc, M, N)
-				gemmNTGo(want, ldc, a, K, b, K, M, N, K)
+				want, gbuf, got := ntSetCase(a, b, M, N, K, ldc)
 				gemmNTSet(got, ldc, a, K, b, K, M, N, K)
 				if i, ok := checkGuards(gbuf, size); !ok {
 					t.Fatalf("%d×%d×%d, ldc %d: wrote c[%d]", M, N, K, ldc, i)
@@ -713,6 +705,24 @@ func TestGemmNTSetPaths(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ntSetCase prepares a gemmNTSet check: C's block (M rows of N, ldc
+// apart) full of NaN, which a kernel that sets C must never read, inside
+// guard zones (gbuf; got is the block), and want, the definition's
+// answer: C cleared, then the portable gemmNT.
+func ntSetCase(a, b []float64, M, N, K, ldc int) (want, gbuf, got []float64) {
+	size := (M-1)*ldc + N
+	want = make([]float64, size)
+	for i := range want {
+		want[i] = math.NaN()
+	}
+	gbuf = guarded(make([]float64, size))
+	got = gbuf[guardLen : guardLen+size]
+	copy(got, want)
+	clearRows(want, ldc, M, N)
+	gemmNTGo(want, ldc, a, K, b, K, M, N, K)
+	return want, gbuf, got
 }
 
 // TestGemmNTSetReluPaths checks gemmNTSetReluBlocks, gemmNTSet with
@@ -747,15 +757,7 @@ func TestGemmNTSetReluPaths(t *testing.T) {
 							mask[i] = specials[rng.IntN(len(specials))]
 						}
 					}
-					want := make([]float64, size)
-					for i := range want {
-						want[i] = math.NaN()
-					}
-					gbuf := guarded(make([]float64, size))
-					got := gbuf[guardLen : guardLen+size]
-					copy(got, want)
-					clearRows(want, ldc, M, N)
-					gemmNTGo(want, ldc, a, K, b, K, M, N, K)
+					want, gbuf, got := ntSetCase(a, b, M, N, K, ldc)
 					for i := 0; i < M; i++ {
 						for j := 0; j < N; j++ {
 							if !(mask[i*ldc+j] > 0) {
