@@ -13,10 +13,15 @@ import (
 	"testing"
 )
 
-// v1FullFixture is testdata/v1_full.ckpt: a full checkpoint written by
-// the version-1 writer (commit ad44dd9's SaveCheckpoint) of
-// ckptTrainer(t, Config{VocabSize: 24, BlockSize: 4, EmbedDim: 4, Heads:
-// 2, Layers: 1, TiedHead: true}, 3, nil): Lantern Bay, 3 steps.
+// v1FullFixture is testdata/v1_full.ckpt: a full checkpoint in the
+// version-1 format of ckptTrainer(t, Config{VocabSize: 24, BlockSize: 4,
+// EmbedDim: 4, Heads: 2, Layers: 1, TiedHead: true}, 3, nil): Lantern
+// Bay, 3 steps. It was first written by the version-1 writer (commit
+// ad44dd9's SaveCheckpoint). When the training arithmetic was re-pinned
+// (the input gradients' order, see pinnedWeightsSHA256) it was rewritten
+// as downgradeToV1 of that run's checkpoint without fingerprint and
+// history: before the change, that procedure gave the writer's file byte
+// for byte, and this test checks the helper against the file itself.
 const v1FullFixture = "testdata/v1_full.ckpt"
 
 func v1FixtureConfig() Config {

@@ -156,8 +156,8 @@ func TestStopStringHoldBack(t *testing.T) {
 }
 
 // Stop strings on the embedded model, against the greedy text without
-// them ("the boats wait outside the bay when the fog is thick. a small
-// boat ...").
+// them ("the boats come home when the lantern glows. the boats wait
+// outside the bay when the fog is thick. ...").
 func TestStopStringsOnModel(t *testing.T) {
 	m, vocab, err := DefaultModel()
 	if err != nil {
@@ -193,14 +193,14 @@ func TestStopStringsOnModel(t *testing.T) {
 	// GenerateText: the stop string is not part of the result, and
 	// OnToken never sees its characters.
 	var seen []int
-	text, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true, Stop: []string{"fog"}, OnToken: func(id int) error {
+	text, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 120, Greedy: true, Stop: []string{"fog"}, OnToken: func(id int) error {
 		seen = append(seen, id)
 		return nil
 	}})
-	if err != nil || text != "the boats wait outside the bay when the " {
+	if err != nil || text != "the boats come home when the lantern glows. the boats wait outside the bay when the " {
 		t.Fatalf("GenerateText with stop: %q, %v", text, err)
 	}
-	if s, _ := vocab.Decode(seen); s != "boats wait outside the bay when the " {
+	if s, _ := vocab.Decode(seen); s != "boats come home when the lantern glows. the boats wait outside the bay when the " {
 		t.Errorf("OnToken saw %q", s)
 	}
 }

@@ -57,7 +57,7 @@ func ExampleModel_Complete() {
 	}
 	// Output:
 	// seed 7: "tide is low. the keeper counts the boats"
-	// seed 8: "keeper rings the bell when he boats wait"
+	// seed 8: "keeper rings the bell when a boat drifts"
 	// seed 9: "bell when a boat drifts near the rocks a"
 }
 
@@ -84,7 +84,7 @@ func ExampleModel_GenerateText_concurrent() {
 	}
 	// Output:
 	// "the keeper rings the bell when a boat dri"
-	// "the boats wait outside the bay when the "
+	// "the boats come home when the lantern glo"
 	// "the tide rises at dusk and falls at daw"
 	// "a small boat drifts near the rocks at dawn."
 }
@@ -119,7 +119,7 @@ func ExampleStep() {
 		log.Fatal(err)
 	}
 	// Output:
-	// 'b' p=0.559 raw=0.286 | 'b' 0.286→0.559 'l' 0.200→0.441 't' 0.133 cut by top-k
-	// 'o' p=0.599 raw=0.560 | 'o' 0.560→0.599 'e' 0.306→0.401 'a' 0.120 cut by top-k
-	// 'a' p=0.980 raw=0.996 | 'a' 0.996→0.980 'o' 0.003→0.020 'u' 0.000 cut by top-k
+	// 'b' p=0.523 raw=0.265 | 'b' 0.265→0.523 'l' 0.231→0.477 't' 0.102 cut by top-k
+	// 'o' p=0.502 raw=0.449 | 'o' 0.449→0.502 'e' 0.443→0.498 'a' 0.102 cut by top-k
+	// 'a' p=0.968 raw=0.993 | 'a' 0.993→0.968 'o' 0.006→0.032 'e' 0.001 cut by top-k
 }

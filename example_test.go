@@ -144,5 +144,5 @@ func ExampleLoadCheckpoint() {
 	fmt.Println(text)
 	// Output:
 	// 104728 parameters, 24 characters, step 1200, resumable: false
-	// the lamp keeper walks the shore at dusk
+	// the lamp keeper lights the lantern when
 }

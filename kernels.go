@@ -59,13 +59,52 @@ func gemmNTSet(c []float64, ldc int, a []float64, lda int, b []float64, ldb int,
 	}
 }
 
+// gemmNNSet is gemmNN with C's M×N block set to +0 first: every output
+// a chain from +0 over k in ascending order. The assembly kernels start
+// their chains from +0 instead of reading C (gemmNNInitBlocks without a
+// bias); the Go path clears C.
+func gemmNNSet(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
+	gemmNNSetMask(c, ldc, a, ai, ak, b, ldb, M, N, K, nil)
+}
+
+// gemmNNSetMask is gemmNNSet followed, when mask is not nil, by
+// reluMask(C, mask) over the block (mask laid out as C): the input
+// gradient of a matrix product after a ReLU. The AVX-512 kernels mask
+// each output as they store it (epiMask), which saves a pass over C;
+// the other paths run reluMask after, the same bits.
+func gemmNNSetMask(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, mask []float64) {
+	if M <= 0 || N <= 0 {
+		return
+	}
+	epi := 0
+	if mask != nil {
+		epi = epiMask
+	}
+	ok, fused := gemmNNInitBlocks(c, ldc, nil, a, ai, ak, b, ldb, M, N, K, epi, mask)
+	if !ok {
+		clearRows(c, ldc, M, N)
+		gemmNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	}
+	if mask != nil && !fused {
+		if ldc == N {
+			reluMask(c[:M*N], mask)
+			return
+		}
+		for i := 0; i < M; i++ {
+			reluMask(c[i*ldc:i*ldc+N], mask[i*ldc:])
+		}
+	}
+}
+
 // The elementwise layers the AVX-512 gemmNN kernels can apply to C as
 // they store it (gemmNNInitBlocks's epi), the bits of running the layer
 // after the product: ReLU as reluForward in place, then the residual
-// c = res + c as residualForward.
+// c = res + c as residualForward; or alone, the ReLU's backward mask
+// reluMask(c, res) (res then holds the ReLU's input, or its output).
 const (
 	epiRelu     = 4
 	epiResidual = 8
+	epiMask     = 16
 )
 
 // clearRows sets c[i*ldc+j] = 0 for i < M, j < N.

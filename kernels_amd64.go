@@ -189,10 +189,15 @@ func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ld
 // +0 (mode 2) for the first block of k: C = bias + A·B (or A·B) without
 // a pass over C to set it first. K must be >= 1 for modes 1 and 2. On
 // the last block of k the kernels apply epi (epiRelu, epiResidual with
-// res laid out as C, or 0) as they store.
+// res laid out as C, epiMask with the mask in res, or 0) as they store.
+// epiMask goes alone: the kernels read one operand, res, for both it and
+// the residual, and no layer needs the mask after a ReLU.
 func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi int, res []float64) {
 	if K <= 0 {
 		return
+	}
+	if epi&epiMask != 0 && epi != epiMask {
+		panic("minigpt: gemmNN's mask epilogue combined with another layer")
 	}
 	// The assembly trusts its arguments (strides >= 0, checked by the
 	// callers): check the last element each operand is read or written at.
@@ -200,7 +205,7 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 	if mode == 1 {
 		bias = bias[:N]
 	}
-	if epi&epiResidual != 0 {
+	if epi&(epiResidual|epiMask) != 0 {
 		_ = res[(M-1)*ldc+N-1]
 	} else {
 		res = nil
@@ -254,43 +259,26 @@ func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak 
 
 // gemmNTAVX512 is gemmNT (M, N >= 1) in blocks of four rows of C.
 func gemmNTAVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
-	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0, nil)
+	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 0)
 }
 
 // gemmNTAVX512From is gemmNTAVX512 with the dot products added to C's
-// old values (zero = 0) or to +0 (zero = 1: gemmNTSet), and then, when
-// mask is not nil, reluMask(C, mask) on the block, mask laid out as C.
-func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int, mask []float64) {
+// old values (zero = 0) or to +0 (zero = 1: gemmNTSet).
+func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K, zero int) {
 	if ldc < 0 || lda < 0 || ldb < 0 || K < 0 {
 		if zero != 0 {
 			clearRows(c, ldc, M, N)
 		}
 		gemmNTGo(c, ldc, a, lda, b, ldb, M, N, K)
-		if mask != nil {
-			for i := 0; i < M; i++ {
-				reluMask(c[i*ldc:i*ldc+N], mask[i*ldc:])
-			}
-		}
 		return
 	}
 	boundsNT(c, ldc, a, lda, b, ldb, M, N, K)
-	if mask != nil {
-		_ = mask[(M-1)*ldc+N-1]
-		zero |= 2
-	}
-	var mi []float64
 	i := 0
 	for ; i+4 <= M; i += 4 {
-		if mask != nil {
-			mi = mask[i*ldc:]
-		}
-		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero, mi)
+		gemmNT4AVX512(c[i*ldc:], ldc, a[i*lda:], lda, b, ldb, N, K, zero)
 	}
 	for ; i < M; i++ {
-		if mask != nil {
-			mi = mask[i*ldc:]
-		}
-		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero, mi)
+		gemmNT1AVX512(c[i*ldc:], a[i*lda:], b, ldb, N, K, zero)
 	}
 }
 
@@ -300,25 +288,12 @@ func gemmNTAVX512From(c []float64, ldc int, a []float64, lda int, b []float64, l
 func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
 	switch kernelLevel {
 	case levelAVX512:
-		gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1, nil)
+		gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1)
 	case levelAVX2:
 		gemmNTAVX2From(c, ldc, a, lda, b, ldb, M, N, K, 1)
 	default:
 		return false
 	}
-	return true
-}
-
-// gemmNTSetReluBlocks is gemmNTSet followed by reluMask(C, mask) over
-// the M×N block (mask laid out as C), the input gradient of a matrix
-// product after a ReLU, with the mask applied as the AVX-512 kernels
-// store C instead of in a pass over it after. It reports false, having
-// done nothing, on the other paths.
-func gemmNTSetReluBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int, mask []float64) bool {
-	if kernelLevel != levelAVX512 || M <= 0 || N <= 0 {
-		return false
-	}
-	gemmNTAVX512From(c, ldc, a, lda, b, ldb, M, N, K, 1, mask)
 	return true
 }
 
@@ -410,7 +385,8 @@ func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // gemmNN4AVX512 is four rows of gemmNN (N, K >= 1), the chains started
 // from x0 = c[i*ldc+j] (mode&3 = 0), bias[j] (1) or 0 (2), and the
-// layers of epi (mode&epiRelu, mode&epiResidual) applied as C is stored:
+// layers of epi (mode&epiRelu, mode&epiMask, mode&epiResidual; never
+// the last two together) applied as C is stored:
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
@@ -420,6 +396,9 @@ func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 //			}
 //			if mode&epiRelu != 0 {
 //				x = max(x, 0)
+//			}
+//			if mode&epiMask != 0 && !(res[i*ldc+j] > 0) {
+//				x = 0
 //			}
 //			if mode&epiResidual != 0 {
 //				x = res[i*ldc+j] + x
@@ -443,6 +422,9 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 //		if mode&epiRelu != 0 {
 //			x = max(x, 0)
 //		}
+//		if mode&epiMask != 0 && !(res[j] > 0) {
+//			x = 0
+//		}
 //		if mode&epiResidual != 0 {
 //			x = res[j] + x
 //		}
@@ -453,44 +435,32 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 
 // gemmNT4AVX512 is four rows of gemmNT (N >= 1, K >= 0), from C's old
-// values (zero&1 = 0) or from +0, without reading C (zero&1 = 1), and,
-// when zero&2 is set, reluMask's AND against mask (laid out as C) as
-// each output is stored:
+// values (zero = 0) or from +0, without reading C (zero = 1):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
-//			x := c[i*ldc+j]
-//			if zero&1 != 0 {
-//				x = 0
+//			if zero != 0 {
+//				c[i*ldc+j] = 0
 //			}
-//			x += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
-//			if zero&2 != 0 && !(mask[i*ldc+j] > 0) {
-//				x = 0
-//			}
-//			c[i*ldc+j] = x
+//			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
 //		}
 //	}
 //
 //go:noescape
-func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int, mask []float64)
+func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K, zero int)
 
 // gemmNT1AVX512 is one row of gemmNT (N >= 1, K >= 0), from C's old
-// values or from +0, then masked, as gemmNT4AVX512:
+// values or from +0 as gemmNT4AVX512:
 //
 //	for j := 0; j < N; j++ {
-//		x := c[j]
-//		if zero&1 != 0 {
-//			x = 0
+//		if zero != 0 {
+//			c[j] = 0
 //		}
-//		x += dot8(a[:K], b[j*ldb:j*ldb+K])
-//		if zero&2 != 0 && !(mask[j] > 0) {
-//			x = 0
-//		}
-//		c[j] = x
+//		c[j] += dot8(a[:K], b[j*ldb:j*ldb+K])
 //	}
 //
 //go:noescape
-func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int, mask []float64)
+func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 
 // expShiftedBlocks sets dst[i] = expDet(src[i]-shift) for i < n, for the
 // largest n (a multiple of the block, 8 on AVX-512 and 4 on AVX2, or

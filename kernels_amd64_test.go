@@ -34,6 +34,26 @@ func TestKernelLevelLimit(t *testing.T) {
 	}
 }
 
+// TestGemmNNMaskAlone checks that the AVX-512 driver refuses epiMask
+// with another layer: the kernels would read the mask as the residual
+// (or mask the ReLU's output), a wrong result instead of an error.
+func TestGemmNNMaskAlone(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512")
+	}
+	one := []float64{1}
+	for _, epi := range []int{epiMask | epiResidual, epiMask | epiRelu} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("epi %d: no panic", epi)
+				}
+			}()
+			gemmNNAVX512Init(make([]float64, 1), 1, nil, 2, one, 1, 1, one, 1, 1, 1, 1, epi, one)
+		}()
+	}
+}
+
 // TestSoftmaxScaledKernel checks what the AVX-512 kernel hands over
 // when it stops, which TestSoftmaxScaledPaths sees only through the
 // result: declined (-1) exactly when the scaled row has a NaN or a zero

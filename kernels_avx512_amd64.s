@@ -81,7 +81,29 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 	NNZ_RES(a2, Z18, x2); \
 	NNZ_RES(a3, Z19, x3)
 
-// func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+// NNZ_MASK is reluMaskAVX512's step on one register, with the mask (laid
+// out as C) at addr loaded into t and Z20 = +0: x stays where the mask
+// is > 0 and becomes +0 elsewhere. GT_OQ is false for a NaN mask, and
+// the zero-masked move writes +0 (all bits clear) into the other lanes,
+// keeping the lanes it copies to the bit, -0 and NaN included. K2 holds
+// the comparison. NNZ_MASKM loads the mask under K1, as NNZ_RESM.
+#define NNZ_MASK(addr, t, x) \
+	VMOVUPD   addr, t; \
+	VCMPPD    $0x1e, Z20, t, K2; \
+	VMOVAPD.Z x, K2, x
+
+#define NNZ_MASKM(addr, t, x) \
+	VMOVUPD.Z addr, K1, t; \
+	VCMPPD    $0x1e, Z20, t, K2; \
+	VMOVAPD.Z x, K2, x
+
+#define NNZ_MASK4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	NNZ_MASK(a0, Z16, x0); \
+	NNZ_MASK(a1, Z17, x1); \
+	NNZ_MASK(a2, Z18, x2); \
+	NNZ_MASK(a3, Z19, x3)
+
+// func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 //
 // Four rows of gemmNN, all N columns, from initial values x0 that are
 // C's own (mode 0), the row bias[:N] for every row (mode 1) or +0
@@ -99,7 +121,11 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 //
 // Modes 1 and 2 fold the layer's bias (or the clearing of C) into the
 // product: the chain starts from the same value as when C was set first,
-// without a pass over C to set it.
+// without a pass over C to set it. The bits 4, 8 and 16 (added to the
+// first) fuse the layer after the product into the stores, on the
+// caller's last block of k (kernels_amd64.go gives the Go loop): ReLU,
+// then either the ReLU's backward mask against res or the residual add
+// c = res + c, res laid out as C.
 //
 // Columns go in blocks of 32 (four ZMM per row, 16 accumulators), then
 // 8, then a masked block of 1-7. For each block the accumulators are
@@ -110,7 +136,8 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 // BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at the block,
 // R8 ldc*8, R13 3*ldc*8; R14 bias at the block; DX k countdown;
 // N+104(FP) columns left; Z0-Z15 accumulators, Z16-Z19 B, Z20
-// broadcast A, K1 tail mask.
+// broadcast A, K1 tail mask. The epilogue: res_base+152(FP) res - c,
+// SI res at the block, Z16-Z19 res, Z20 +0, K2 the mask's lanes > 0.
 TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-176
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
@@ -216,16 +243,28 @@ nn4z_32_k:
 	JNZ     nn4z_32_k
 
 	// The elementwise layer after the product, on the last block of k
-	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
-	// c = res + c as addAVX512, res at c's offsets.
+	// only: ReLU (mode&4), as reluAVX512, then the ReLU's backward mask
+	// (mode&16), as reluMaskAVX512 against res, or the residual
+	// (mode&8), c = res + c as addAVX512; res at c's offsets.
 	MOVQ  mode+144(FP), DX
 	TESTQ $4, DX
-	JZ    nn4z_32_epires
+	JZ    nn4z_32_epimask
 	VPXORQ Z20, Z20, Z20
 	NNZ_RELU4(Z0, Z1, Z2, Z3)
 	NNZ_RELU4(Z4, Z5, Z6, Z7)
 	NNZ_RELU4(Z8, Z9, Z10, Z11)
 	NNZ_RELU4(Z12, Z13, Z14, Z15)
+
+nn4z_32_epimask:
+	TESTQ  $16, DX
+	JZ     nn4z_32_epires
+	VPXORQ Z20, Z20, Z20
+	MOVQ   res_base+152(FP), SI
+	ADDQ   CX, SI
+	NNZ_MASK4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
+	NNZ_MASK4((SI)(R8*1), 64(SI)(R8*1), 128(SI)(R8*1), 192(SI)(R8*1), Z4, Z5, Z6, Z7)
+	NNZ_MASK4((SI)(R8*2), 64(SI)(R8*2), 128(SI)(R8*2), 192(SI)(R8*2), Z8, Z9, Z10, Z11)
+	NNZ_MASK4((SI)(R13*1), 64(SI)(R13*1), 128(SI)(R13*1), 192(SI)(R13*1), Z12, Z13, Z14, Z15)
 
 nn4z_32_epires:
 	TESTQ $8, DX
@@ -317,13 +356,25 @@ nn4z_8_k:
 	JNZ       nn4z_8_k
 
 	// The elementwise layer after the product, on the last block of k
-	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
-	// c = res + c as addAVX512, res at c's offsets.
+	// only: ReLU (mode&4), as reluAVX512, then the ReLU's backward mask
+	// (mode&16), as reluMaskAVX512 against res, or the residual
+	// (mode&8), c = res + c as addAVX512; res at c's offsets.
 	MOVQ  mode+144(FP), DX
 	TESTQ $4, DX
-	JZ    nn4z_8_epires
+	JZ    nn4z_8_epimask
 	VPXORQ Z20, Z20, Z20
 	NNZ_RELU4(Z0, Z4, Z8, Z12)
+
+nn4z_8_epimask:
+	TESTQ  $16, DX
+	JZ     nn4z_8_epires
+	VPXORQ Z20, Z20, Z20
+	MOVQ   res_base+152(FP), SI
+	ADDQ   CX, SI
+	NNZ_MASKM((SI), Z16, Z0)
+	NNZ_MASKM((SI)(R8*1), Z17, Z4)
+	NNZ_MASKM((SI)(R8*2), Z18, Z8)
+	NNZ_MASKM((SI)(R13*1), Z19, Z12)
 
 nn4z_8_epires:
 	TESTQ $8, DX
@@ -350,7 +401,7 @@ nn4z_done:
 	VZEROUPPER
 	RET
 
-// func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int)
+// func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 //
 // One row of gemmNN, all N columns, from initial values that are C's own
 // (mode 0), bias[:N] (mode 1) or +0 (mode 2), as in gemmNN4AVX512:
@@ -366,14 +417,16 @@ nn4z_done:
 // Columns go in blocks of 32 (four accumulators), then 8, then a masked
 // block of 1-7, each a k-ascending loop of broadcast A times vector B.
 //
-// Modes 4 and 8 (added to the first) fuse the layer after the product
-// into the stores, on the caller's last block of k: ReLU, then the
-// residual add c = res + c (res with C's layout).
+// Modes 4, 8 and 16 (added to the first) fuse the layer after the
+// product into the stores, on the caller's last block of k, as in
+// gemmNN4AVX512: ReLU, then the ReLU's backward mask against res or
+// the residual add c = res + c (res with C's layout).
 //
 // Registers: AX a (k=0), SI a at k, R10 ak*8; BX b at the block, DI b at
 // k, R11 ldb*8; CX c at the block; R14 bias at the block; DX k
-// countdown; R8 columns left; R9 mode; Z0-Z3 accumulators, Z16-Z19 B,
-// Z20 broadcast A, K1 tail mask.
+// countdown; R8 columns left; R9 mode&3; Z0-Z3 accumulators, Z16-Z19
+// B, Z20 broadcast A, K1 tail mask; the epilogue as gemmNN4AVX512's,
+// res_base+136(FP) res - c.
 TEXT ·gemmNN1AVX512(SB), NOSPLIT, $0-160
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
@@ -432,13 +485,22 @@ nn1z_32_k:
 	JNZ          nn1z_32_k
 
 	// The elementwise layer after the product, on the last block of k
-	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
-	// c = res + c as addAVX512, res at c's offsets.
+	// only: ReLU (mode&4), as reluAVX512, then the ReLU's backward mask
+	// (mode&16), as reluMaskAVX512 against res, or the residual
+	// (mode&8), c = res + c as addAVX512; res at c's offsets.
 	MOVQ  mode+128(FP), DX
 	TESTQ $4, DX
-	JZ    nn1z_32_epires
+	JZ    nn1z_32_epimask
 	VPXORQ Z20, Z20, Z20
 	NNZ_RELU4(Z0, Z1, Z2, Z3)
+
+nn1z_32_epimask:
+	TESTQ  $16, DX
+	JZ     nn1z_32_epires
+	VPXORQ Z20, Z20, Z20
+	MOVQ   res_base+136(FP), SI
+	ADDQ   CX, SI
+	NNZ_MASK4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
 
 nn1z_32_epires:
 	TESTQ $8, DX
@@ -497,13 +559,22 @@ nn1z_8_k:
 	JNZ          nn1z_8_k
 
 	// The elementwise layer after the product, on the last block of k
-	// only: ReLU (mode&4), as reluAVX512, then the residual (mode&8),
-	// c = res + c as addAVX512, res at c's offsets.
+	// only: ReLU (mode&4), as reluAVX512, then the ReLU's backward mask
+	// (mode&16), as reluMaskAVX512 against res, or the residual
+	// (mode&8), c = res + c as addAVX512; res at c's offsets.
 	MOVQ  mode+128(FP), DX
 	TESTQ $4, DX
-	JZ    nn1z_8_epires
+	JZ    nn1z_8_epimask
 	VPXORQ Z20, Z20, Z20
 	NNZ_RELU1(Z0)
+
+nn1z_8_epimask:
+	TESTQ  $16, DX
+	JZ     nn1z_8_epires
+	VPXORQ Z20, Z20, Z20
+	MOVQ   res_base+136(FP), SI
+	ADDQ   CX, SI
+	NNZ_MASKM((SI), Z16, Z0)
 
 nn1z_8_epires:
 	TESTQ $8, DX
@@ -539,7 +610,7 @@ nn1z_done:
 // The four reductions share the shuffles: 256-bit halves of (x0, x1) and
 // (x2, x3) are added in pairs, then 128-bit quarters, then the even and
 // odd lanes. Z31 holds evenOdd<>, K2 the four-lane mask.
-#define NTZ_SUM4(x0, x1, x2, x3, addr) \
+#define NTZ_REDUCE4(x0, x1, x2, x3, addr) \
 	VSHUFF64X2 $0x44, x1, x0, Z21; \
 	VSHUFF64X2 $0xee, x1, x0, Z22; \
 	VADDPD     Z22, Z21, Z21; \
@@ -553,25 +624,11 @@ nn1z_done:
 	VSHUFF64X2 $0xee, Z23, Z23, Z24; \
 	VADDPD     Z24, Z23, Z23; \
 	VMOVUPD.Z  addr, K5, Z24; \
-	VADDPD     Z24, Z23, Z23
-
-#define NTZ_REDUCE4(x0, x1, x2, x3, addr) \
-	NTZ_SUM4(x0, x1, x2, x3, addr); \
-	VMOVUPD    Z23, K2, addr
-
-// NTZ_REDUCE4R is NTZ_REDUCE4 followed by reluMask against the ReLU's
-// inputs at raddr (laid out as C): a sum stays where its input is > 0
-// and becomes +0 elsewhere (NaN included), as reluMaskAVX512's AND.
-// Z25 holds +0.
-#define NTZ_REDUCE4R(x0, x1, x2, x3, addr, raddr) \
-	NTZ_SUM4(x0, x1, x2, x3, addr); \
-	VMOVUPD.Z  raddr, K2, Z24; \
-	VCMPPD     $0x1e, Z25, Z24, K4; \
-	VMOVAPD.Z  Z23, K4, Z23; \
+	VADDPD     Z24, Z23, Z23; \
 	VMOVUPD    Z23, K2, addr
 
 // NTZ_REDUCE1 is NTZ_REDUCE4 for one dot product (K3 is the one-lane mask).
-#define NTZ_SUM1(x0, addr) \
+#define NTZ_REDUCE1(x0, addr) \
 	VSHUFF64X2 $0xee, x0, x0, Z21; \
 	VADDPD     Z21, x0, Z21; \
 	VSHUFF64X2 $0x01, Z21, Z21, Z22; \
@@ -579,18 +636,7 @@ nn1z_done:
 	VPERMILPD  $1, Z21, Z22; \
 	VADDPD     Z22, Z21, Z21; \
 	VMOVUPD.Z  addr, K6, Z22; \
-	VADDPD     Z22, Z21, Z21
-
-#define NTZ_REDUCE1(x0, addr) \
-	NTZ_SUM1(x0, addr); \
-	VMOVUPD    Z21, K3, addr
-
-// NTZ_REDUCE1R is NTZ_REDUCE1 followed by reluMask, as NTZ_REDUCE4R.
-#define NTZ_REDUCE1R(x0, addr, raddr) \
-	NTZ_SUM1(x0, addr); \
-	VMOVUPD.Z  raddr, K3, Z22; \
-	VCMPPD     $0x1e, Z25, Z22, K4; \
-	VMOVAPD.Z  Z21, K4, Z21; \
+	VADDPD     Z22, Z21, Z21; \
 	VMOVUPD    Z21, K3, addr
 
 // NTZ_SETUP loads the masks and the permutation: K1 the K%8 tail lanes
@@ -636,18 +682,14 @@ skip:
 	VFMADD231PD Z20, Z18, K1, x2; \
 	VFMADD231PD Z20, Z19, K1, x3
 
-// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int, zero int, mask []float64)
+// func gemmNT4AVX512(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, N, K int, zero int)
 //
 // Four rows of gemmNT, all N columns, added to C's old values or, when
-// zero&1 is set, to +0 (C's old values are then never read), and with
-// zero&2 masked as reluMask against mask (laid out as C) as stored:
+// zero is not 0, to +0 (C's old values are then never read):
 //
 //	for i := 0; i < 4; i++ {
 //		for j := 0; j < N; j++ {
 //			c[i*ldc+j] += dot8(a[i*lda:i*lda+K], b[j*ldb:j*ldb+K])
-//			if zero&2 != 0 && !(mask[i*ldc+j] > 0) {
-//				c[i*ldc+j] = 0
-//			}
 //		}
 //	}
 //
@@ -661,11 +703,8 @@ skip:
 // column j (k=0), BX b at k, DI b at column j+4 (k=0), R11 ldb*8,
 // R12 3*ldb*8; CX c at (0, j), R8 ldc*8; DX step countdown; R9 K/8;
 // N+96(FP) columns left; Z0-Z15 accumulators (row r, column q in
-// Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z25 +0, Z31
-// evenOdd<>, K4 the ReLU mask. With zero&2 (reluMask fused into the
-// stores) mask_base+120(FP) holds mask - c, and SI, BX address the
-// mask beside C at the reductions.
-TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-144
+// Z(4r+q)), Z16-Z19 A, Z20 B, Z21-Z24 reduction, Z31 evenOdd<>.
+TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-120
 	MOVQ c_base+0(FP), CX
 	MOVQ ldc+24(FP), R8
 	SHLQ $3, R8
@@ -679,12 +718,7 @@ TEXT ·gemmNT4AVX512(SB), NOSPLIT, $0-144
 	LEAQ (R11)(R11*2), R12
 	MOVQ K+104(FP), R9
 	NTZ_SETUP
-	MOVQ   mask_base+120(FP), DX
-	SUBQ   CX, DX
-	MOVQ   DX, mask_base+120(FP) // mask - c: mask's row at c's
-	VPXORQ Z25, Z25, Z25
-	MOVQ   zero+112(FP), DX
-	ANDQ   $1, DX
+	MOVQ zero+112(FP), DX
 	NTZ_ZERO_START(DX, nt4z_cols)
 
 	CMPQ N+96(FP), $4
@@ -738,27 +772,11 @@ nt4z_4_tail:
 	NTZ_COL4M((BX)(R12*1), Z3, Z7, Z11, Z15)
 
 nt4z_4_reduce:
-	MOVQ  zero+112(FP), DX
-	TESTQ $2, DX
-	JNZ   nt4z_4_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
 	NTZ_REDUCE4(Z4, Z5, Z6, Z7, (CX)(R8*1))
 	NTZ_REDUCE4(Z8, Z9, Z10, Z11, (CX)(R8*2))
 	LEAQ (CX)(R8*2), DX
 	NTZ_REDUCE4(Z12, Z13, Z14, Z15, (DX)(R8*1))
-	JMP  nt4z_4_next
-
-nt4z_4_relu:
-	MOVQ mask_base+120(FP), SI
-	ADDQ CX, SI
-	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (SI))
-	NTZ_REDUCE4R(Z4, Z5, Z6, Z7, (CX)(R8*1), (SI)(R8*1))
-	NTZ_REDUCE4R(Z8, Z9, Z10, Z11, (CX)(R8*2), (SI)(R8*2))
-	LEAQ (CX)(R8*2), DX
-	LEAQ (SI)(R8*2), BX
-	NTZ_REDUCE4R(Z12, Z13, Z14, Z15, (DX)(R8*1), (BX)(R8*1))
-
-nt4z_4_next:
 	ADDQ $32, CX
 	LEAQ (R10)(R11*4), R10
 	SUBQ $4, N+96(FP)
@@ -798,27 +816,11 @@ nt4z_1_tail:
 	NTZ_COL4M((BX), Z0, Z4, Z8, Z12)
 
 nt4z_1_reduce:
-	MOVQ  zero+112(FP), DX
-	TESTQ $2, DX
-	JNZ   nt4z_1_relu
 	NTZ_REDUCE1(Z0, (CX))
 	NTZ_REDUCE1(Z4, (CX)(R8*1))
 	NTZ_REDUCE1(Z8, (CX)(R8*2))
 	LEAQ (CX)(R8*2), DX
 	NTZ_REDUCE1(Z12, (DX)(R8*1))
-	JMP  nt4z_1_next
-
-nt4z_1_relu:
-	MOVQ mask_base+120(FP), SI
-	ADDQ CX, SI
-	NTZ_REDUCE1R(Z0, (CX), (SI))
-	NTZ_REDUCE1R(Z4, (CX)(R8*1), (SI)(R8*1))
-	NTZ_REDUCE1R(Z8, (CX)(R8*2), (SI)(R8*2))
-	LEAQ (CX)(R8*2), DX
-	LEAQ (SI)(R8*2), BX
-	NTZ_REDUCE1R(Z12, (DX)(R8*1), (BX)(R8*1))
-
-nt4z_1_next:
 	ADDQ $8, CX
 	ADDQ R11, R10
 	DECQ N+96(FP)
@@ -847,7 +849,7 @@ nt4z_done:
 	VMOVUPD.Z   (base)(R12*1), K1, Z20; \
 	VFMADD231PD Z20, Z16, K1, x3
 
-// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int, zero int, mask []float64)
+// func gemmNT1AVX512(c []float64, a []float64, b []float64, ldb int, N, K int, zero int)
 //
 // One row of gemmNT, all N columns:
 //
@@ -861,9 +863,8 @@ nt4z_done:
 // Registers: AX a (k=0), SI a at k; R10 b at column j (k=0), BX b at k,
 // DI b at column j+4 at k, R11 ldb*8, R12 3*ldb*8; CX c at j; DX step
 // countdown; R9 K/8; R8 columns left; Z0-Z7 accumulators, Z16 A, Z20 B,
-// Z21-Z24 reduction, Z25 +0, Z31 evenOdd<>; R13 zero&2 (reluMask, as
-// gemmNT4AVX512), R14 mask - c.
-TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-128
+// Z21-Z24 reduction, Z31 evenOdd<>.
+TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-104
 	MOVQ c_base+0(FP), CX
 	MOVQ a_base+24(FP), AX
 	MOVQ b_base+48(FP), R10
@@ -873,13 +874,7 @@ TEXT ·gemmNT1AVX512(SB), NOSPLIT, $0-128
 	MOVQ N+80(FP), R8
 	MOVQ K+88(FP), R9
 	NTZ_SETUP
-	MOVQ   mask_base+104(FP), R14
-	SUBQ   CX, R14 // mask - c: mask at (CX)(R14*1)
-	VPXORQ Z25, Z25, Z25
-	MOVQ   zero+96(FP), R13
-	ANDQ   $2, R13 // the reluMask flag
-	MOVQ   zero+96(FP), DX
-	ANDQ   $1, DX
+	MOVQ zero+96(FP), DX
 	NTZ_ZERO_START(DX, nt1z_cols)
 
 	CMPQ R8, $8
@@ -917,17 +912,8 @@ nt1z_8_tail:
 	NTZ_ROW4M(DI, Z4, Z5, Z6, Z7)
 
 nt1z_8_reduce:
-	TESTQ R13, R13
-	JNZ   nt1z_8_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
 	NTZ_REDUCE4(Z4, Z5, Z6, Z7, 32(CX))
-	JMP   nt1z_8_next
-
-nt1z_8_relu:
-	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (CX)(R14*1))
-	NTZ_REDUCE4R(Z4, Z5, Z6, Z7, 32(CX), 32(CX)(R14*1))
-
-nt1z_8_next:
 	ADDQ $64, CX
 	LEAQ (R10)(R11*8), R10
 	SUBQ $8, R8
@@ -961,15 +947,7 @@ nt1z_4_tail:
 	NTZ_ROW4M(BX, Z0, Z1, Z2, Z3)
 
 nt1z_4_reduce:
-	TESTQ R13, R13
-	JNZ   nt1z_4_relu
 	NTZ_REDUCE4(Z0, Z1, Z2, Z3, (CX))
-	JMP   nt1z_4_next
-
-nt1z_4_relu:
-	NTZ_REDUCE4R(Z0, Z1, Z2, Z3, (CX), (CX)(R14*1))
-
-nt1z_4_next:
 	ADDQ $32, CX
 	LEAQ (R10)(R11*4), R10
 	SUBQ $4, R8
@@ -1000,15 +978,7 @@ nt1z_1_tail:
 	VFMADD231PD Z20, Z16, K1, Z0
 
 nt1z_1_reduce:
-	TESTQ R13, R13
-	JNZ   nt1z_1_relu
 	NTZ_REDUCE1(Z0, (CX))
-	JMP   nt1z_1_next
-
-nt1z_1_relu:
-	NTZ_REDUCE1R(Z0, (CX), (CX)(R14*1))
-
-nt1z_1_next:
 	ADDQ $8, CX
 	ADDQ R11, R10
 	DECQ R8

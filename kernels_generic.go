@@ -34,11 +34,6 @@ func softmaxScaledBlocks(row []float64, scale float64) (float64, int) { return 0
 // expShiftedBlocks computes nothing here: expShifted's loop does it all.
 func expShiftedBlocks(dst, src []float64, shift float64) int { return 0 }
 
-// gemmNTSetReluBlocks declines here: inputGradJob masks after gemmNTSet.
-func gemmNTSetReluBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int, mask []float64) bool {
-	return false
-}
-
 // Without assembly gemmNTSet clears C before gemmNT.
 func gemmNTSetBlocks(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) bool {
 	return false

@@ -725,39 +725,74 @@ func ntSetCase(a, b []float64, M, N, K, ldc int) (want, gbuf, got []float64) {
 	return want, gbuf, got
 }
 
-// TestGemmNTSetReluPaths checks gemmNTSetReluBlocks, gemmNTSet with
-// reluMask fused into the AVX-512 kernels' stores, against gemmNTSet
-// and then the Go loop of reluMask, to the bit: every column tail of
-// the four-row (4, 1) and one-row (8, 4, 1) kernels, every row
-// remainder, K's ragged tails, C's padding untouched, and masks holding
-// +0, -0, NaN, ±Inf and negatives (only inputs > 0 keep an output;
-// -0 and NaN outputs are kept where they are).
-func TestGemmNTSetReluPaths(t *testing.T) {
+// TestGemmNNSetMask checks the ReLU's backward mask after a gemmNN
+// from +0 (gemmNNSetMask, and gemmNNInitBlocks with epiMask, which the
+// AVX-512 kernels fuse into their stores) against its definition, to the
+// bit, on every kernel path: C's block cleared (or set to the bias),
+// the portable gemmNN, then reluMask's Go loop, where an output stays if
+// its mask is > 0 and becomes +0 otherwise. The shapes reach every store
+// site of both AVX-512 kernels: blocks of 32 and 8 columns and the
+// masked tail of 1-7 (N), four-row blocks and the one-row kernel (M),
+// and K across nnKBlock, where a mask stored after the first block of k
+// would zero chains that later blocks continue. The masks hold
+// positives, +0, -0, negatives, ±Inf, subnormals and NaN; the products a
+// NaN row (kept or zeroed) and a -0 (a kept -0 stays -0). C's old
+// values in the block are NaN (never read); its padding and the guard
+// zones around it must stay untouched.
+func TestGemmNNSetMask(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		if !gemmNTSetReluBlocks(make([]float64, 1), 1, []float64{1}, 1, []float64{1}, 1, 1, 1, 1, []float64{1}) {
-			if k.name == "avx512" {
-				t.Fatal("the AVX-512 kernels declined to fuse the mask")
-			}
-			t.Skip("this path masks after gemmNTSet (inputGradJob)")
+		one := []float64{1}
+		if _, fused := gemmNNInitBlocks(make([]float64, 1), 1, nil, one, 1, 1, one, 1, 1, 1, 1, epiMask, one); fused != (k.name == "avx512") {
+			t.Fatalf("epiMask fused %v on the %s path", fused, k.name)
 		}
-		rng := rand.New(rand.NewPCG(23, 24))
+		rng := rand.New(rand.NewPCG(25, 26))
 		specials := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), -1, 5e-324, -5e-324}
-		for _, M := range []int{1, 2, 3, 4, 5, 7, 8, 9} {
-			for _, N := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 33} {
-				for _, K := range []int{1, 7, 8, 16, 21, 64} {
+		n := 0
+		for _, M := range []int{1, 3, 4, 5, 8, 9} {
+			for _, N := range []int{1, 5, 7, 8, 9, 15, 16, 31, 32, 33, 40, 47, 64, 71} {
+				for _, K := range []int{1, 9, 128, 129, 300} {
+					n++
 					ldc := N + rng.IntN(2)*3
-					a, b := randomSlice(rng, M*K), randomSlice(rng, N*K)
-					if rng.IntN(4) == 0 {
-						a[0] = math.NaN() // row 0's outputs are NaN: kept or zeroed by the mask
-					}
 					size := (M-1)*ldc + N
+					a, b := randomSlice(rng, M*K), randomSlice(rng, K*N)
+					// Output (0, 0) is -0: every product underflows to
+					// -0 in the FMA's rounding, so the chain from +0
+					// goes to -0 and stays there.
+					for kk := 0; kk < K; kk++ {
+						a[kk], b[kk*N] = -1e-200, 1e-200
+					}
+					if M > 1 {
+						a[K] = math.NaN() // row 1 is all NaN
+					}
 					mask := randomSlice(rng, size)
 					for i := range mask {
-						if rng.IntN(4) == 0 {
+						if rng.IntN(3) == 0 {
 							mask[i] = specials[rng.IntN(len(specials))]
 						}
 					}
-					want, gbuf, got := ntSetCase(a, b, M, N, K, ldc)
+					if n%2 == 0 {
+						mask[0] = 1 // keep the -0
+					}
+					var bias []float64
+					if n%3 == 0 {
+						bias = randomSlice(rng, N)
+					}
+
+					old := randomSlice(rng, size)
+					for i := 0; i < M; i++ {
+						for j := 0; j < N; j++ {
+							old[i*ldc+j] = math.NaN()
+						}
+					}
+					want := append([]float64(nil), old...)
+					for i := 0; i < M; i++ {
+						if bias != nil {
+							copy(want[i*ldc:i*ldc+N], bias)
+						} else {
+							clear(want[i*ldc : i*ldc+N])
+						}
+					}
+					gemmNNGo(want, ldc, a, K, 1, b, N, M, N, K)
 					for i := 0; i < M; i++ {
 						for j := 0; j < N; j++ {
 							if !(mask[i*ldc+j] > 0) {
@@ -765,14 +800,38 @@ func TestGemmNTSetReluPaths(t *testing.T) {
 							}
 						}
 					}
-					if !gemmNTSetReluBlocks(got, ldc, a, K, b, K, M, N, K, mask) {
-						t.Fatalf("%d×%d×%d: declined", M, N, K)
+					if bias == nil && math.Float64bits(want[0]) != math.Float64bits(math.Copysign(0, -1)) && mask[0] > 0 {
+						t.Fatalf("%d×%d×%d: the test's output (0, 0) is %v, not -0", M, N, K, want[0])
 					}
-					if i, ok := checkGuards(gbuf, size); !ok {
-						t.Fatalf("%d×%d×%d, ldc %d: wrote c[%d]", M, N, K, ldc, i)
+
+					check := func(name string, call func(c []float64) bool) {
+						t.Helper()
+						gc := guarded(old)
+						c := gc[guardLen : guardLen+size]
+						if !call(c) {
+							return
+						}
+						if i, ok := checkGuards(gc, size); !ok {
+							t.Fatalf("%s %d×%d×%d, ldc %d: wrote c[%d]", name, M, N, K, ldc, i)
+						}
+						if i, ok := sameBits(c, want); !ok {
+							t.Fatalf("%s %d×%d×%d, ldc %d, bias %v: c[%d] = %v (mask %v), want %v", name, M, N, K, ldc, bias != nil, i, c[i], mask[i], want[i])
+						}
 					}
-					if i, ok := sameBits(got, want); !ok {
-						t.Fatalf("%d×%d×%d, ldc %d: c[%d] = %v (mask %v), gemmNTSet and reluMask give %v", M, N, K, ldc, i, got[i], mask[i], want[i])
+					check("gemmNNInitBlocks", func(c []float64) bool {
+						ok, fused := gemmNNInitBlocks(c, ldc, bias, a, K, 1, b, N, M, N, K, epiMask, mask)
+						if ok && !fused {
+							for i := 0; i < M; i++ {
+								reluMask(c[i*ldc:i*ldc+N], mask[i*ldc:])
+							}
+						}
+						return ok
+					})
+					if bias == nil {
+						check("gemmNNSetMask", func(c []float64) bool {
+							gemmNNSetMask(c, ldc, a, K, 1, b, N, M, N, K, mask)
+							return true
+						})
 					}
 				}
 			}

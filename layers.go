@@ -371,23 +371,81 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 }
 
 // inputGradJob is the input gradient of out = inp·weight (+ bias) over
-// rows [lo, hi): dinp = dout·weightᵀ, overwritten (gemmNTSet), then, when
-// relu is not nil, masked by reluBackward(dinp, relu), where relu holds
-// the ReLU's input or, the same mask, its output. It is
-// the input half of a matrix product's backward, for a row-wise chain.
+// rows [lo, hi): dinp = dout·weightᵀ, overwritten, then, when relu is
+// not nil, masked by reluBackward(dinp, relu), where relu holds the
+// ReLU's input or, the same mask, its output. It is the input half of a
+// matrix product's backward, for a row-wise chain.
+//
+// With weightT (weightᵀ, OC rows of C, made by transposeJob) each output
+// is gemmNN's chain: from +0, one fused multiply-add per o in ascending
+// order, dinp[n][i] = fma(dout[n][o], weight[i][o], ·). That is the
+// forward products' order, and it keeps the matrix kernels' register
+// tiles full where dot8's lanes would have to be reduced after only
+// OC/8 steps (at the seed config, OC = 64 for half of these products:
+// gemmNT reached 62% of one core's peak there, gemmNN 80-85%). Without
+// weightT (the head) it is gemmNTSet, dot8's order. With weightT the
+// AVX-512 kernels apply the ReLU's mask as they store dinp
+// (gemmNNSetMask), which saves a second pass over it.
 type inputGradJob struct {
-	dinp, dout, weight, relu []float64
-	C, OC                    int
+	dinp, dout, weight, weightT, relu []float64
+	C, OC                             int
 }
 
 func (j *inputGradJob) run(lo, hi int) {
 	d := j.dinp[lo*j.C : hi*j.C]
-	if j.relu != nil && gemmNTSetReluBlocks(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC, j.relu[lo*j.C:hi*j.C]) {
-		return // the AVX-512 kernels masked each output as they stored it
+	var mask []float64
+	if j.relu != nil {
+		mask = j.relu[lo*j.C : hi*j.C]
+	}
+	if j.weightT != nil {
+		gemmNNSetMask(d, j.C, j.dout[lo*j.OC:], j.OC, 1, j.weightT, j.C, hi-lo, j.C, j.OC, mask)
+		return
 	}
 	gemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
-	if j.relu != nil {
-		reluMask(d, j.relu[lo*j.C:hi*j.C])
+	if mask != nil {
+		reluMask(d, mask)
+	}
+}
+
+// transposeJob writes, for each of its matrices, dst = srcᵀ (src of R
+// rows of W: dst[o*R+i] = src[i*W+o]), over the rows of the dsts laid
+// end to end. The backward pass transposes every weight matrix of the
+// layers once per step, for inputGradJob; no sum is involved.
+type transposeJob struct {
+	parts []transposePart
+}
+
+type transposePart struct {
+	dst, src []float64
+	R, W     int
+}
+
+// rows is the number of items: the rows of all the dsts.
+func (j *transposeJob) rows() int {
+	n := 0
+	for _, p := range j.parts {
+		n += p.W
+	}
+	return n
+}
+
+func (j *transposeJob) run(lo, hi int) {
+	first := 0 // the item of the part's dst row 0
+	for _, p := range j.parts {
+		o0, o1 := max(lo-first, 0), min(hi-first, p.W)
+		first += p.W
+		// Eight source rows at a time: each dst row gets eight values in
+		// a run, and the eight rows being read stay in L1.
+		const tile = 8
+		for i0 := 0; i0 < p.R; i0 += tile {
+			i1 := min(i0+tile, p.R)
+			for o := o0; o < o1; o++ {
+				row := p.dst[o*p.R+i0 : o*p.R+i1]
+				for r := range row {
+					row[r] = p.src[(i0+r)*p.W+o]
+				}
+			}
+		}
 	}
 }
 

@@ -43,6 +43,13 @@ type activations struct {
 	dresid2  []float64 // (B, T, C) the residual stream's gradient, second buffer
 	dln2     []float64 // (B, T, C) gradient of ln2's output (dln: of ln1's and lnf's)
 
+	// weightsT holds, per layer (12·C² each), the transposes of the
+	// weights the input gradients multiply by: qkvᵀ (3C, C), attnProjᵀ
+	// (C, C), fcᵀ (4C, C), fcProjᵀ (C, 4C), made by transposes at the
+	// start of each backward pass.
+	weightsT   []float64
+	transposes transposeJob
+
 	jobs passJobs // the parallel sections' job descriptions, reused
 }
 
@@ -99,6 +106,14 @@ func (a *activations) ensureGradients(c Config) {
 	a.dfc = make([]float64, BT*4*C)
 	a.dresid2 = make([]float64, BT*C)
 	a.dln2 = make([]float64, BT*C)
+	a.weightsT = make([]float64, c.Layers*12*C*C)
+	a.transposes.parts = make([]transposePart, 0, 4*c.Layers)
+}
+
+// weightsTOf returns layer l's transposed weights in a.weightsT.
+func (a *activations) weightsTOf(l, C int) (qkv, attnProj, fc, fcProj []float64) {
+	w := a.weightsT[l*12*C*C : (l+1)*12*C*C]
+	return w[:3*C*C], w[3*C*C : 4*C*C], w[4*C*C : 8*C*C], w[8*C*C:]
 }
 
 // forward runs the model on idx (B·T ids, row-major) for positions
@@ -296,9 +311,21 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	}
 
 	// The head: dlnf = dlogits·headᵀ (dlogits·wte when tied), then
-	// dresid = lnf's input gradient; beside them, the head's gradient.
+	// dresid = lnf's input gradient; beside them, the head's gradient and
+	// the transposes of the layers' weights for their input gradients.
 	pl.reset()
 	j.chain.reset()
+	tj := &a.transposes
+	tj.parts = tj.parts[:0]
+	for l := 0; l < L; l++ {
+		qkvT, attnProjT, fcT, fcProjT := a.weightsTOf(l, C)
+		tj.parts = append(tj.parts,
+			transposePart{dst: qkvT, src: p.qkvWeight[l*C*3*C : (l+1)*C*3*C], R: C, W: 3 * C},
+			transposePart{dst: attnProjT, src: p.attnProjWeight[l*C*C : (l+1)*C*C], R: C, W: C},
+			transposePart{dst: fcT, src: p.fcWeight[l*C*4*C : (l+1)*C*4*C], R: C, W: 4 * C},
+			transposePart{dst: fcProjT, src: p.fcProjWeight[l*4*C*C : (l+1)*4*C*C], R: 4 * C, W: C})
+	}
+	pl.add(tj, tj.rows(), 8, 2*C)
 	cur := a.dresid
 	if c.TiedHead {
 		j.mm[0] = gemmNNJob{c: a.dln, ldc: C, a: a.dlogits, ai: V, ak: 1, b: p.tokenEmbedding, ldb: C, n: C, k: V, init: true}
@@ -327,7 +354,8 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			// dln = dqkv·qkvᵀ, r1 = cur + ln1's input gradient.
 			k := l + 1
 			r1 = other(cur)
-			j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weight: p.qkvWeight[k*C*3*C:], C: C, OC: 3 * C}
+			qkvT, _, _, _ := a.weightsTOf(k, C)
+			j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weightT: qkvT, C: C, OC: 3 * C}
 			j.chain.add(&j.ig[3])
 			lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain[k*C:], g.ln1Bias[k*C:], a.dln, in(k), p.ln1Gain[k*C:], layer(a.ln1Mean, k, 1), layer(a.ln1Rstd, k, 1))
 			chainCost += 3*C*C + 8*C
@@ -342,12 +370,13 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		// dfc = relu'·(r1·fcProjᵀ) (kept where fcAct > 0), dln2 = dfc·fcᵀ,
 		// r2 = r1 + ln2's input gradient, dattnOut = r2·attnProjᵀ.
 		r2 := other(r1)
-		j.ig[0] = inputGradJob{dinp: a.dfc, dout: r1, weight: p.fcProjWeight[l*4*C*C:], relu: layer(a.fcAct, l, 4*C), C: 4 * C, OC: C}
-		j.ig[1] = inputGradJob{dinp: a.dln2, dout: a.dfc, weight: p.fcWeight[l*C*4*C:], C: C, OC: 4 * C}
+		_, attnProjT, fcT, fcProjT := a.weightsTOf(l, C)
+		j.ig[0] = inputGradJob{dinp: a.dfc, dout: r1, weightT: fcProjT, relu: layer(a.fcAct, l, 4*C), C: 4 * C, OC: C}
+		j.ig[1] = inputGradJob{dinp: a.dln2, dout: a.dfc, weightT: fcT, C: C, OC: 4 * C}
 		j.chain.add(&j.ig[0])
 		j.chain.add(&j.ig[1])
 		lnBackward(&j.ln[0], &j.cols[0], r2, r1, g.ln2Gain[l*C:], g.ln2Bias[l*C:], a.dln2, layer(a.resid2, l, C), p.ln2Gain[l*C:], layer(a.ln2Mean, l, 1), layer(a.ln2Rstd, l, 1))
-		j.ig[2] = inputGradJob{dinp: a.dattnOut, dout: r2, weight: p.attnProjWeight[l*C*C:], C: C, OC: C}
+		j.ig[2] = inputGradJob{dinp: a.dattnOut, dout: r2, weightT: attnProjT, C: C, OC: C}
 		j.chain.add(&j.ig[2])
 		chainCost += 9*C*C + 8*C
 		pl.add(&j.chain, N, 4, chainCost)
@@ -375,7 +404,8 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	pl.reset()
 	j.chain.reset()
 	r1 := other(cur)
-	j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weight: p.qkvWeight, C: C, OC: 3 * C}
+	qkvT, _, _, _ := a.weightsTOf(0, C)
+	j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weightT: qkvT, C: C, OC: 3 * C}
 	j.chain.add(&j.ig[3])
 	lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain, g.ln1Bias, a.dln, a.encoded, p.ln1Gain, layer(a.ln1Mean, 0, 1), layer(a.ln1Rstd, 0, 1))
 	pl.add(&j.chain, N, 4, 3*C*C+8*C)

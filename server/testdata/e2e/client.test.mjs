@@ -20,7 +20,7 @@ const model = "lanternbay";
 // Pinned from real runs of cmd/generate (prompt included):
 //   go run ./cmd/generate -greedy -n 40                    -> GREEDY
 //   go run ./cmd/generate -temperature 0.8 -seed 42 -n 60  -> SEEDED
-const GREEDY = "the boats wait outside the bay when the fog ";
+const GREEDY = "the boats come home when the lantern glows. ";
 const SEEDED = "the boats and writes the count in a book. the lantern burns all ";
 
 test("completion: the OpenAI response shape, greedy text equal to cmd/generate's", async () => {
@@ -101,10 +101,10 @@ test("logprobs: tokens, token_logprobs, top_logprobs, text_offset", async () => 
 });
 
 test("stop: the text ends before the stop string", async () => {
-  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: ["fog", "zzz"] });
-  assert.equal("the " + r.choices[0].text, "the boats wait outside the bay when the ");
+  const r = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: ["lantern", "zzz"] });
+  assert.equal("the " + r.choices[0].text, "the boats come home when the ");
   assert.equal(r.choices[0].finish_reason, "stop");
-  const s = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: "fog", stream: true });
+  const s = await client.completions.create({ model, prompt: "the ", max_tokens: 40, temperature: 0, stop: "lantern", stream: true });
   let text = "";
   for await (const c of s) text += c.choices.map((x) => x.text).join("");
   assert.equal(text, r.choices[0].text);
