@@ -429,22 +429,63 @@ func (j *transposeJob) rows() int {
 	return n
 }
 
+// add adds the transposes to a plan as one task (none without parts),
+// costed at transposeCost per element.
+func (j *transposeJob) add(pl *plan) {
+	rows, elems := j.rows(), 0
+	for _, p := range j.parts {
+		elems += p.R * p.W
+	}
+	if rows > 0 {
+		pl.add(j, rows, 8, transposeCost*elems/rows)
+	}
+}
+
 func (j *transposeJob) run(lo, hi int) {
 	first := 0 // the item of the part's dst row 0
 	for _, p := range j.parts {
 		o0, o1 := max(lo-first, 0), min(hi-first, p.W)
 		first += p.W
-		// Eight source rows at a time: each dst row gets eight values in
-		// a run, and the eight rows being read stay in L1.
-		const tile = 8
-		for i0 := 0; i0 < p.R; i0 += tile {
-			i1 := min(i0+tile, p.R)
-			for o := o0; o < o1; o++ {
-				row := p.dst[o*p.R+i0 : o*p.R+i1]
-				for r := range row {
-					row[r] = p.src[(i0+r)*p.W+o]
-				}
+		if o0 < o1 {
+			transpose(p.dst, p.src, p.R, p.W, o0, o1)
+		}
+	}
+}
+
+// transpose writes rows [o0, o1) of dst = srcᵀ (src of R rows of W).
+// It goes in blocks of 8×8: each of eight source rows gives eight values
+// in one read, and each of eight destination rows receives eight in a
+// run, so every cache line is used whole while it is in L1 (a loop over
+// single elements ran at 1.7 ns an element, the blocks at about 0.4).
+func transpose(dst, src []float64, R, W, o0, o1 int) {
+	i := 0
+	for ; i+8 <= R; i += 8 {
+		o := o0
+		for ; o+8 <= o1; o += 8 {
+			d0 := (*[8]float64)(dst[o*R+i:])
+			d1 := (*[8]float64)(dst[(o+1)*R+i:])
+			d2 := (*[8]float64)(dst[(o+2)*R+i:])
+			d3 := (*[8]float64)(dst[(o+3)*R+i:])
+			d4 := (*[8]float64)(dst[(o+4)*R+i:])
+			d5 := (*[8]float64)(dst[(o+5)*R+i:])
+			d6 := (*[8]float64)(dst[(o+6)*R+i:])
+			d7 := (*[8]float64)(dst[(o+7)*R+i:])
+			for r := 0; r < 8; r++ {
+				s := (*[8]float64)(src[(i+r)*W+o:])
+				d0[r], d1[r], d2[r], d3[r] = s[0], s[1], s[2], s[3]
+				d4[r], d5[r], d6[r], d7[r] = s[4], s[5], s[6], s[7]
 			}
+		}
+		for ; o < o1; o++ {
+			d := dst[o*R+i : o*R+i+8]
+			for r := range d {
+				d[r] = src[(i+r)*W+o]
+			}
+		}
+	}
+	for ; i < R; i++ {
+		for o := o0; o < o1; o++ {
+			dst[o*R+i] = src[i*W+o]
 		}
 	}
 }

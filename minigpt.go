@@ -359,6 +359,7 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	a, release := m.lendActivations(B, T)
 	defer release()
 	grads := make([]float64, len(m.Params))
+	a.transposeWeights = true // for backward
 	m.forward(a, idx, targets, 0, T, 0)
 	loss := a.meanLoss()
 	m.backward(a, grads, idx)

@@ -71,7 +71,9 @@ func TestGradientCheck(t *testing.T) {
 // clear the slab), so a slab full of NaN must come out holding exactly
 // the gradients a zeroed one gets. Short rows (T < BlockSize) leave
 // position embeddings unused, and small batches leave tokens unused:
-// their gradients must still be written (+0).
+// their gradients must still be written (+0). The forward pass here is
+// not asked for the transposed weights (Gradients' is), so backward
+// makes them itself: both ways must give the same bits.
 func TestBackwardSetsEveryGradient(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		for _, T := range []int{2, tinyConfig(tied).BlockSize} {
@@ -98,6 +100,37 @@ func TestBackwardSetsEveryGradient(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The transposed weights backward multiplies by are made by a forward
+// pass asked for them (training, Gradients) and otherwise by backward
+// itself; they must never be stale: a forward pass that was not asked
+// for them, after the parameters changed, leaves backward to make them
+// again from the new parameters.
+func TestBackwardTransposedWeightsNeverStale(t *testing.T) {
+	cfg := tinyConfig(false)
+	m := randomizedModel(t, cfg, 3)
+	rng := rand.New(rand.NewPCG(9, 10))
+	B, T := 2, cfg.BlockSize
+	idx := randomTokens(rng, B*T, cfg.VocabSize)
+	tgt := randomTokens(rng, B*T, cfg.VocabSize)
+	a := newActivations(cfg, B, T)
+	grads := make([]float64, len(m.Params))
+	a.transposeWeights = true
+	m.forward(a, idx, tgt, 0, T, 0)
+	m.backward(a, grads, idx)
+	for i := range m.Params {
+		m.Params[i] *= 1.5 // every weight changes
+	}
+	_, want, err := m.Gradients(idx, tgt, B, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.forward(a, idx, tgt, 0, T, 0) // not asked for the transposes
+	m.backward(a, grads, idx)
+	if i, ok := sameBits(grads, want); !ok {
+		t.Fatalf("gradient %d: %v after a forward pass not asked for the transposed weights, %v from Gradients", i, grads[i], want[i])
 	}
 }
 

@@ -224,6 +224,7 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
 	sampleBatch(t.xb, t.yb, t.data.Train, B, T, t.batchRNG)
 	a := m.batchActivations(B, T)
+	a.transposeWeights = true // for backward
 	m.forward(a, t.xb, t.yb, 0, T, 0)
 	loss := a.meanLoss()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
