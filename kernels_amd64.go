@@ -1069,3 +1069,23 @@ func gemmNNTriAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64,
 //
 //go:noescape
 func gemmNNTriAVX2(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper int)
+
+// transposeBlocks writes dst[(o+c)*R+i+r] = src[(i+r)*W+o+c] for the
+// 8×8 blocks o = o0, o0+8, ... below o1 (o1-o0 a multiple of 8) of the
+// source rows i..i+7, in registers on AVX-512; it reports false
+// elsewhere, and the caller moves the elements itself.
+func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool {
+	if kernelLevel != levelAVX512 || o0 >= o1 {
+		return false
+	}
+	_ = src[(i+7)*W+o1-1]
+	_ = dst[(o1-1)*R+i+7]
+	transpose8AVX512(dst[o0*R+i:], R, src[i*W+o0:], W, (o1-o0)/8)
+	return true
+}
+
+// transpose8AVX512 transposes n blocks of 8×8 (kernels_avx512_amd64.s
+// gives the loop).
+//
+//go:noescape
+func transpose8AVX512(dst []float64, ldd int, src []float64, lds int, n int)

@@ -59,6 +59,7 @@ func divBlocks(x []float64, d float64) bool   { return false }
 func reluBlocks(out, in []float64) bool                            { return false }
 func addBlocks(out, a, b []float64) bool                           { return false }
 func reluMaskBlocks(d, inp []float64) bool                         { return false }
+func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool { return false }
 func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }
 
 // gemmNNInitBlocks does nothing here: gemmNNJob sets C first.

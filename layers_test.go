@@ -6,13 +6,18 @@ import (
 )
 
 // transposeJob writes every element of every part's dst exactly once,
-// whatever the split into ranges of rows: its 8×8 blocks, the ragged
-// columns and the ragged rows against the definition dst[o*R+i] =
-// src[i*W+o], with src values unique so that a misplaced copy shows.
+// whatever the split into ranges of rows, on every kernel path: its 8×8
+// blocks (in registers on AVX-512), the ragged columns and the ragged
+// rows against the definition dst[o*R+i] = src[i*W+o], with src values
+// unique so that a misplaced copy shows.
 func TestTransposeJob(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) { testTransposeJob(t) })
+}
+
+func testTransposeJob(t *testing.T) {
 	var tj transposeJob
 	var srcs [][]float64
-	for k, shape := range [][2]int{{8, 24}, {13, 5}, {3, 17}, {16, 16}, {1, 1}, {9, 40}} {
+	for k, shape := range [][2]int{{8, 24}, {13, 5}, {3, 17}, {16, 16}, {1, 1}, {9, 40}, {24, 64}, {17, 35}} {
 		R, W := shape[0], shape[1]
 		src := make([]float64, R*W)
 		for i := range src {

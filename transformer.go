@@ -49,9 +49,11 @@ type activations struct {
 	// pass with transposeWeights set makes them, each beside the
 	// section whose products read that weight (so the weight is read
 	// while the section keeps it in the cache; no section waits for
-	// them). They are memory traffic, not arithmetic: 1.3% of a
-	// one-thread seed step, 3.3% at the baby config, whose 6 MB of
-	// weights do not stay in the cache. weightsTReady says they match
+	// them). They are memory traffic, not arithmetic: 0.7% of a
+	// one-thread seed step, 2.5% at the baby config, whose 6 MB of
+	// weights do not stay in the cache (non-temporal stores halved the
+	// transposes' own time there but slowed backward's reads as much:
+	// not kept). weightsTReady says they match
 	// the parameters; backward makes them itself otherwise.
 	weightsT         []float64
 	transposes       []transposeJob // per forward section: 0 has qkv(0), l+1 the rest of layer l and qkv(l+1)
