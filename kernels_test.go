@@ -344,21 +344,24 @@ type gemmShape struct {
 
 // gemmShapes are the calls of one training step: first the default model
 // (B=32, T=32: 1024 rows, C=64, vocabulary 24), then nanoGPT's "baby"
-// configuration (B=12, T=64: 768 rows, C=128).
+// configuration (B=12, T=64: 768 rows, C=128). The layers' input
+// gradients are gemmNN over the transposed weights (inputGradJob); the
+// head's (dinp_head) and the tied head's logits are gemmNT.
 var gemmShapes = []gemmShape{
 	{name: "qkv", M: 1024, N: 192, K: 64},
 	{name: "fc", M: 1024, N: 256, K: 64},
 	{name: "fcproj", M: 1024, N: 64, K: 256},
 	{name: "dW_qkv", trans: true, M: 64, N: 192, K: 1024},
 	{name: "dW_fc", trans: true, M: 64, N: 256, K: 1024},
-	{name: "dinp_fc", nt: true, M: 1024, N: 64, K: 256},
-	{name: "dinp_fcproj", nt: true, M: 1024, N: 256, K: 64},
+	{name: "dinp_fc", M: 1024, N: 64, K: 256},     // dout·fcᵀ over the transposed weight
+	{name: "dinp_fcproj", M: 1024, N: 256, K: 64}, // dout·fcProjᵀ likewise
+	{name: "dinp_head", nt: true, M: 1024, N: 64, K: 24},
 	{name: "logits", nt: true, M: 1024, N: 24, K: 64},
 	{name: "dlnf", M: 1024, N: 64, K: 24},
 	{name: "baby_qkv", M: 768, N: 384, K: 128},
 	{name: "baby_fc", M: 768, N: 512, K: 128},
 	{name: "baby_dW_fc", trans: true, M: 128, N: 512, K: 768},
-	{name: "baby_dinp_fc", nt: true, M: 768, N: 128, K: 512},
+	{name: "baby_dinp_fc", M: 768, N: 128, K: 512},
 }
 
 func (s gemmShape) newCase(rng *rand.Rand) *gemmCase {
