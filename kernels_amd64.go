@@ -1089,3 +1089,20 @@ func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool {
 //
 //go:noescape
 func transpose8AVX512(dst []float64, ldd int, src []float64, lds int, n int)
+
+// sumSquaresLanes continues sumSquares8's eight chains s over the whole
+// groups of eight of xs and returns how many elements it consumed (0
+// where there is no vector kernel: the caller's loop does them all).
+func sumSquaresLanes(xs []float64, s *[8]float64) int {
+	if kernelLevel != levelAVX512 || len(xs) < 8 {
+		return 0
+	}
+	sumSquaresLanesAVX512(xs, s)
+	return len(xs) &^ 7
+}
+
+// sumSquaresLanesAVX512 is sumSquaresLanes's loop
+// (kernels_elementwise_amd64.s).
+//
+//go:noescape
+func sumSquaresLanesAVX512(xs []float64, s *[8]float64)

@@ -206,3 +206,39 @@ adam_tail:
 	VZEROUPPER
 	RET
 
+
+// func sumSquaresLanesAVX512(xs []float64, s *[8]float64)
+//
+// sumSquares8's eight chains over the whole groups of eight of xs, each
+// lane of one register one chain, continued from s and stored back:
+//
+//	for i := 0; i+8 <= len(xs); i += 8 {
+//		for l := 0; l < 8; l++ {
+//			s[l] = math.FMA(xs[i+l], xs[i+l], s[l])
+//		}
+//	}
+//
+// Each lane is one chain, so the loop runs at one FMA's latency per
+// group of eight: eight elements in the time the Go loop takes for one
+// or two.
+TEXT ·sumSquaresLanesAVX512(SB), NOSPLIT, $0-32
+	MOVQ    xs_base+0(FP), SI
+	MOVQ    xs_len+8(FP), CX
+	MOVQ    s+24(FP), DI
+	VMOVUPD (DI), Z0
+	ANDQ    $-8, CX
+	XORQ    AX, AX
+	CMPQ    AX, CX
+	JGE     ssq_done
+
+ssq_loop:
+	VMOVUPD     (SI)(AX*8), Z1
+	VFMADD231PD Z1, Z1, Z0
+	ADDQ        $8, AX
+	CMPQ        AX, CX
+	JLT         ssq_loop
+
+ssq_done:
+	VMOVUPD Z0, (DI)
+	VZEROUPPER
+	RET

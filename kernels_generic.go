@@ -60,6 +60,7 @@ func reluBlocks(out, in []float64) bool                            { return fals
 func addBlocks(out, a, b []float64) bool                           { return false }
 func reluMaskBlocks(d, inp []float64) bool                         { return false }
 func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool { return false }
+func sumSquaresLanes(xs []float64, s *[8]float64) int              { return 0 }
 func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }
 
 // gemmNNInitBlocks does nothing here: gemmNNJob sets C first.

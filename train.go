@@ -328,7 +328,7 @@ func (j *sumSquaresJob) run(lo, hi int) {
 // fused multiply-adds in flight instead of one.
 func sumSquares8(xs []float64) float64 {
 	var s [8]float64
-	i := 0
+	i := sumSquaresLanes(xs, &s) // the same chains, one vector lane each
 	for ; i+8 <= len(xs); i += 8 {
 		x := (*[8]float64)(xs[i : i+8])
 		s[0] = math.FMA(x[0], x[0], s[0])

@@ -468,3 +468,32 @@ func TestResumeTrainerErrors(t *testing.T) {
 		})
 	}
 }
+
+// sumSquares8 is the same eight chains on every kernel path: the AVX-512
+// loop keeps one chain per lane, and the Go loop finishes the ragged
+// tail. The reference restates the definition (element i into chain
+// i mod 8, FMA, then the pairwise tree); the values sit in a longer
+// array full of 1e300, so a kernel reading past the slice shows.
+func TestSumSquares8Paths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	backing := make([]float64, 400)
+	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+		for n := 0; n <= 300; n += 1 + n/16 {
+			for i := range backing {
+				backing[i] = 1e300
+			}
+			xs := backing[:n:n]
+			for i := range xs {
+				xs[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
+			}
+			var s [8]float64
+			for i, x := range xs {
+				s[i%8] = math.FMA(x, x, s[i%8])
+			}
+			want := ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+			if got := sumSquares8(xs); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("n = %d: %v, want %v", n, got, want)
+			}
+		}
+	})
+}
