@@ -59,19 +59,14 @@ func gemmNTSet(c []float64, ldc int, a []float64, lda int, b []float64, ldb int,
 	}
 }
 
-// gemmNNSet is gemmNN with C's M×N block set to +0 first: every output
-// a chain from +0 over k in ascending order. The assembly kernels start
-// their chains from +0 instead of reading C (gemmNNInitBlocks without a
-// bias); the Go path clears C.
-func gemmNNSet(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	gemmNNSetMask(c, ldc, a, ai, ak, b, ldb, M, N, K, nil)
-}
-
-// gemmNNSetMask is gemmNNSet followed, when mask is not nil, by
-// reluMask(C, mask) over the block (mask laid out as C): the input
-// gradient of a matrix product after a ReLU. The AVX-512 kernels mask
-// each output as they store it (epiMask), which saves a pass over C;
-// the other paths run reluMask after, the same bits.
+// gemmNNSetMask is gemmNN with C's M×N block set to +0 first (every
+// output a chain from +0 over k in ascending order), followed, when mask
+// is not nil, by reluMask(C, mask) over the block (mask laid out as C):
+// the input gradient of a matrix product, after a ReLU or not. The
+// assembly kernels start their chains from +0 instead of reading C
+// (gemmNNInitBlocks without a bias) and, on AVX-512, mask each output as
+// they store it (epiMask), which saves a pass over C; the Go path clears
+// C first and masks after, the same bits.
 func gemmNNSetMask(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, mask []float64) {
 	if M <= 0 || N <= 0 {
 		return

@@ -409,8 +409,9 @@ func (j *inputGradJob) run(lo, hi int) {
 
 // transposeJob writes, for each of its matrices, dst = srcᵀ (src of R
 // rows of W: dst[o*R+i] = src[i*W+o]), over the rows of the dsts laid
-// end to end. The backward pass transposes every weight matrix of the
-// layers once per step, for inputGradJob; no sum is involved.
+// end to end. Every weight matrix of the layers is transposed once per
+// training step, for inputGradJob (see activations.weightsT); no sum is
+// involved.
 type transposeJob struct {
 	parts []transposePart
 }
