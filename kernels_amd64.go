@@ -502,6 +502,23 @@ func softmaxScaledBlocks(row []float64, scale float64) (m float64, done int) {
 //go:noescape
 func softmaxScaledAVX512(row []float64, scale float64) (m float64, done int)
 
+// softmaxScaled4Blocks runs softmaxScaled on the four rows
+// rows[r*ld : r*ld+n0+r] (r = 0..3, n0+3 <= 32) together on AVX-512 and
+// returns the rows it finished (bit r); the others are untouched, and
+// elsewhere it finishes none.
+func softmaxScaled4Blocks(rows []float64, ld, n0 int, scale float64, scratch *[128]float64) (done int) {
+	if kernelLevel != levelAVX512 || n0 < 1 || n0+3 > 32 || ld < n0+3 {
+		return 0
+	}
+	_ = rows[3*ld+n0+2]
+	return softmaxScaled4AVX512(rows, ld, n0, scale, scratch)
+}
+
+// softmaxScaled4AVX512 is softmaxScaled4Blocks's kernel (mathdet_amd64.s).
+//
+//go:noescape
+func softmaxScaled4AVX512(rows []float64, ld, n0 int, scale float64, scratch *[128]float64) (done int)
+
 // maxBlocks returns the largest element of src and true when the vector
 // kernel found it with no NaN in src and a non-zero result, the cases
 // where its answer is Go's max; otherwise expShifted runs its Go loop.

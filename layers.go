@@ -692,6 +692,7 @@ func (j *attentionJob) forwardHead(b, h int) {
 	keys := j.qkv[base+C+h*hs:]     // k[b, s, h] at s*C3
 	values := j.qkv[base+2*C+h*hs:] // v[b, s, h] at s*C3
 	att := j.att[(b*NH+h)*T*T:]
+	var scratch [128]float64 // softmaxScaled4Blocks's, on the stack
 	for t0 := j.t0; t0 < j.t1; t0 += attnRows {
 		t1 := min(t0+attnRows, j.t1)
 		n := t1 - t0
@@ -700,8 +701,17 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// entries above the diagonal that the block computes along are
 		// zeroed again below.
 		gemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
+		// A full block's four softmaxes run side by side on AVX-512
+		// (each row's chains wait on latency alone); a row the kernel
+		// hands back, or any row elsewhere, runs alone. Same bits.
+		done := 0
+		if n == attnRows {
+			done = softmaxScaled4Blocks(att[t0*T:], T, t0+1, scale, &scratch)
+		}
 		for t := t0; t < t1; t++ {
-			softmaxScaled(att[t*T:t*T+t+1], scale)
+			if done&(1<<(t-t0)) == 0 {
+				softmaxScaled(att[t*T:t*T+t+1], scale)
+			}
 			clear(att[t*T+t+1 : t*T+t1])
 		}
 		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:

@@ -414,3 +414,217 @@ sms_done:
 	MOVQ R9, done+40(FP)
 	VZEROUPPER
 	RET
+
+
+// ---------------------------------------------------------------------
+// Four rows of attention's softmax at once.
+
+// SM4_MASK sets K3 to the lanes of the current block (BX = its first
+// element, 8b) that row r (length n0 + r, R10 = n0) has: the low
+// n0 + r - 8b bits, none when that is negative (more than 8 bits only
+// set lanes a ZMM register does not have). CX and DX are temporaries.
+#define SM4_MASK(r) \
+	LEAQ    r(R10), CX; \
+	SUBQ    BX, CX; \
+	XORQ    DX, DX; \
+	CMPQ    CX, $0; \
+	CMOVQLT DX, CX; \
+	MOVQ    $1, DX; \
+	SHLQ    CX, DX; \
+	DECQ    DX; \
+	KMOVW   DX, K3
+
+// SM4_SCALE: one block (AX = 64b bytes) of row r (at row, its scratch
+// row at soff(SI)): scaled into scratch (the lanes past the row +0:
+// 0·scale), and the row's running maximum mx over its own lanes.
+#define SM4_SCALE(row, soff, r, mx) \
+	SM4_MASK(r); \
+	VMOVUPD.Z (row)(AX*1), K3, Z0; \
+	VMULPD    Z30, Z0, Z0; \
+	VMOVUPD   Z0, soff(SI)(AX*1); \
+	VMAXPD    Z0, mx, K3, mx
+
+// SM4_REDUCE folds a row's maximum mx into X1 and back into every lane
+// of mx.
+#define SM4_REDUCE(mx) \
+	VMOVAPD      mx, Z1; \
+	MAX_REDUCE; \
+	VBROADCASTSD X1, mx
+
+// SM4_EXP: one block of one row's exponentials (the maximum mx), as
+// softmaxScaledAVX512's, from scratch back into scratch (the lanes past
+// the row stay +0); a special lane jumps to fail.
+#define SM4_EXP(soff, r, mx, fail) \
+	SM4_MASK(r); \
+	VMOVUPD.Z soff(SI)(AX*1), K3, Z0; \
+	VMOVAPD   mx, Z31; \
+	EXP_BLOCK_MASKED; \
+	JNZ       fail; \
+	VMOVUPD   Z10, K3, soff(SI)(AX*1)
+
+// SM4_DIV: one block of one row divided by its sum (sm, every lane) and
+// stored into the row's own lanes.
+#define SM4_DIV(row, soff, r, sm) \
+	SM4_MASK(r); \
+	VMOVUPD.Z soff(SI)(AX*1), K3, Z0; \
+	VDIVPD    sm, Z0, Z0; \
+	VMOVUPD   Z0, K3, (row)(AX*1)
+
+// func softmaxScaled4AVX512(rows []float64, ld, n0 int, scale float64, scratch *[128]float64) (done int)
+//
+// softmaxScaled on the four rows rows[r*ld : r*ld+n0+r], r = 0..3 (the
+// rows of one four-row block of attention, each one longer than the
+// last; n0+3 <= 32), with the same bits: the four rows' independent
+// chains interleaved, where one row at a time waits on each step's
+// latency. done has bit r set for each row it finished; a row with an
+// exponential off expDet's ordinary path is left exactly as it was (its
+// work stays in scratch), for the caller's softmaxScaled. Per row, in
+// softmaxScaledAVX512's operations:
+//
+//	x[s] = float64(row[s] * scale)          (scratch; lanes past the row +0)
+//	m = max(x)                              (VMAXPD)
+//	e[s] = expDet(x[s] - m)                 (EXP_BLOCK_MASKED)
+//	sum = ((+0 + e[0]) + e[1]) + ...        (index order; +0 past the row
+//	                                         changes no bit of a sum >= +0)
+//	row[s] = e[s] / sum
+//
+// softmaxScaledAVX512 declines a NaN or zero maximum, where VMAXPD's
+// answer can differ from Go's max; here neither can change a bit: a NaN
+// anywhere in the row makes its exponentials NaN, which stops the row,
+// and a maximum of +0 or -0 gives every x[s] - m the same value but for
+// the sign of a zero, whose exponential is 1 either way.
+//
+// Registers: DI, R12, R13, R14 the rows; SI scratch (row r at 256r);
+// R10 n0, R8 n0+3 (the longest row); R9 the rows that stopped (bit r);
+// AX the block's offset in bytes, BX its first element; Z24-Z27 the
+// rows' maxima, then their sums (X12-X15 on the way), Z30 scale.
+TEXT ·softmaxScaled4AVX512(SB), NOSPLIT, $0-64
+	MOVQ         rows_base+0(FP), DI
+	MOVQ         ld+24(FP), DX
+	SHLQ         $3, DX
+	LEAQ         (DI)(DX*1), R12
+	LEAQ         (R12)(DX*1), R13
+	LEAQ         (R13)(DX*1), R14
+	MOVQ         n0+32(FP), R10
+	LEAQ         3(R10), R8
+	MOVQ         scratch+48(FP), SI
+	VBROADCASTSD scale+40(FP), Z30
+	XORQ         R9, R9
+
+	// Phase 1: scale and maxima.
+	VBROADCASTSD C(0x80), Z24
+	VMOVAPD      Z24, Z25
+	VMOVAPD      Z24, Z26
+	VMOVAPD      Z24, Z27
+	XORQ         AX, AX
+	XORQ         BX, BX
+
+sm4_scale:
+	SM4_SCALE(DI, 0, 0, Z24)
+	SM4_SCALE(R12, 256, 1, Z25)
+	SM4_SCALE(R13, 512, 2, Z26)
+	SM4_SCALE(R14, 768, 3, Z27)
+	ADDQ $64, AX
+	ADDQ $8, BX
+	CMPQ BX, R8
+	JLT  sm4_scale
+
+	// Each row's maximum in all its lanes.
+	SM4_REDUCE(Z24)
+	SM4_REDUCE(Z25)
+	SM4_REDUCE(Z26)
+	SM4_REDUCE(Z27)
+
+sm4_exps:
+	// Phase 2: the exponentials, block by block, the rows side by side.
+	XORQ AX, AX
+	XORQ BX, BX
+
+sm4_exp:
+	BTQ $0, R9
+	JC  sm4_exp1
+	SM4_EXP(0, 0, Z24, sm4_fail0)
+sm4_exp1:
+	BTQ $1, R9
+	JC  sm4_exp2
+	SM4_EXP(256, 1, Z25, sm4_fail1)
+sm4_exp2:
+	BTQ $2, R9
+	JC  sm4_exp3
+	SM4_EXP(512, 2, Z26, sm4_fail2)
+sm4_exp3:
+	BTQ $3, R9
+	JC  sm4_exp_next
+	SM4_EXP(768, 3, Z27, sm4_fail3)
+sm4_exp_next:
+	ADDQ $64, AX
+	ADDQ $8, BX
+	CMPQ BX, R8
+	JLT  sm4_exp
+	JMP  sm4_sums
+
+sm4_fail0:
+	ORQ $1, R9
+	JMP sm4_exp1
+sm4_fail1:
+	ORQ $2, R9
+	JMP sm4_exp2
+sm4_fail2:
+	ORQ $4, R9
+	JMP sm4_exp3
+sm4_fail3:
+	ORQ $8, R9
+	JMP sm4_exp_next
+
+sm4_sums:
+	// Phase 3: four chains in index order from +0, side by side, over
+	// n0+3 elements (a shorter row adds its +0s).
+	VXORPD X12, X12, X12
+	VXORPD X13, X13, X13
+	VXORPD X14, X14, X14
+	VXORPD X15, X15, X15
+	XORQ   AX, AX
+
+sm4_sum:
+	VADDSD (SI)(AX*8), X12, X12
+	VADDSD 256(SI)(AX*8), X13, X13
+	VADDSD 512(SI)(AX*8), X14, X14
+	VADDSD 768(SI)(AX*8), X15, X15
+	INCQ   AX
+	CMPQ   AX, R8
+	JLT    sm4_sum
+	VBROADCASTSD X12, Z24
+	VBROADCASTSD X13, Z25
+	VBROADCASTSD X14, Z26
+	VBROADCASTSD X15, Z27
+
+	// Phase 4: the division, into the rows that went through.
+	XORQ AX, AX
+	XORQ BX, BX
+
+sm4_div:
+	BTQ $0, R9
+	JC  sm4_div1
+	SM4_DIV(DI, 0, 0, Z24)
+sm4_div1:
+	BTQ $1, R9
+	JC  sm4_div2
+	SM4_DIV(R12, 256, 1, Z25)
+sm4_div2:
+	BTQ $2, R9
+	JC  sm4_div3
+	SM4_DIV(R13, 512, 2, Z26)
+sm4_div3:
+	BTQ $3, R9
+	JC  sm4_div_next
+	SM4_DIV(R14, 768, 3, Z27)
+sm4_div_next:
+	ADDQ $64, AX
+	ADDQ $8, BX
+	CMPQ BX, R8
+	JLT  sm4_div
+
+	XORQ $15, R9
+	MOVQ R9, done+56(FP)
+	VZEROUPPER
+	RET

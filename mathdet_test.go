@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -281,6 +282,86 @@ func TestSoftmaxScaledPaths(t *testing.T) {
 					t.Fatalf("row %v, scale %v: probs[%d] = %v, the Go loops give %v", row, scale, i, got[i], want[i])
 				}
 			}
+		}
+	})
+}
+
+// softmaxScaled4Blocks finishes a block of four attention rows (lengths
+// n0..n0+3, stride ld) with softmaxScaled's bits, and leaves a row it
+// does not finish exactly as it was; the values around the rows (the
+// rest of each stride) are never touched. The rows draw from
+// TestSoftmaxScaledPaths's kinds: specials (NaN, infinities, zeros,
+// huge and tiny values), exponentials that underflow, negative maxima
+// and all-zero rows, one kind per row so that a block mixes rows the
+// kernel finishes with rows it hands back. On AVX-512 the ordinary rows
+// must be finished (else the test would pass with a kernel that
+// declines everything).
+func TestSoftmaxScaled4Blocks(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, negZero, -1e-300, -5e-324, 1e308, -1e308, -800, -1500}
+	scales := []float64{0.25, 1 / math.Sqrt(16), 1, 3}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		rng := rand.New(rand.NewPCG(15, 16))
+		var scratch [128]float64
+		finished, ordinary := 0, 0
+		for trial := 0; trial < 3000; trial++ {
+			n0 := 1 + rng.IntN(29)
+			ld := n0 + 3 + rng.IntN(3)*rng.IntN(9)
+			rows := make([]float64, 4*ld)
+			for i := range rows {
+				rows[i] = 1e6 + float64(i) // outside the rows: must stay
+			}
+			kinds := [4]int{}
+			for r := range 4 {
+				kind := rng.IntN(8) // 0-3 special kinds, 4-7 ordinary
+				kinds[r] = kind
+				row := rows[r*ld : r*ld+n0+r]
+				for i := range row {
+					switch {
+					case kind == 0 && rng.IntN(6) == 0:
+						row[i] = specials[rng.IntN(len(specials))]
+					case kind == 1 && rng.IntN(10) == 0:
+						row[i] = -2000
+					case kind == 2:
+						row[i] = -(rng.Float64() * 4)
+					default:
+						row[i] = (rng.Float64() - 0.5) * 30
+					}
+				}
+				if kind == 3 {
+					clear(row)
+					row[rng.IntN(len(row))] = negZero
+				}
+			}
+			scale := scales[rng.IntN(len(scales))]
+			before := slices.Clone(rows)
+			want := slices.Clone(rows)
+			for r := range 4 {
+				softmaxScaled(want[r*ld:r*ld+n0+r], scale)
+			}
+			done := softmaxScaled4Blocks(rows, ld, n0, scale, &scratch)
+			for r := range 4 {
+				expect := want
+				if done&(1<<r) == 0 {
+					expect = before // handed back untouched
+				} else {
+					finished++
+				}
+				if kinds[r] >= 4 {
+					ordinary++
+					if k.name == "avx512" && done&(1<<r) == 0 {
+						t.Fatalf("n0 %d, row %d (ordinary values %v): not finished", n0, r, before[r*ld:r*ld+n0+r])
+					}
+				}
+				for i := r * ld; i < (r+1)*ld; i++ {
+					if math.Float64bits(rows[i]) != math.Float64bits(expect[i]) && !(math.IsNaN(rows[i]) && math.IsNaN(expect[i])) {
+						t.Fatalf("n0 %d, ld %d, scale %v, row %d (done %04b) %v: element %d is %v, want %v", n0, ld, scale, r, done, before[r*ld:r*ld+n0+r], i-r*ld, rows[i], expect[i])
+					}
+				}
+			}
+		}
+		if k.name == "avx512" && finished < ordinary {
+			t.Fatalf("finished %d rows, fewer than the %d ordinary ones", finished, ordinary)
 		}
 	})
 }
