@@ -116,8 +116,6 @@ func (a *activations) ensureGradients(c Config) {
 	a.dfc = make([]float64, BT*4*C)
 	a.dresid2 = make([]float64, BT*C)
 	a.dln2 = make([]float64, BT*C)
-	a.weightsT = make([]float64, c.Layers*12*C*C)
-	a.transposes = make([]transposeJob, c.Layers+1)
 }
 
 // setTransposes fills a.transposes from the current parameters: section
@@ -125,6 +123,12 @@ func (a *activations) ensureGradients(c Config) {
 // fcProj and layer l+1's qkv.
 func (m *Model) setTransposes(a *activations) {
 	C, L, p := m.Config.EmbedDim, m.Config.Layers, m.p
+	if a.weightsT == nil {
+		// Only activations that run backward need them (a loss alone
+		// does not): allocated by the first.
+		a.weightsT = make([]float64, L*12*C*C)
+		a.transposes = make([]transposeJob, L+1)
+	}
 	for s := range a.transposes {
 		a.transposes[s].parts = a.transposes[s].parts[:0]
 	}
