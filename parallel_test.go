@@ -3,6 +3,8 @@ package minigpt
 import (
 	"bytes"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -283,4 +285,37 @@ func TestRowChainRunsStepsInOrderPerRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// weightGradJob's items cover every output of dW = inpᵀ·dout exactly
+// once, whatever the ranges the plan hands out, each output its whole
+// chain: against naiveNN (the definition), bit for bit, on every kernel
+// path, with ragged row and column blocks (C not a multiple of 4, OC not
+// of 64) and a dW full of NaN first (every output must be set).
+func TestWeightGradJobSplits(t *testing.T) {
+	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}} {
+			N, C, OC := shape[0], shape[1], shape[2]
+			inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
+			want := make([]float64, C*OC)
+			naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
+			for _, step := range []int{1, 2, 5, 1000} {
+				dw := make([]float64, C*OC)
+				for i := range dw {
+					dw[i] = math.NaN()
+				}
+				var j weightGradJob
+				items := j.set(dw, inp, dout, N, C, OC)
+				for lo := 0; lo < items; lo += step {
+					j.run(lo, min(lo+step, items))
+				}
+				for i := range want {
+					if math.Float64bits(dw[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("N %d, C %d, OC %d, ranges of %d items: dW[%d][%d] = %v, want %v", N, C, OC, step, i/OC, i%OC, dw[i], want[i])
+					}
+				}
+			}
+		}
+	})
 }
