@@ -378,9 +378,9 @@ func (j *gemmNNJob) post(lo, hi int) {
 // Split over rows alone, the seed config's dW had 16 pieces of 0.8M
 // multiply-adds, 8 times a plan's quantum, so a section's last chunks
 // were whole pieces: one core could idle through the other's. Two-
-// thread steps with the blocks, in-process A/B (41 rounds): baby
-// 1.04-1.05×, seed 1.01-1.02×. Every output keeps its whole chain over
-// k, so where the blocks fall moves no bit.
+// thread steps with the blocks, in-process A/B (31 and 41 rounds):
+// baby 1.04-1.05×, seed 1.00-1.02×; one thread 1.00×. Every output
+// keeps its whole chain over k, so where the blocks fall moves no bit.
 type weightGradJob struct {
 	mm        gemmNNJob // the whole product, init set
 	rows      int       // of C

@@ -53,8 +53,8 @@ type activations struct {
 	// one-thread seed step, 2.5% at the baby config, whose 6 MB of
 	// weights do not stay in the cache (non-temporal stores halved the
 	// transposes' own time there but slowed backward's reads as much:
-	// not kept). weightsTReady says they match
-	// the parameters; backward makes them itself otherwise.
+	// not kept). weightsTReady says they match the parameters; backward
+	// makes them itself otherwise.
 	weightsT         []float64
 	transposes       []transposeJob // per forward section: 0 has qkv(0), l+1 the rest of layer l and qkv(l+1)
 	transposeWeights bool           // set by the caller: the next forward pass makes weightsT
