@@ -373,39 +373,54 @@ func (j *gemmNNJob) post(lo, hi int) {
 }
 
 // weightGradJob splits a weight gradient's gemmNN (few rows of C, a
-// long k) over blocks of rows and of columns: item i is the rows
-// 4(i / colBlocks) .. +3 and the columns cols·(i % colBlocks) .. of C.
-// Split over rows alone, the seed config's dW had 16 pieces of 0.8M
-// multiply-adds, 8 times a plan's quantum, so a section's last chunks
-// were whole pieces: one core could idle through the other's. Two-
-// thread steps with the blocks, in-process A/B (31 and 41 rounds):
-// baby 1.04-1.05×, seed 1.00-1.02×; one thread 1.00×. Every output
-// keeps its whole chain over k, so where the blocks fall moves no bit.
+// long k) over blocks of columns and of rows: item i is the columns
+// cols·(i / rowBlocks) .. of C (the last block also takes the ragged
+// ones) and the rows 4(i % rowBlocks) .. +3. A range of items is one
+// kernel call per column block, over all its rows in the range, so the
+// kernels' k blocking keeps each block of dout in L2 while the rows
+// sweep it. Items that were four rows each, one call apiece (the
+// previous split), streamed all of dout from L3 for every four rows:
+// the weight gradients ran at 20-30 GFLOP/s in a baby step, against
+// 49-60 now, and steps got 1.14-1.25× faster at one and two threads
+// (in-process A/B, 31 rounds, two-vCPU Xeon). Split over rows alone,
+// the seed config's dW had 16 pieces of 0.8M multiply-adds, 8 times a
+// plan's quantum, so a section's last chunks were whole pieces and one
+// core could idle through the other's. Every output keeps its whole
+// chain over k, so where the blocks fall moves no bit.
 type weightGradJob struct {
 	mm        gemmNNJob // the whole product, init set
 	rows      int       // of C
 	cols      int       // columns of C per item
+	rowBlocks int
 	colBlocks int
 }
+
+// weightGradCols is the width of a weightGradJob column block: four of
+// the kernels' 32-column blocks. 128 against 64 in a step: 1.04×
+// (one thread), 1.00-1.01× (two); 256 was no faster than 128.
+const weightGradCols = 128
 
 // set describes dW = inpᵀ·dout (inp N×C, dout N×OC: dW is C×OC, each
 // output a chain over the N rows) and returns the number of items.
 func (j *weightGradJob) set(dw, inp, dout []float64, N, C, OC int) int {
-	const cols = 64 // two of the kernels' 32-column blocks
 	j.mm = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N, init: true}
-	j.rows, j.cols, j.colBlocks = C, cols, (OC+cols-1)/cols
-	return (C + 3) / 4 * j.colBlocks
+	j.rows, j.cols = C, weightGradCols
+	j.rowBlocks, j.colBlocks = (C+3)/4, max(OC/weightGradCols, 1)
+	return j.rowBlocks * j.colBlocks
 }
 
 func (j *weightGradJob) run(lo, hi int) {
 	for it := lo; it < hi; {
-		rb, cb := it/j.colBlocks, it%j.colBlocks
-		end := min(j.colBlocks, cb+hi-it) // this row block's column blocks in range
-		c0, c1 := cb*j.cols, min(end*j.cols, j.mm.n)
+		cb, rb := it/j.rowBlocks, it%j.rowBlocks
+		end := min(j.rowBlocks, rb+hi-it) // this column block's row blocks in range
+		c0, c1 := cb*j.cols, (cb+1)*j.cols
+		if cb == j.colBlocks-1 {
+			c1 = j.mm.n
+		}
 		sub := j.mm
 		sub.c, sub.b, sub.n = j.mm.c[c0:], j.mm.b[c0:], c1-c0
-		sub.run(rb*4, min(rb*4+4, j.rows))
-		it += end - cb
+		sub.run(rb*4, min(end*4, j.rows))
+		it += end - rb
 	}
 }
 

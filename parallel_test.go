@@ -291,16 +291,17 @@ func TestRowChainRunsStepsInOrderPerRow(t *testing.T) {
 // once, whatever the ranges the plan hands out, each output its whole
 // chain: against naiveNN (the definition), bit for bit, on every kernel
 // path, with ragged row and column blocks (C not a multiple of 4, OC not
-// of 64) and a dW full of NaN first (every output must be set).
+// of weightGradCols, one block or several) and a dW full of NaN first
+// (every output must be set).
 func TestWeightGradJobSplits(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
 		rng := rand.New(rand.NewPCG(21, 22))
-		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}} {
+		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}, {9, 6, 300}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]
 			inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
 			want := make([]float64, C*OC)
 			naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
-			for _, step := range []int{1, 2, 5, 1000} {
+			for _, step := range []int{1, 2, 3, 5, 1000} {
 				dw := make([]float64, C*OC)
 				for i := range dw {
 					dw[i] = math.NaN()
