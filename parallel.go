@@ -378,15 +378,18 @@ func (j *gemmNNJob) post(lo, hi int) {
 // ones) and the rows 4(i % rowBlocks) .. +3. A range of items is one
 // kernel call per column block, over all its rows in the range, so the
 // kernels' k blocking keeps each block of dout in L2 while the rows
-// sweep it. Items that were four rows each, one call apiece (the
-// previous split), streamed all of dout from L3 for every four rows:
-// the weight gradients ran at 20-30 GFLOP/s in a baby step, against
-// 49-60 now, and steps got 1.14-1.25× faster at one and two threads
-// (in-process A/B, 31 rounds, two-vCPU Xeon). Split over rows alone,
-// the seed config's dW had 16 pieces of 0.8M multiply-adds, 8 times a
-// plan's quantum, so a section's last chunks were whole pieces and one
-// core could idle through the other's. Every output keeps its whole
-// chain over k, so where the blocks fall moves no bit.
+// sweep it.
+//
+// Two splits came before. Over rows alone, the seed config's dW had 16
+// pieces of 0.8M multiply-adds, 8 times a plan's quantum, so a
+// section's last chunks were whole pieces. Items of 4 rows × 64 columns,
+// one kernel call each, fixed that but streamed all of dout from L3 for
+// every four rows: timed inside a one-thread baby step, the weight
+// gradients ran at 20-30 GFLOP/s against 50-60 now, and whole steps are
+// 1.14-1.25× faster with these blocks, at one and two threads (in-process
+// A/B, 31 alternating rounds, two-vCPU Xeon); against the row split they
+// are 0.98-1.01×. Every output keeps its whole chain over k, so where
+// the blocks fall moves no bit.
 type weightGradJob struct {
 	mm        gemmNNJob // the whole product, init set
 	rows      int       // of C
