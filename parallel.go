@@ -385,8 +385,8 @@ func (j *gemmNNJob) post(lo, hi int) {
 // section's last chunks were whole pieces. Items of 4 rows × 64 columns,
 // one kernel call each, fixed that but streamed all of dout from L3 for
 // every four rows: timed inside a one-thread baby step, the weight
-// gradients ran at 20-30 GFLOP/s against 50-60 now, and whole steps are
-// 1.14-1.25× faster with these blocks, at one and two threads (in-process
+// gradients ran at 20-30 GFLOP/s against 49-69 now, and whole steps are
+// 1.14-1.26× faster with these blocks, at one and two threads (in-process
 // A/B, 31 alternating rounds, two-vCPU Xeon); against the row split they
 // are 0.98-1.01×. Every output keeps its whole chain over k, so where
 // the blocks fall moves no bit.

@@ -322,12 +322,13 @@ func TestWeightGradJobSplits(t *testing.T) {
 }
 
 // BenchmarkWeightGradJob times the baby config's largest weight gradient
-// (dW_fc = ln2ᵀ·dfc: 128×512 outputs, 768 terms each) as weightGradJob
-// runs it on one goroutine, whole and in the plan's pieces of a few
-// items, beside one gemmNN call over the whole product (the kernels'
-// best case). A split whose items each cost a kernel call of their own
-// shows here as a fraction of the whole call's GFLOP/s (the 4 × 64 items
-// of the sixth speed pass ran at 20-30 GFLOP/s inside a step).
+// (dW_fc = ln2ᵀ·dfc: 128×512 outputs, 768 terms each) on one goroutine:
+// as weightGradJob runs it, whole and in pieces of 8 items (a plan's
+// pieces at two threads are of that order), and as one gemmNN call over
+// the whole product (the kernels' best case). A split whose items each
+// cost a kernel call of their own shows here as a fraction of the whole
+// call's GFLOP/s (the 4 × 64 items of the sixth speed pass ran at 20-30
+// GFLOP/s inside a step).
 func BenchmarkWeightGradJob(b *testing.B) {
 	const N, C, OC = 768, 128, 512
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -336,22 +337,22 @@ func BenchmarkWeightGradJob(b *testing.B) {
 		b.ReportMetric(2*float64(N*C*OC)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	}
 	b.Run("gemmNN", func(b *testing.B) {
+		job := gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N, init: true}
 		for b.Loop() {
-			gemmNNParallelInit(dw, OC, nil, inp, 1, C, dout, OC, C, OC, N)
+			job.run(0, C)
 		}
 		report(b)
 	})
-	for _, piece := range []int{0, 8} {
-		name := "whole"
-		if piece > 0 {
-			name = "pieces"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		piece int // items per run call; 0: all
+	}{{"whole", 0}, {"pieces", 8}} {
+		b.Run(bc.name, func(b *testing.B) {
 			var j weightGradJob
 			items := j.set(dw, inp, dout, N, C, OC)
 			step := items
-			if piece > 0 {
-				step = piece
+			if bc.piece > 0 {
+				step = bc.piece
 			}
 			for b.Loop() {
 				for lo := 0; lo < items; lo += step {
