@@ -802,6 +802,18 @@ func reluMaskBlocks(d, inp []float64) bool {
 	return true
 }
 
+// softmaxBackwardBlocks is attention backward's softmax step on one row,
+// dp[s] = (p[s]·(dp[s] − sum))·scale, on AVX-512; elsewhere it returns
+// false and the caller runs the Go loop (AVX2 has no kernel for it: the
+// rows are short, the loop is 2% of a step).
+func softmaxBackwardBlocks(dp, p []float64, sum, scale float64) bool {
+	if kernelLevel != levelAVX512 {
+		return false
+	}
+	softmaxBackwardAVX512(dp, p[:len(dp)], sum, scale)
+	return true
+}
+
 // adamBlocks runs the Adam update over all of params with the constants
 // k = {b1, 1-b1, b2, 1-b2, c1, c2, lr, eps, shrink}.
 func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool {
@@ -834,6 +846,15 @@ func reluAVX512(out, in []float64)
 //
 //go:noescape
 func addAVX512(out, a, b []float64)
+
+// softmaxBackwardAVX512 computes
+//
+//	for s, ps := range p {
+//		dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+//	}
+//
+//go:noescape
+func softmaxBackwardAVX512(dp, p []float64, sum, scale float64)
 
 // reluMaskAVX512 computes
 //

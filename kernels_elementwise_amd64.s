@@ -133,6 +133,46 @@ mask_tail:
 	VZEROUPPER
 	RET
 
+// func softmaxBackwardAVX512(dp, p []float64, sum, scale float64)
+//
+//	for s, ps := range p {
+//		dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+//	}
+//
+// (p is as long as dp.) Three rounded operations per lane, in the Go
+// loop's order; multiplication commutes bit for bit.
+TEXT ·softmaxBackwardAVX512(SB), NOSPLIT, $0-64
+	MOVQ         dp_base+0(FP), DI
+	MOVQ         dp_len+8(FP), CX
+	MOVQ         p_base+24(FP), SI
+	VBROADCASTSD sum+48(FP), Z2
+	VBROADCASTSD scale+56(FP), Z3
+	XORQ         AX, AX
+	MOVQ         CX, BX
+	ANDQ         $-8, BX
+	JZ           smb_tail
+
+smb_loop:
+	VMOVUPD (DI)(AX*8), Z0
+	VSUBPD  Z2, Z0, Z0
+	VMULPD  (SI)(AX*8), Z0, Z0
+	VMULPD  Z3, Z0, Z0
+	VMOVUPD Z0, (DI)(AX*8)
+	ADDQ    $8, AX
+	CMPQ    AX, BX
+	JLT     smb_loop
+
+smb_tail:
+	TAIL_MASK
+	VMOVUPD.Z (DI)(AX*8), K1, Z0
+	VMOVUPD.Z (SI)(AX*8), K1, Z1
+	VSUBPD    Z2, Z0, Z0
+	VMULPD    Z1, Z0, Z0
+	VMULPD    Z3, Z0, Z0
+	VMOVUPD   Z0, K1, (DI)(AX*8)
+	VZEROUPPER
+	RET
+
 // ADAM_STEP updates the eight elements at AX under the mask K1.
 #define ADAM_STEP \
 	VMOVUPD.Z (SI)(AX*8), K1, Z0; \

@@ -56,12 +56,13 @@ func divBlocks(x []float64, d float64) bool   { return false }
 
 // Without assembly the elementwise layers and Adam run their Go loops.
 
-func reluBlocks(out, in []float64) bool                            { return false }
-func addBlocks(out, a, b []float64) bool                           { return false }
-func reluMaskBlocks(d, inp []float64) bool                         { return false }
-func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool { return false }
-func sumSquaresLanes(xs []float64, s *[8]float64) int              { return 0 }
-func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool { return false }
+func reluBlocks(out, in []float64) bool                              { return false }
+func addBlocks(out, a, b []float64) bool                             { return false }
+func reluMaskBlocks(d, inp []float64) bool                           { return false }
+func softmaxBackwardBlocks(dp, p []float64, sum, scale float64) bool { return false }
+func transposeBlocks(dst, src []float64, R, W, i, o0, o1 int) bool   { return false }
+func sumSquaresLanes(xs []float64, s *[8]float64) int                { return 0 }
+func adamBlocks(params, grads, m, v []float64, k *[9]float64) bool   { return false }
 
 // gemmNNInitBlocks does nothing here: gemmNNJob sets C first.
 func gemmNNInitBlocks(c []float64, ldc int, bias []float64, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi int, res []float64) (ok, fused bool) {

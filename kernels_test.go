@@ -955,7 +955,8 @@ func vectorValues(rng *rand.Rand, n, every int) []float64 {
 }
 
 // TestElementwiseVectorLoops checks each assembly loop of the
-// elementwise layers and Adam directly against the Go loop it replaces,
+// elementwise layers, attention backward's softmax step and Adam
+// directly against the Go loop it replaces,
 // to the bit, at every length of vectorLengths, at every alignment of
 // each operand, with special values, and in place where the model calls
 // it in place; the loops must write only their outputs' elements.
@@ -1019,6 +1020,23 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				out.check(t, what("relu mask"), true)
 				if i, ok := sameBits(out.s(), want); !ok {
 					t.Fatalf("%s: mask of %v by %v = %v, Go gives %v", what("relu mask"), b[i], a[i], out.s()[i], want[i])
+				}
+
+				// Attention backward's softmax step, dp = (p·(dp − sum))·scale:
+				// AVX-512 only, the AVX2 path declines (the Go loop runs).
+				sum, scale := vectorValues(rng, 1, every/2)[0], vectorValues(rng, 1, every/2)[0]
+				for i := range want {
+					want[i] = float64(float64(a[i]*(b[i]-sum)) * scale)
+				}
+				in, out = newVecOperand(a, off()), newVecOperand(b, off())
+				if ok := softmaxBackwardBlocks(out.s(), in.s(), sum, scale); ok != (path == "avx512") {
+					t.Fatalf("%s: the %s path answered %v", what("softmax backward"), path, ok)
+				} else if ok {
+					in.check(t, what("softmax backward"), false)
+					out.check(t, what("softmax backward"), true)
+					if i, ok := sameBits(out.s(), want); !ok {
+						t.Fatalf("%s: (%v·(%v − %v))·%v = %v, Go gives %v", what("softmax backward"), a[i], b[i], sum, scale, out.s()[i], want[i])
+					}
 				}
 
 				// Adam, with 1-b1 and 1-b2 rounded at run time as adamJob

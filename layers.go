@@ -788,8 +788,10 @@ func (j *attentionJob) backwardHead(b, h int) {
 			for s := t0 + 1; s <= t; s++ {
 				sum = math.FMA(p[s], dp[s], sum)
 			}
-			for s, ps := range p {
-				dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+			if !softmaxBackwardBlocks(dp, p, sum, scale) {
+				for s, ps := range p {
+					dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+				}
 			}
 			clear(datt[t*T+t+1 : t*T+t1])
 		}
