@@ -1,0 +1,94 @@
+//go:build linux
+
+package minigpt
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// pageFence maps three pages with no access to the first and the last,
+// so that a float64 slice placed flush against either inaccessible page
+// faults on the first element a kernel reads or writes beyond its ends.
+type pageFence struct {
+	mem  []byte
+	page int
+}
+
+func newPageFence(t *testing.T) *pageFence {
+	t.Helper()
+	page := syscall.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, 3*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Skipf("mmap: %v", err)
+	}
+	t.Cleanup(func() { syscall.Munmap(mem) })
+	if err := syscall.Mprotect(mem[:page], syscall.PROT_NONE); err != nil {
+		t.Skipf("mprotect: %v", err)
+	}
+	if err := syscall.Mprotect(mem[2*page:], syscall.PROT_NONE); err != nil {
+		t.Skipf("mprotect: %v", err)
+	}
+	return &pageFence{mem: mem, page: page}
+}
+
+// slice returns n float64s holding vals' first n values, ending at the
+// fence's upper inaccessible page (atEnd) or starting at its lower one.
+func (f *pageFence) slice(vals []float64, n int, atEnd bool) []float64 {
+	off := f.page
+	if atEnd {
+		off = 2*f.page - 8*n
+	}
+	s := unsafe.Slice((*float64)(unsafe.Pointer(&f.mem[off])), n)
+	copy(s, vals)
+	return s
+}
+
+// TestVectorLoopsStayInsideTheirSlices runs every one-dimensional vector
+// loop (the elementwise layers, attention backward's softmax step, Adam,
+// the gradient norm's sum, the exponentials and softmax rows, LayerNorm's
+// row loops) on operands flush against pages that may not be read or
+// written, at every length up to 33 (every tail of the 8- and 4-lane
+// blocks) and on every kernel path. A load or store outside a slice,
+// even one whose lanes a mask would discard, faults and kills the test
+// binary: the masked loads the assembly uses suppress faults only on
+// the lanes they mask off.
+func TestVectorLoopsStayInsideTheirSlices(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	vals := make([]float64, 64)
+	for i := range vals {
+		vals[i] = rng.Float64() - 0.5
+	}
+	pos := make([]float64, 64)
+	for i := range pos {
+		pos[i] = rng.Float64() + 0.5
+	}
+	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+		var fences [6]*pageFence
+		for i := range fences {
+			fences[i] = newPageFence(t)
+		}
+		for n := 0; n <= 33; n++ {
+			for _, atEnd := range []bool{true, false} {
+				op := func(i int, v []float64) []float64 { return fences[i].slice(v, n, atEnd) }
+				reluBlocks(op(0, vals), op(1, vals))
+				addBlocks(op(0, vals), op(1, vals), op(2, vals))
+				reluMaskBlocks(op(0, vals), op(1, vals))
+				softmaxBackwardBlocks(op(0, vals), op(1, vals), 0.25, 0.5)
+				k := [9]float64{0.9, 0.1, 0.95, 0.05, 0.1, 0.05, 1e-3, 1e-8, 1}
+				adamBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, pos), &k)
+				sumSquares8(op(0, vals))
+				expShiftedBlocks(op(0, vals), op(1, vals), 0.5)
+				maxBlocks(op(0, vals))
+				divBlocks(op(0, vals), 3)
+				lnNormalizeBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, vals), 0.1, 2)
+				lnBackwardRowBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, vals), op(4, vals), 0.1, 2, 0.3, 0.4)
+				if n > 0 {
+					softmaxScaled(op(0, vals), 0.25)
+				}
+			}
+		}
+	})
+}
