@@ -763,8 +763,10 @@ func lnRowSumsAVX512(a, b, x, d, w, mean, rstd []float64, C int)
 func lnRowSumsAVX2(a, b, x, d, w, mean, rstd []float64, C int)
 
 // The elementwise layers and Adam on AVX-512 (kernels_elementwise_amd64.s)
-// and AVX2 (kernels_vec_avx2_amd64.s). Each returns false on the Go path,
-// and the caller runs its Go loop, which computes the same bits.
+// and AVX2 (kernels_vec_avx2_amd64.s), and attention backward's softmax
+// step on AVX-512 only. Each returns false where it has no loop (the Go
+// path; AVX2 for the softmax step), and the caller runs its Go loop,
+// which computes the same bits.
 
 func reluBlocks(out, in []float64) bool {
 	switch kernelLevel {

@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// AVX-512 loops for the elementwise layers and Adam. Each lane does what
-// the Go loop it replaces does to one element, with the same operations
-// in the same order (and no fused multiply-add), so the bits are the Go
-// loop's. The last len%8 elements go under an opmask. Callers
+// AVX-512 loops for the elementwise layers, attention backward's softmax
+// step and Adam. Each lane does what the Go loop it replaces does to one
+// element, with the same operations in the same order (and no fused
+// multiply-add), so the bits are the Go loop's. The last len%8 elements go under an opmask. Callers
 // (kernels_amd64.go) check the lengths.
 
 // ewMask<>+2n is the opmask of lanes 0..n-1.

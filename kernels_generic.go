@@ -54,7 +54,8 @@ func lnRowSumsBlock(a, b *[8]float64, inp, dout, weight, mean, rstd []float64, C
 func maxBlocks(src []float64) (float64, bool) { return 0, false }
 func divBlocks(x []float64, d float64) bool   { return false }
 
-// Without assembly the elementwise layers and Adam run their Go loops.
+// Without assembly the elementwise layers, attention backward's softmax
+// step and Adam run their Go loops.
 
 func reluBlocks(out, in []float64) bool                              { return false }
 func addBlocks(out, a, b []float64) bool                             { return false }

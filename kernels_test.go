@@ -956,10 +956,10 @@ func vectorValues(rng *rand.Rand, n, every int) []float64 {
 
 // TestElementwiseVectorLoops checks each assembly loop of the
 // elementwise layers, attention backward's softmax step and Adam
-// directly against the Go loop it replaces,
-// to the bit, at every length of vectorLengths, at every alignment of
-// each operand, with special values, and in place where the model calls
-// it in place; the loops must write only their outputs' elements.
+// directly against the Go loop it replaces, to the bit, at every length
+// of vectorLengths, at every alignment of each operand, with special
+// values, and in place where the model calls it in place; the loops
+// must write only their outputs' elements.
 func TestElementwiseVectorLoops(t *testing.T) {
 	forEachVectorPath(t, func(t *testing.T, path string) {
 		rng := rand.New(rand.NewPCG(41, 42))
