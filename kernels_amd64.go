@@ -210,6 +210,13 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 	} else {
 		res = nil
 	}
+	// Rows go six at a time (gemmNN6AVX512), then four, then one; 8 or
+	// 9 rows left over go as two blocks of four (and one) rather than
+	// six and two or three single rows, whose kernel is the slowest.
+	n6 := M / 6
+	if r := M % 6; (r == 2 || r == 3) && n6 > 0 {
+		n6--
+	}
 	for k0 := 0; k0 < K; k0 += nnKBlock {
 		kn := min(nnKBlock, K-k0)
 		ak0, bk0 := a[k0*ak:], b[k0*ldb:]
@@ -219,6 +226,12 @@ func gemmNNAVX512Init(c []float64, ldc int, bias []float64, mode int, a []float6
 		}
 		var ri []float64
 		i := 0
+		for ; i < 6*n6; i += 6 {
+			if res != nil {
+				ri = res[i*ldc:]
+			}
+			gemmNN6AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, m, ri)
+		}
 		for ; i+4 <= M; i += 4 {
 			if res != nil {
 				ri = res[i*ldc:]
@@ -409,6 +422,13 @@ func gemmNT1AVX2(c []float64, a []float64, b []float64, ldb int, N, K, zero int)
 //
 //go:noescape
 func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
+
+// gemmNN6AVX512 is gemmNN4AVX512's Go loop above with i < 6 (the same
+// modes and epilogues): six rows of C, so that each vector of B loaded
+// feeds six multiply-adds instead of four.
+//
+//go:noescape
+func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 
 // gemmNN1AVX512 is one row of gemmNN (N, K >= 1), the chains started
 // from x0 = c[j] (mode&3 = 0), bias[j] (1) or 0 (2), then epi's layers

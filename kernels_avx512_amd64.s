@@ -401,6 +401,369 @@ nn4z_done:
 	VZEROUPPER
 	RET
 
+// The six-row kernel's macros: its accumulators take Z0-Z23, so B goes
+// in Z24-Z27, the broadcast A and the epilogue's +0 in Z28, and the
+// epilogue's operands through Z24-Z27 (Z29 for a masked one).
+#define NN6_ROW4(addr, x0, x1, x2, x3) \
+	VBROADCASTSD addr, Z28; \
+	VFMADD231PD  Z24, Z28, x0; \
+	VFMADD231PD  Z25, Z28, x1; \
+	VFMADD231PD  Z26, Z28, x2; \
+	VFMADD231PD  Z27, Z28, x3
+
+#define NN6_ROW1(addr, x0) \
+	VBROADCASTSD addr, Z28; \
+	VFMADD231PD  Z24, Z28, x0
+
+#define NN6_LOAD4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	VMOVUPD a0, x0; \
+	VMOVUPD a1, x1; \
+	VMOVUPD a2, x2; \
+	VMOVUPD a3, x3
+
+#define NN6_STORE4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	VMOVUPD x0, a0; \
+	VMOVUPD x1, a1; \
+	VMOVUPD x2, a2; \
+	VMOVUPD x3, a3
+
+#define NN6_RELU1(x) \
+	VMAXPD x, Z28, x; \
+	VADDPD Z28, x, x
+
+#define NN6_RELU4(x0, x1, x2, x3) \
+	NN6_RELU1(x0); \
+	NN6_RELU1(x1); \
+	NN6_RELU1(x2); \
+	NN6_RELU1(x3)
+
+#define NN6_MASK(addr, t, x) \
+	VMOVUPD   addr, t; \
+	VCMPPD    $0x1e, Z28, t, K2; \
+	VMOVAPD.Z x, K2, x
+
+#define NN6_MASKM(addr, x) \
+	VMOVUPD.Z addr, K1, Z29; \
+	VCMPPD    $0x1e, Z28, Z29, K2; \
+	VMOVAPD.Z x, K2, x
+
+#define NN6_MASK4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	NN6_MASK(a0, Z24, x0); \
+	NN6_MASK(a1, Z25, x1); \
+	NN6_MASK(a2, Z26, x2); \
+	NN6_MASK(a3, Z27, x3)
+
+#define NN6_RES4(a0, a1, a2, a3, x0, x1, x2, x3) \
+	NNZ_RES(a0, Z24, x0); \
+	NNZ_RES(a1, Z25, x1); \
+	NNZ_RES(a2, Z26, x2); \
+	NNZ_RES(a3, Z27, x3)
+
+// func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
+//
+// gemmNN4AVX512 for six rows of C: the same Go loop with i < 6, the same
+// modes and epilogues. Six rows of 32 columns take 24 accumulators, so
+// each vector of B loaded in the k loop feeds six multiply-adds instead
+// of four. B streams from L2 for every block of rows (a block of k of B
+// is far larger than L1), and at four rows the kernel wanted a cache
+// line of it every two cycles, about what L2 delivers: on the two-vCPU
+// Xeon the baby config's products ran 1.08-1.17× faster with six rows
+// (in-process A/B, 41 alternating rounds). The order of every chain is
+// unchanged, so are the bits.
+//
+// Registers: AX a (k=0), SI a at k for rows 0-2, R12 for rows 3-5, R9
+// ai*8, R10 ak*8; BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at
+// the block, DI rows 3-5 of c (or res) around the k loop, R8 ldc*8, R13
+// 3*ldc*8; R14 bias at the block; DX k countdown; N+104(FP) columns
+// left; Z0-Z23 accumulators (row r in Z4r-Z4r+3), Z24-Z27 B, Z28
+// broadcast A, K1 tail mask; the epilogue: res_base+152(FP) res - c,
+// SI res at the block, Z28 +0, K2 the mask's lanes > 0.
+TEXT ·gemmNN6AVX512(SB), NOSPLIT, $0-176
+	MOVQ c_base+0(FP), CX
+	MOVQ ldc+24(FP), R8
+	SHLQ $3, R8
+	LEAQ (R8)(R8*2), R13
+	MOVQ a_base+32(FP), AX
+	MOVQ ai+56(FP), R9
+	SHLQ $3, R9
+	MOVQ ak+64(FP), R10
+	SHLQ $3, R10
+	MOVQ b_base+72(FP), BX
+	MOVQ ldb+96(FP), R11
+	SHLQ $3, R11
+	MOVQ bias_base+120(FP), R14
+	MOVQ res_base+152(FP), DX
+	SUBQ CX, DX
+	MOVQ DX, res_base+152(FP) // res - c: res's row at c's
+
+nn6z_cols:
+	MOVQ N+104(FP), DX
+	CMPQ DX, $32
+	JLT  nn6z_8
+
+	// 32 columns.
+	MOVQ mode+144(FP), DX
+	ANDQ $3, DX
+	CMPQ DX, $1
+	JEQ  nn6z_32_bias
+	JGT  nn6z_32_zero
+	LEAQ (CX)(R13*1), DI
+	NN6_LOAD4((CX), 64(CX), 128(CX), 192(CX), Z0, Z1, Z2, Z3)
+	NN6_LOAD4((CX)(R8*1), 64(CX)(R8*1), 128(CX)(R8*1), 192(CX)(R8*1), Z4, Z5, Z6, Z7)
+	NN6_LOAD4((CX)(R8*2), 64(CX)(R8*2), 128(CX)(R8*2), 192(CX)(R8*2), Z8, Z9, Z10, Z11)
+	NN6_LOAD4((DI), 64(DI), 128(DI), 192(DI), Z12, Z13, Z14, Z15)
+	NN6_LOAD4((DI)(R8*1), 64(DI)(R8*1), 128(DI)(R8*1), 192(DI)(R8*1), Z16, Z17, Z18, Z19)
+	NN6_LOAD4((DI)(R8*2), 64(DI)(R8*2), 128(DI)(R8*2), 192(DI)(R8*2), Z20, Z21, Z22, Z23)
+	JMP nn6z_32_init
+
+nn6z_32_bias:
+	NN6_LOAD4((R14), 64(R14), 128(R14), 192(R14), Z0, Z1, Z2, Z3)
+	VMOVAPD Z0, Z4
+	VMOVAPD Z1, Z5
+	VMOVAPD Z2, Z6
+	VMOVAPD Z3, Z7
+	VMOVAPD Z0, Z8
+	VMOVAPD Z1, Z9
+	VMOVAPD Z2, Z10
+	VMOVAPD Z3, Z11
+	VMOVAPD Z0, Z12
+	VMOVAPD Z1, Z13
+	VMOVAPD Z2, Z14
+	VMOVAPD Z3, Z15
+	VMOVAPD Z0, Z16
+	VMOVAPD Z1, Z17
+	VMOVAPD Z2, Z18
+	VMOVAPD Z3, Z19
+	VMOVAPD Z0, Z20
+	VMOVAPD Z1, Z21
+	VMOVAPD Z2, Z22
+	VMOVAPD Z3, Z23
+	JMP     nn6z_32_init
+
+nn6z_32_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	VPXORQ Z16, Z16, Z16
+	VPXORQ Z17, Z17, Z17
+	VPXORQ Z18, Z18, Z18
+	VPXORQ Z19, Z19, Z19
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
+	VPXORQ Z22, Z22, Z22
+	VPXORQ Z23, Z23, Z23
+
+nn6z_32_init:
+	MOVQ AX, SI
+	LEAQ (R9)(R9*2), R12
+	ADDQ AX, R12
+	MOVQ BX, DI
+	MOVQ K+112(FP), DX
+
+nn6z_32_k:
+	VMOVUPD (DI), Z24
+	VMOVUPD 64(DI), Z25
+	VMOVUPD 128(DI), Z26
+	VMOVUPD 192(DI), Z27
+	NN6_ROW4((SI), Z0, Z1, Z2, Z3)
+	NN6_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7)
+	NN6_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11)
+	NN6_ROW4((R12), Z12, Z13, Z14, Z15)
+	NN6_ROW4((R12)(R9*1), Z16, Z17, Z18, Z19)
+	NN6_ROW4((R12)(R9*2), Z20, Z21, Z22, Z23)
+	ADDQ    R10, SI
+	ADDQ    R10, R12
+	ADDQ    R11, DI
+	DECQ    DX
+	JNZ     nn6z_32_k
+
+	// The epilogue, as gemmNN4AVX512's.
+	MOVQ  mode+144(FP), DX
+	TESTQ $4, DX
+	JZ    nn6z_32_epimask
+	VPXORQ Z28, Z28, Z28
+	NN6_RELU4(Z0, Z1, Z2, Z3)
+	NN6_RELU4(Z4, Z5, Z6, Z7)
+	NN6_RELU4(Z8, Z9, Z10, Z11)
+	NN6_RELU4(Z12, Z13, Z14, Z15)
+	NN6_RELU4(Z16, Z17, Z18, Z19)
+	NN6_RELU4(Z20, Z21, Z22, Z23)
+
+nn6z_32_epimask:
+	TESTQ  $16, DX
+	JZ     nn6z_32_epires
+	VPXORQ Z28, Z28, Z28
+	MOVQ   res_base+152(FP), SI
+	ADDQ   CX, SI
+	LEAQ   (SI)(R13*1), DI
+	NN6_MASK4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
+	NN6_MASK4((SI)(R8*1), 64(SI)(R8*1), 128(SI)(R8*1), 192(SI)(R8*1), Z4, Z5, Z6, Z7)
+	NN6_MASK4((SI)(R8*2), 64(SI)(R8*2), 128(SI)(R8*2), 192(SI)(R8*2), Z8, Z9, Z10, Z11)
+	NN6_MASK4((DI), 64(DI), 128(DI), 192(DI), Z12, Z13, Z14, Z15)
+	NN6_MASK4((DI)(R8*1), 64(DI)(R8*1), 128(DI)(R8*1), 192(DI)(R8*1), Z16, Z17, Z18, Z19)
+	NN6_MASK4((DI)(R8*2), 64(DI)(R8*2), 128(DI)(R8*2), 192(DI)(R8*2), Z20, Z21, Z22, Z23)
+
+nn6z_32_epires:
+	TESTQ $8, DX
+	JZ    nn6z_32_store
+	MOVQ  res_base+152(FP), SI
+	ADDQ  CX, SI
+	LEAQ  (SI)(R13*1), DI
+	NN6_RES4((SI), 64(SI), 128(SI), 192(SI), Z0, Z1, Z2, Z3)
+	NN6_RES4((SI)(R8*1), 64(SI)(R8*1), 128(SI)(R8*1), 192(SI)(R8*1), Z4, Z5, Z6, Z7)
+	NN6_RES4((SI)(R8*2), 64(SI)(R8*2), 128(SI)(R8*2), 192(SI)(R8*2), Z8, Z9, Z10, Z11)
+	NN6_RES4((DI), 64(DI), 128(DI), 192(DI), Z12, Z13, Z14, Z15)
+	NN6_RES4((DI)(R8*1), 64(DI)(R8*1), 128(DI)(R8*1), 192(DI)(R8*1), Z16, Z17, Z18, Z19)
+	NN6_RES4((DI)(R8*2), 64(DI)(R8*2), 128(DI)(R8*2), 192(DI)(R8*2), Z20, Z21, Z22, Z23)
+
+nn6z_32_store:
+	LEAQ (CX)(R13*1), DI
+	NN6_STORE4((CX), 64(CX), 128(CX), 192(CX), Z0, Z1, Z2, Z3)
+	NN6_STORE4((CX)(R8*1), 64(CX)(R8*1), 128(CX)(R8*1), 192(CX)(R8*1), Z4, Z5, Z6, Z7)
+	NN6_STORE4((CX)(R8*2), 64(CX)(R8*2), 128(CX)(R8*2), 192(CX)(R8*2), Z8, Z9, Z10, Z11)
+	NN6_STORE4((DI), 64(DI), 128(DI), 192(DI), Z12, Z13, Z14, Z15)
+	NN6_STORE4((DI)(R8*1), 64(DI)(R8*1), 128(DI)(R8*1), 192(DI)(R8*1), Z16, Z17, Z18, Z19)
+	NN6_STORE4((DI)(R8*2), 64(DI)(R8*2), 128(DI)(R8*2), 192(DI)(R8*2), Z20, Z21, Z22, Z23)
+	ADDQ $256, CX
+	ADDQ $256, BX
+	ADDQ $256, R14
+	SUBQ $32, N+104(FP)
+	JMP  nn6z_cols
+
+nn6z_8:
+	TESTQ DX, DX
+	JZ    nn6z_done
+	CMPQ  DX, $8
+	JGE   nn6z_full
+
+	// 1-7 columns: K1 masks loads and stores.
+	LEAQ  laneMask<>(SB), SI
+	KMOVW (SI)(DX*2), K1
+	JMP   nn6z_load
+
+nn6z_full:
+	LEAQ  laneMask<>(SB), SI
+	KMOVW 16(SI), K1
+
+nn6z_load:
+	MOVQ mode+144(FP), DX
+	ANDQ $3, DX
+	CMPQ DX, $1
+	JEQ  nn6z_8_bias
+	JGT  nn6z_8_zero
+	LEAQ (CX)(R13*1), DI
+	VMOVUPD.Z (CX), K1, Z0
+	VMOVUPD.Z (CX)(R8*1), K1, Z4
+	VMOVUPD.Z (CX)(R8*2), K1, Z8
+	VMOVUPD.Z (DI), K1, Z12
+	VMOVUPD.Z (DI)(R8*1), K1, Z16
+	VMOVUPD.Z (DI)(R8*2), K1, Z20
+	JMP       nn6z_8_init
+
+nn6z_8_bias:
+	VMOVUPD.Z (R14), K1, Z0
+	VMOVAPD   Z0, Z4
+	VMOVAPD   Z0, Z8
+	VMOVAPD   Z0, Z12
+	VMOVAPD   Z0, Z16
+	VMOVAPD   Z0, Z20
+	JMP       nn6z_8_init
+
+nn6z_8_zero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z16, Z16, Z16
+	VPXORQ Z20, Z20, Z20
+
+nn6z_8_init:
+	MOVQ AX, SI
+	LEAQ (R9)(R9*2), R12
+	ADDQ AX, R12
+	MOVQ BX, DI
+	MOVQ K+112(FP), DX
+
+nn6z_8_k:
+	VMOVUPD.Z (DI), K1, Z24
+	NN6_ROW1((SI), Z0)
+	NN6_ROW1((SI)(R9*1), Z4)
+	NN6_ROW1((SI)(R9*2), Z8)
+	NN6_ROW1((R12), Z12)
+	NN6_ROW1((R12)(R9*1), Z16)
+	NN6_ROW1((R12)(R9*2), Z20)
+	ADDQ      R10, SI
+	ADDQ      R10, R12
+	ADDQ      R11, DI
+	DECQ      DX
+	JNZ       nn6z_8_k
+
+	MOVQ  mode+144(FP), DX
+	TESTQ $4, DX
+	JZ    nn6z_8_epimask
+	VPXORQ Z28, Z28, Z28
+	NN6_RELU4(Z0, Z4, Z8, Z12)
+	NN6_RELU1(Z16)
+	NN6_RELU1(Z20)
+
+nn6z_8_epimask:
+	TESTQ  $16, DX
+	JZ     nn6z_8_epires
+	VPXORQ Z28, Z28, Z28
+	MOVQ   res_base+152(FP), SI
+	ADDQ   CX, SI
+	LEAQ   (SI)(R13*1), DI
+	NN6_MASKM((SI), Z0)
+	NN6_MASKM((SI)(R8*1), Z4)
+	NN6_MASKM((SI)(R8*2), Z8)
+	NN6_MASKM((DI), Z12)
+	NN6_MASKM((DI)(R8*1), Z16)
+	NN6_MASKM((DI)(R8*2), Z20)
+
+nn6z_8_epires:
+	TESTQ $8, DX
+	JZ    nn6z_8_store
+	MOVQ  res_base+152(FP), SI
+	ADDQ  CX, SI
+	LEAQ  (SI)(R13*1), DI
+	NNZ_RESM((SI), Z29, Z0)
+	NNZ_RESM((SI)(R8*1), Z29, Z4)
+	NNZ_RESM((SI)(R8*2), Z29, Z8)
+	NNZ_RESM((DI), Z29, Z12)
+	NNZ_RESM((DI)(R8*1), Z29, Z16)
+	NNZ_RESM((DI)(R8*2), Z29, Z20)
+
+nn6z_8_store:
+	LEAQ (CX)(R13*1), DI
+	VMOVUPD Z0, K1, (CX)
+	VMOVUPD Z4, K1, (CX)(R8*1)
+	VMOVUPD Z8, K1, (CX)(R8*2)
+	VMOVUPD Z12, K1, (DI)
+	VMOVUPD Z16, K1, (DI)(R8*1)
+	VMOVUPD Z20, K1, (DI)(R8*2)
+	ADDQ    $64, CX
+	ADDQ    $64, BX
+	ADDQ    $64, R14
+	SUBQ    $8, N+104(FP)
+	JG      nn6z_cols
+
+nn6z_done:
+	VZEROUPPER
+	RET
+
 // func gemmNN1AVX512(c []float64, a []float64, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 //
 // One row of gemmNN, all N columns, from initial values that are C's own

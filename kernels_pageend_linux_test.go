@@ -92,3 +92,44 @@ func TestVectorLoopsStayInsideTheirSlices(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmStaysInsideItsOperands does the same for the matrix kernels:
+// gemmNN (A row-major and transposed), its bias, +0 and epilogue modes
+// (gemmNNInitBlocks: ReLU and residual add, the ReLU's mask) and gemmNT
+// from C or from +0, with A, B, C, the bias and the epilogue's operand
+// each flush against a page that faults. The row counts reach the six-,
+// four- and one-row kernels, the column counts every masked tail of the
+// 32-, 8- and 4-column blocks.
+func TestGemmStaysInsideItsOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	vals := make([]float64, 512)
+	for i := range vals {
+		vals[i] = rng.Float64() - 0.5
+	}
+	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+		var fences [5]*pageFence
+		for i := range fences {
+			fences[i] = newPageFence(t)
+		}
+		for _, M := range []int{1, 2, 3, 4, 5, 6, 7, 11, 13} {
+			for _, N := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33} {
+				for _, K := range []int{1, 2, 9} {
+					for _, atEnd := range []bool{true, false} {
+						op := func(i, n int) []float64 { return fences[i].slice(vals, n, atEnd) }
+						a, b, c := op(0, M*K), op(1, K*N), op(2, M*N)
+						bias, res := op(3, N), op(4, M*N)
+						k.nn(c, N, a, K, 1, b, N, M, N, K)
+						k.nn(c, N, a, 1, M, b, N, M, N, K)
+						for _, epi := range []int{0, epiRelu | epiResidual, epiMask} {
+							gemmNNInitBlocks(c, N, bias, a, K, 1, b, N, M, N, K, epi, res)
+							gemmNNInitBlocks(c, N, nil, a, 1, M, b, N, M, N, K, epi, res)
+						}
+						bt := op(1, N*K)
+						k.nt(c, N, a, K, bt, K, M, N, K)
+						gemmNTSetBlocks(c, N, a, K, bt, K, M, N, K)
+					}
+				}
+			}
+		}
+	})
+}

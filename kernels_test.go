@@ -530,7 +530,8 @@ func TestElementwisePaths(t *testing.T) {
 // kernels must not read them), the padding between rows of C and guard
 // zones around it must stay untouched, and besides random shapes every
 // column tail of the 12/8/4/masked and 16/4/masked blocks meets row
-// counts that leave 1-3 rows to the one-row kernel, with K across the
+// counts that go to the six-, four- and one-row kernels in every mix
+// (6, 6+4+1, 6+6+1, 6+4+4), with K across the
 // nnKBlock boundary (later blocks of k continue from C) and A's row 0
 // all -0 now and then (a chain from +0 gives +0 there, one from -0
 // would stay -0). A quarter of the cases each ask for the ReLU, the
@@ -555,7 +556,7 @@ func TestGemmInitModes(t *testing.T) {
 			cases = append(cases, g)
 		}
 		Ns := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 23, 24, 27, 28, 31, 32, 33, 36, 67}
-		for _, M := range []int{1, 3, 4, 5, 8, 11} {
+		for _, M := range []int{1, 3, 4, 5, 6, 8, 9, 11, 13, 14} {
 			for _, N := range Ns {
 				for _, K := range []int{1, 9, 128, 129, 300} {
 					ldc := N + rng.IntN(2)*3
@@ -735,7 +736,8 @@ func ntSetCase(a, b []float64, M, N, K, ldc int) (want, gbuf, got []float64) {
 // the portable gemmNN, then reluMask's Go loop, where an output stays if
 // its mask is > 0 and becomes +0 otherwise. The shapes reach every store
 // site of both AVX-512 kernels: blocks of 32 and 8 columns and the
-// masked tail of 1-7 (N), four-row blocks and the one-row kernel (M),
+// masked tail of 1-7 (N), six- and four-row blocks and the one-row
+// kernel (M),
 // and K across nnKBlock, where a mask stored after the first block of k
 // would zero chains that later blocks continue. The masks hold
 // positives, +0, -0, negatives, ±Inf, subnormals and NaN; the products a
@@ -751,7 +753,7 @@ func TestGemmNNSetMask(t *testing.T) {
 		rng := rand.New(rand.NewPCG(25, 26))
 		specials := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), -1, 5e-324, -5e-324}
 		n := 0
-		for _, M := range []int{1, 3, 4, 5, 8, 9} {
+		for _, M := range []int{1, 3, 4, 5, 6, 8, 9, 11, 14} {
 			for _, N := range []int{1, 5, 7, 8, 9, 15, 16, 31, 32, 33, 40, 47, 64, 71} {
 				for _, K := range []int{1, 9, 128, 129, 300} {
 					n++
