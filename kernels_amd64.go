@@ -174,8 +174,8 @@ func gemmNNAVX2Init(c []float64, ldc int, bias []float64, mode int, a []float64,
 	}
 }
 
-// gemmNNAVX512 is gemmNN (M, N >= 1) in blocks of four rows of C, with
-// the same k blocking as gemmNNAVX2.
+// gemmNNAVX512 is gemmNN (M, N >= 1) in blocks of six and four rows of
+// C, with the same k blocking as gemmNNAVX2.
 func gemmNNAVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
 	if ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		gemmNNGo(c, ldc, a, ai, ak, b, ldb, M, N, K)
