@@ -103,6 +103,28 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 	NNZ_MASK(a2, Z18, x2); \
 	NNZ_MASK(a3, Z19, x3)
 
+// NNZ_ARGS loads the arguments gemmNN4AVX512 and gemmNN6AVX512 share
+// (see their register lists): CX c, R8 ldc*8, R13 3*ldc*8, AX a, R9
+// ai*8, R10 ak*8, BX b, R11 ldb*8, R14 bias, and res - c into
+// res_base+152(FP), so that res's row sits at c's offsets.
+#define NNZ_ARGS \
+	MOVQ c_base+0(FP), CX; \
+	MOVQ ldc+24(FP), R8; \
+	SHLQ $3, R8; \
+	LEAQ (R8)(R8*2), R13; \
+	MOVQ a_base+32(FP), AX; \
+	MOVQ ai+56(FP), R9; \
+	SHLQ $3, R9; \
+	MOVQ ak+64(FP), R10; \
+	SHLQ $3, R10; \
+	MOVQ b_base+72(FP), BX; \
+	MOVQ ldb+96(FP), R11; \
+	SHLQ $3, R11; \
+	MOVQ bias_base+120(FP), R14; \
+	MOVQ res_base+152(FP), DX; \
+	SUBQ CX, DX; \
+	MOVQ DX, res_base+152(FP)
+
 // func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
 //
 // Four rows of gemmNN, all N columns, from initial values x0 that are
@@ -139,23 +161,8 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 // broadcast A, K1 tail mask. The epilogue: res_base+152(FP) res - c,
 // SI res at the block, Z16-Z19 res, Z20 +0, K2 the mask's lanes > 0.
 TEXT ·gemmNN4AVX512(SB), NOSPLIT, $0-176
-	MOVQ c_base+0(FP), CX
-	MOVQ ldc+24(FP), R8
-	SHLQ $3, R8
-	LEAQ (R8)(R8*2), R13
-	MOVQ a_base+32(FP), AX
-	MOVQ ai+56(FP), R9
-	SHLQ $3, R9
+	NNZ_ARGS
 	LEAQ (R9)(R9*2), R12
-	MOVQ ak+64(FP), R10
-	SHLQ $3, R10
-	MOVQ b_base+72(FP), BX
-	MOVQ ldb+96(FP), R11
-	SHLQ $3, R11
-	MOVQ bias_base+120(FP), R14
-	MOVQ res_base+152(FP), DX
-	SUBQ CX, DX
-	MOVQ DX, res_base+152(FP) // res - c: res's row at c's
 
 nn4z_cols:
 	MOVQ N+104(FP), DX
@@ -427,6 +434,20 @@ nn4z_done:
 	VMOVUPD x2, a2; \
 	VMOVUPD x3, a3
 
+// NN6_COPY4 copies row 0's four accumulators (the bias) to another
+// row's; NN6_ZERO4 sets four accumulators to +0.
+#define NN6_COPY4(x0, x1, x2, x3) \
+	VMOVAPD Z0, x0; \
+	VMOVAPD Z1, x1; \
+	VMOVAPD Z2, x2; \
+	VMOVAPD Z3, x3
+
+#define NN6_ZERO4(x0, x1, x2, x3) \
+	VPXORQ x0, x0, x0; \
+	VPXORQ x1, x1, x1; \
+	VPXORQ x2, x2, x2; \
+	VPXORQ x3, x3, x3
+
 #define NN6_RELU1(x) \
 	VMAXPD x, Z28, x; \
 	VADDPD Z28, x, x
@@ -479,22 +500,7 @@ nn4z_done:
 // broadcast A, K1 tail mask; the epilogue: res_base+152(FP) res - c,
 // SI res at the block, Z28 +0, K2 the mask's lanes > 0.
 TEXT ·gemmNN6AVX512(SB), NOSPLIT, $0-176
-	MOVQ c_base+0(FP), CX
-	MOVQ ldc+24(FP), R8
-	SHLQ $3, R8
-	LEAQ (R8)(R8*2), R13
-	MOVQ a_base+32(FP), AX
-	MOVQ ai+56(FP), R9
-	SHLQ $3, R9
-	MOVQ ak+64(FP), R10
-	SHLQ $3, R10
-	MOVQ b_base+72(FP), BX
-	MOVQ ldb+96(FP), R11
-	SHLQ $3, R11
-	MOVQ bias_base+120(FP), R14
-	MOVQ res_base+152(FP), DX
-	SUBQ CX, DX
-	MOVQ DX, res_base+152(FP) // res - c: res's row at c's
+	NNZ_ARGS
 
 nn6z_cols:
 	MOVQ N+104(FP), DX
@@ -518,53 +524,20 @@ nn6z_cols:
 
 nn6z_32_bias:
 	NN6_LOAD4((R14), 64(R14), 128(R14), 192(R14), Z0, Z1, Z2, Z3)
-	VMOVAPD Z0, Z4
-	VMOVAPD Z1, Z5
-	VMOVAPD Z2, Z6
-	VMOVAPD Z3, Z7
-	VMOVAPD Z0, Z8
-	VMOVAPD Z1, Z9
-	VMOVAPD Z2, Z10
-	VMOVAPD Z3, Z11
-	VMOVAPD Z0, Z12
-	VMOVAPD Z1, Z13
-	VMOVAPD Z2, Z14
-	VMOVAPD Z3, Z15
-	VMOVAPD Z0, Z16
-	VMOVAPD Z1, Z17
-	VMOVAPD Z2, Z18
-	VMOVAPD Z3, Z19
-	VMOVAPD Z0, Z20
-	VMOVAPD Z1, Z21
-	VMOVAPD Z2, Z22
-	VMOVAPD Z3, Z23
+	NN6_COPY4(Z4, Z5, Z6, Z7)
+	NN6_COPY4(Z8, Z9, Z10, Z11)
+	NN6_COPY4(Z12, Z13, Z14, Z15)
+	NN6_COPY4(Z16, Z17, Z18, Z19)
+	NN6_COPY4(Z20, Z21, Z22, Z23)
 	JMP     nn6z_32_init
 
 nn6z_32_zero:
-	VPXORQ Z0, Z0, Z0
-	VPXORQ Z1, Z1, Z1
-	VPXORQ Z2, Z2, Z2
-	VPXORQ Z3, Z3, Z3
-	VPXORQ Z4, Z4, Z4
-	VPXORQ Z5, Z5, Z5
-	VPXORQ Z6, Z6, Z6
-	VPXORQ Z7, Z7, Z7
-	VPXORQ Z8, Z8, Z8
-	VPXORQ Z9, Z9, Z9
-	VPXORQ Z10, Z10, Z10
-	VPXORQ Z11, Z11, Z11
-	VPXORQ Z12, Z12, Z12
-	VPXORQ Z13, Z13, Z13
-	VPXORQ Z14, Z14, Z14
-	VPXORQ Z15, Z15, Z15
-	VPXORQ Z16, Z16, Z16
-	VPXORQ Z17, Z17, Z17
-	VPXORQ Z18, Z18, Z18
-	VPXORQ Z19, Z19, Z19
-	VPXORQ Z20, Z20, Z20
-	VPXORQ Z21, Z21, Z21
-	VPXORQ Z22, Z22, Z22
-	VPXORQ Z23, Z23, Z23
+	NN6_ZERO4(Z0, Z1, Z2, Z3)
+	NN6_ZERO4(Z4, Z5, Z6, Z7)
+	NN6_ZERO4(Z8, Z9, Z10, Z11)
+	NN6_ZERO4(Z12, Z13, Z14, Z15)
+	NN6_ZERO4(Z16, Z17, Z18, Z19)
+	NN6_ZERO4(Z20, Z21, Z22, Z23)
 
 nn6z_32_init:
 	MOVQ AX, SI
