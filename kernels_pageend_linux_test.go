@@ -97,9 +97,9 @@ func TestVectorLoopsStayInsideTheirSlices(t *testing.T) {
 // gemmNN (A row-major and transposed), its bias, +0 and epilogue modes
 // (gemmNNInitBlocks: ReLU and residual add, the ReLU's mask) and gemmNT
 // from C or from +0, with A, B, C, the bias and the epilogue's operand
-// each flush against a page that faults. The row counts reach the six-,
-// four- and one-row kernels, the column counts every masked tail of the
-// 32-, 8- and 4-column blocks.
+// each flush against a page that faults. The row counts reach every
+// row block of the kernels (six, four, two and one rows), the column
+// counts every masked tail of their column blocks.
 func TestGemmStaysInsideItsOperands(t *testing.T) {
 	rng := rand.New(rand.NewPCG(63, 64))
 	vals := make([]float64, 512)
@@ -124,9 +124,9 @@ func TestGemmStaysInsideItsOperands(t *testing.T) {
 							gemmNNInitBlocks(c, N, bias, a, K, 1, b, N, M, N, K, epi, res)
 							gemmNNInitBlocks(c, N, nil, a, 1, M, b, N, M, N, K, epi, res)
 						}
-						bt := op(1, N*K)
-						k.nt(c, N, a, K, bt, K, M, N, K)
-						gemmNTSetBlocks(c, N, a, K, bt, K, M, N, K)
+						bnt := op(1, N*K) // gemmNT's B: N rows of K
+						k.nt(c, N, a, K, bnt, K, M, N, K)
+						gemmNTSetBlocks(c, N, a, K, bnt, K, M, N, K)
 					}
 				}
 			}

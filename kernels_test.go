@@ -531,10 +531,9 @@ func TestElementwisePaths(t *testing.T) {
 // zones around it must stay untouched, and besides random shapes every
 // column tail of the 12/8/4/masked and 16/4/masked blocks meets row
 // counts that go to the six-, four- and one-row kernels in every mix
-// (6, 6+4+1, 6+6+1, 6+4+4), with K across the
-// nnKBlock boundary (later blocks of k continue from C) and A's row 0
-// all -0 now and then (a chain from +0 gives +0 there, one from -0
-// would stay -0). A quarter of the cases each ask for the ReLU, the
+// (6, 6+4+1, 6+6+1, 6+4+4), with K across the nnKBlock boundary (later
+// blocks of k continue from C) and A's row 0 all -0 now and then (a
+// chain from +0 gives +0 there, one from -0 would stay -0). A quarter of the cases each ask for the ReLU, the
 // residual add or both after the product (epi), which the AVX-512
 // kernels fuse into their stores and must give the bits of the layers
 // run after; the bias then holds -0 and NaN now and then.
@@ -737,9 +736,8 @@ func ntSetCase(a, b []float64, M, N, K, ldc int) (want, gbuf, got []float64) {
 // its mask is > 0 and becomes +0 otherwise. The shapes reach every store
 // site of both AVX-512 kernels: blocks of 32 and 8 columns and the
 // masked tail of 1-7 (N), six- and four-row blocks and the one-row
-// kernel (M),
-// and K across nnKBlock, where a mask stored after the first block of k
-// would zero chains that later blocks continue. The masks hold
+// kernel (M), and K across nnKBlock, where a mask stored after the
+// first block of k would zero chains that later blocks continue. The masks hold
 // positives, +0, -0, negatives, ±Inf, subnormals and NaN; the products a
 // NaN row (kept or zeroed) and a -0 (a kept -0 stays -0). C's old
 // values in the block are NaN (never read); its padding and the guard
