@@ -215,6 +215,16 @@ func TestTrainStepAllocatesNothing(t *testing.T) {
 	if allocs := testing.AllocsPerRun(5, func() { tr.TrainStep() }); allocs != 0 {
 		t.Fatalf("a training step allocates %v times, want 0", allocs)
 	}
+	// With the weight gradients in halves at two threads (their marks
+	// are allocated by the first step only).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	saved := weightGradHalvesMin
+	defer func() { weightGradHalvesMin = saved }()
+	weightGradHalvesMin = 0
+	tr.TrainStep()
+	if allocs := testing.AllocsPerRun(5, func() { tr.TrainStep() }); allocs != 0 {
+		t.Fatalf("a training step with the weight gradients in halves allocates %v times, want 0", allocs)
+	}
 }
 
 // BenchmarkGenerateWithinBlock decodes 28 tokens from a 4-token prompt,

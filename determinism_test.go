@@ -58,6 +58,28 @@ func TestPinnedTrainingHash(t *testing.T) {
 	}
 }
 
+// TestPinnedTrainingHashWithHalves trains the pinned runs with every
+// weight gradient in two halves (weightGradInHalves, which the tiny
+// config's shapes would not choose) and checks the pinned hashes: the
+// halves' second chains continue the first's, which must give the same
+// bits at every GOMAXPROCS (at 1 the halves run one after the other, at
+// 2 and 8 side by side with the section's other work).
+func TestPinnedTrainingHashWithHalves(t *testing.T) {
+	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.NumCPU()) })
+	saved := weightGradHalvesMin
+	defer func() { weightGradHalvesMin = saved }()
+	weightGradHalvesMin = 0
+	procs := []int{1, 2, 8}
+	if testing.Short() {
+		procs = []int{1, 2}
+	}
+	for _, k := range kernelImpls() {
+		for _, p := range procs {
+			pinnedRun(t, k.name, p)
+		}
+	}
+}
+
 // pinnedRun trains both pinned runs with the named kernel path at
 // GOMAXPROCS p and compares their hashes with the pinned ones.
 func pinnedRun(t *testing.T, path string, p int) {

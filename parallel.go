@@ -121,6 +121,7 @@ type workerPool struct {
 	// not touch sec, which the next section may be rewriting).
 	gen     atomic.Uint64
 	pending atomic.Int64 // workers still in the current section
+	aborted atomic.Bool  // a participant of the current section panicked
 
 	// Job slots, written only while mu is held.
 	nn     gemmNNJob
@@ -190,10 +191,15 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	}
 	wp.wg.Add(p - 1)
 	wp.pending.Store(int64(p - 1))
+	wp.aborted.Store(false)
 	// Even if the caller's own chunk panics, wait for the workers (they
 	// write into the caller's buffers) and release the pool; then pass on
 	// a worker's panic, unless the caller's own is already under way.
+	callerDone := false
 	defer func() {
+		if !callerDone {
+			wp.aborted.Store(true) // a participant waiting on the caller's work gives up
+		}
 		for start := time.Now(); wp.pending.Load() > 0 && time.Since(start) < spinTime; {
 			runtime.Gosched()
 		}
@@ -223,6 +229,7 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 		}
 	}
 	s.participate(0)
+	callerDone = true
 }
 
 // worker is one goroutine of the pool and the record of its last
@@ -279,6 +286,7 @@ func (w *worker) run(s *section, wp *workerPool) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.failed = &workerPanic{value: v, stack: debug.Stack()}
+			wp.aborted.Store(true)
 		}
 		wp.pending.Add(-1)
 		wp.wg.Done()
@@ -391,11 +399,18 @@ func (j *gemmNNJob) post(lo, hi int) {
 // are 0.98-1.01×. Every output keeps its whole chain over k, so where
 // the blocks fall moves no bit.
 type weightGradJob struct {
-	mm        gemmNNJob // the whole product, init set
+	mm        gemmNNJob // the whole product (or a half's), init set (a second half's not)
 	rows      int       // of C
 	cols      int       // columns of C per item
 	rowBlocks int
 	colBlocks int
+
+	// A weight gradient in two halves (setWeightGradHalves): the first
+	// marks each item done once its block of C holds the chains over
+	// the first rows, the second waits for an item's mark before it
+	// goes on with them.
+	done  []atomic.Bool  // the first half's marks
+	after *weightGradJob // the second half's first half
 }
 
 // weightGradCols is the width of a weightGradJob column block: four of
@@ -407,12 +422,110 @@ const weightGradCols = 128
 // output a chain over the N rows) and returns the number of items.
 func (j *weightGradJob) set(dw, inp, dout []float64, N, C, OC int) int {
 	j.mm = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N, init: true}
+	j.after, j.done = nil, j.done[:0]
 	j.rows, j.cols = C, weightGradCols
 	j.rowBlocks, j.colBlocks = (C+3)/4, max(OC/weightGradCols, 1)
 	return j.rowBlocks * j.colBlocks
 }
 
+// setWeightGradHalves describes dW = inpᵀ·dout as two jobs: first over
+// the first half of the N rows, second over the rest, continuing each
+// chain from where first left it in dW. Every output's chain still runs
+// over the rows in order, as in one job (a chain split in k keeps its
+// bits, as the kernels' own blocks of k do), so the bits are the same;
+// but at two threads each half can run on the core whose chains wrote
+// its rows of dout (see weightGradInHalves). first must run in the same
+// section as second (before it, when serial) or an earlier one: second
+// waits for it item by item. It returns first's number of items, which
+// second has too, but with fewer than two rows: then first is the whole
+// job and second has none (items).
+func setWeightGradHalves(first, second *weightGradJob, dw, inp, dout []float64, N, C, OC int) int {
+	split := N / 2
+	if split == 0 {
+		second.set(dw, inp, dout, 0, C, OC)
+		second.rowBlocks, second.colBlocks = 0, 0
+		return first.set(dw, inp, dout, N, C, OC)
+	}
+	items := first.set(dw, inp, dout, split, C, OC)
+	second.set(dw, inp[split*C:], dout[split*OC:], N-split, C, OC)
+	second.mm.init, second.after = false, first
+	if cap(first.done) < items {
+		first.done = make([]atomic.Bool, items)
+	}
+	first.done = first.done[:items]
+	for i := range first.done {
+		first.done[i].Store(false)
+	}
+	return items
+}
+
+// weightGradInHalves reports whether a weight gradient dW = inpᵀ·dout
+// (inp N×C, dout N×OC) runs in two halves (setWeightGradHalves): at more
+// than one thread, when the rows that each core would otherwise read
+// from the other's cache, about N·(C+OC)/2 values, are at least
+// weightGradHalvesMin times the C·OC values of dW that the halves pass
+// from one core to the other. Measured on the two-vCPU Xeon (two
+// threads, in-process A/B, 41 rounds): at the seed config (ratios 10 to
+// 20) whole steps 1.03× faster; at the baby config (ratios 4 to 5, and
+// activations too large to stay in L2 anyway) 0.99×, the backward
+// attention sections' CPU time 1.07× with the halves. At one thread
+// the halves only cost (0.98×: dW is written and read back once more).
+func weightGradInHalves(N, C, OC int) bool {
+	if weightGradHalvesMin == 0 { // the tests' setting: always
+		return N >= 2
+	}
+	return runtime.GOMAXPROCS(0) > 1 && N*(C+OC) >= weightGradHalvesMin*2*C*OC
+}
+
+// weightGradHalvesMin is weightGradInHalves' threshold; 0 makes every
+// weight gradient of two or more rows run in halves (tests).
+var weightGradHalvesMin = 8
+
+// items is the job's number of items (0 for a second half with no rows).
+func (j *weightGradJob) items() int { return j.rowBlocks * j.colBlocks }
+
 func (j *weightGradJob) run(lo, hi int) {
+	for lo < hi {
+		end := hi
+		if j.after != nil {
+			if end = j.after.ready(lo, hi); end < 0 {
+				return // another participant panicked: the section is lost
+			}
+		}
+		j.runItems(lo, end)
+		if len(j.done) > 0 { // a first half: mark the items done
+			for i := lo; i < end; i++ {
+				j.done[i].Store(true)
+			}
+		}
+		lo = end
+	}
+}
+
+// ready waits until the first half's item lo is done and returns the end
+// of the run of done items from lo (at most hi), or -1 if the section
+// was aborted (a participant panicked, and may have been the one to do
+// item lo). The wait cannot deadlock: a first half's items come before
+// every second half's in a section's units (see plan.addFirst), so a
+// participant always finishes the first halves' pieces it claimed
+// before it waits in a second half's, and the participant that owns
+// a region claims its first halves' pieces before anything after them.
+func (j *weightGradJob) ready(lo, hi int) int {
+	for !j.done[lo].Load() {
+		if pool.aborted.Load() {
+			return -1
+		}
+		runtime.Gosched()
+	}
+	end := lo + 1
+	for end < hi && j.done[end].Load() {
+		end++
+	}
+	return end
+}
+
+// runItems runs items [lo, hi): one kernel call per column block.
+func (j *weightGradJob) runItems(lo, hi int) {
 	for it := lo; it < hi; {
 		cb, rb := it/j.rowBlocks, it%j.rowBlocks
 		end := min(j.rowBlocks, rb+hi-it) // this column block's row blocks in range
@@ -490,11 +603,12 @@ func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb
 type plan struct {
 	tasks [maxPlanTasks]planTask
 	n     int
+	order [maxPlanTasks]int // the tasks in the order of their units
 }
 
 // maxPlanTasks bounds the tasks of one section (the backward pass's
-// attention section has the most).
-const maxPlanTasks = 10
+// attention section has the most: 13, with the weight gradients in halves).
+const maxPlanTasks = 16
 
 // planUnits is about how many pieces a section is cut into: enough for
 // the chunks to shrink to a small share of the section.
@@ -505,6 +619,7 @@ const planUnits = 256
 type planTask struct {
 	job                rangeJob
 	items, grain, cost int
+	rank               int // 0 (addFirst), 1 (add) or 2 (addLast): where its units go
 	first, units       int // the task's units in the section
 }
 
@@ -512,10 +627,31 @@ func (pl *plan) reset() { pl.n = 0 }
 
 // add appends a task; a task with no items is dropped.
 func (pl *plan) add(job rangeJob, items, grain, cost int) {
+	pl.addRank(job, items, grain, cost, 1)
+}
+
+// addFirst appends a task whose units go before those of every task
+// added otherwise (and which runs first when the plan runs serially):
+// the first half of a weight gradient, which the last region's
+// participant, doing its own region's first units at the start, is
+// waiting for least when it reaches the second half (addLast).
+func (pl *plan) addFirst(job rangeJob, items, grain, cost int) {
+	pl.addRank(job, items, grain, cost, 0)
+}
+
+// addLast appends a task whose units go after those of every task added
+// otherwise (and which runs last when the plan runs serially): the
+// second half of a weight gradient, in the last region (so on the core
+// with the last rows), and after everything it may wait for.
+func (pl *plan) addLast(job rangeJob, items, grain, cost int) {
+	pl.addRank(job, items, grain, cost, 2)
+}
+
+func (pl *plan) addRank(job rangeJob, items, grain, cost, rank int) {
 	if items <= 0 {
 		return
 	}
-	pl.tasks[pl.n] = planTask{job: job, items: items, grain: grain, cost: max(cost, 1)}
+	pl.tasks[pl.n] = planTask{job: job, items: items, grain: grain, cost: max(cost, 1), rank: rank}
 	pl.n++
 }
 
@@ -527,9 +663,11 @@ func (t *planTask) item(u int) int {
 	return t.items * u / t.units / t.grain * t.grain
 }
 
-// run runs the pieces of units [lo, hi), task by task.
+// run runs the pieces of units [lo, hi), task by task in the order of
+// their units, so that a chunk's first-half pieces are done before its
+// second-half pieces wait (weightGradJob.ready).
 func (pl *plan) run(lo, hi int) {
-	for i := range pl.tasks[:pl.n] {
+	for _, i := range pl.order[:pl.n] {
 		t := &pl.tasks[i]
 		u0, u1 := max(lo, t.first), min(hi, t.first+t.units)
 		if u0 >= u1 {
@@ -542,26 +680,32 @@ func (pl *plan) run(lo, hi int) {
 }
 
 // execute runs the plan's tasks, spread over the workers when there is
-// enough work; serially, each task runs whole, in the order added.
+// enough work; serially, each task runs whole, in the order of their units
+// (addFirst's, add's, addLast's, each in the order added).
 func (pl *plan) execute() {
 	total := 0
 	for _, t := range pl.tasks[:pl.n] {
 		total += t.items * t.cost
 	}
 	quantum := max(total/planUnits, 1)
-	units := 0
-	for i := range pl.tasks[:pl.n] {
-		t := &pl.tasks[i]
-		pieces := (t.items + t.grain - 1) / t.grain
-		t.first, t.units = units, min(max(t.items*t.cost/quantum, 1), pieces)
-		units += t.units
+	units, n := 0, 0
+	for rank := range 3 {
+		for i := range pl.tasks[:pl.n] {
+			if t := &pl.tasks[i]; t.rank == rank {
+				pl.order[n] = i
+				n++
+				pieces := (t.items + t.grain - 1) / t.grain
+				t.first, t.units = units, min(max(t.items*t.cost/quantum, 1), pieces)
+				units += t.units
+			}
+		}
 	}
 	if p := pool.acquire(units, 1, max(total/max(units, 1), 1)); p > 1 {
 		pool.dispatch(p, units, 1, pl)
 		return
 	}
-	for _, t := range pl.tasks[:pl.n] {
-		t.job.run(0, t.items)
+	for _, i := range pl.order[:pl.n] {
+		pl.tasks[i].job.run(0, pl.tasks[i].items)
 	}
 }
 

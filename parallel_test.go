@@ -3,6 +3,7 @@ package minigpt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -361,5 +362,130 @@ func BenchmarkWeightGradJob(b *testing.B) {
 			}
 			report(b)
 		})
+	}
+}
+
+// fillerJob stands for a section's other tasks: it marks its items.
+type fillerJob struct{ hits []atomic.Int32 }
+
+func (j *fillerJob) run(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.hits[i].Add(1)
+	}
+}
+
+// TestWeightGradHalvesKeepBits: a weight gradient in two halves
+// (setWeightGradHalves), the second continuing the first's chains, gives
+// dW bit for bit as its definition (naiveNN) does, on every kernel path,
+// with the halves in one section, alone or around other work (the second
+// waiting for the first item by item), at several participant counts,
+// serially, and in two sections one after the other; and every other
+// item of the section still runs once. With one row the first half is
+// the whole job.
+func TestWeightGradHalvesKeepBits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	saved := minParallelWork
+	defer func() { minParallelWork = saved }()
+	minParallelWork = 0
+	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {1, 6, 40}, {2, 9, 64}, {33, 10, 384}} {
+			N, C, OC := shape[0], shape[1], shape[2]
+			inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
+			want := make([]float64, C*OC)
+			naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
+			for _, procs := range []int{1, 2, 3, 8} {
+				runtime.GOMAXPROCS(procs)
+				for _, sections := range []int{0, 1, 2} { // 0: one section, no other task
+					dw := make([]float64, C*OC)
+					for i := range dw {
+						dw[i] = math.NaN()
+					}
+					var first, second weightGradJob
+					items := setWeightGradHalves(&first, &second, dw, inp, dout, N, C, OC)
+					filler := &fillerJob{hits: make([]atomic.Int32, 300*min(sections, 1))}
+					var pl plan
+					pl.addFirst(&first, items, 1, N*OC*C/items)
+					pl.add(filler, len(filler.hits), 4, 1000) // dropped when empty
+					if sections == 2 {
+						pl.execute()
+						pl.reset()
+					}
+					pl.addLast(&second, second.items(), 1, N*OC*C/items)
+					pl.execute()
+					for i := range want {
+						if math.Float64bits(dw[i]) != math.Float64bits(want[i]) {
+							t.Fatalf("N %d, C %d, OC %d, procs %d, %s: dW[%d][%d] = %v, want %v", N, C, OC, procs, []string{"halves alone", "one section", "two sections"}[sections], i/OC, i%OC, dw[i], want[i])
+						}
+					}
+					for i := range filler.hits {
+						if h := filler.hits[i].Load(); h != 1 {
+							t.Fatalf("procs %d: the other task's item %d ran %d times", procs, i, h)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// panicAtOnce panics in every chunk it is given.
+type panicAtOnce struct{}
+
+func (panicAtOnce) run(lo, hi int) {
+	var s []int
+	_ = s[lo]
+}
+
+// TestWeightGradHalvesPanicDoesNotHang: when a participant panics, one
+// waiting in a weight gradient's second half for first-half items that
+// will never be done gives up, and the section's panic reaches the
+// caller, whether the caller panicked (in the first region, where the
+// first halves go) or a worker did (in the last region, beside the
+// second half). Before the section kept track of panics, the waiter
+// would spin for ever and the caller with it.
+func TestWeightGradHalvesPanicDoesNotHang(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	saved := minParallelWork
+	defer func() { minParallelWork = saved }()
+	minParallelWork = 0
+	const N, C, OC = 64, 16, 64
+	rng := rand.New(rand.NewPCG(25, 26))
+	inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
+	for _, where := range []string{"caller", "worker"} {
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			dw := make([]float64, C*OC)
+			var first, second weightGradJob
+			items := setWeightGradHalves(&first, &second, dw, inp, dout, N, C, OC)
+			// first is never run, so second waits for it until the
+			// panic aborts the section.
+			var pl plan
+			if where == "caller" {
+				pl.addFirst(panicAtOnce{}, 64, 1, 1<<14)
+			}
+			pl.add(&fillerJob{hits: make([]atomic.Int32, 64)}, 64, 1, 1<<14)
+			if where == "worker" {
+				pl.add(panicAtOnce{}, 64, 1, 1<<14)
+			}
+			pl.addLast(&second, items, 1, N*OC*C/items)
+			pl.execute()
+		}()
+		select {
+		case got := <-done:
+			if got == nil {
+				t.Errorf("panic on the %s: the section returned normally", where)
+			} else if !strings.Contains(fmt.Sprint(got), "index out of range") {
+				t.Errorf("panic on the %s: recovered %v", where, got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("panic on the %s: the section hangs", where)
+		}
+	}
+	// The pool is usable afterwards.
+	job := &countJob{hits: make([]atomic.Int32, 64)}
+	if got := runSection(t, 64, job); got != nil {
+		t.Fatalf("section after the panics: recovered %v", got)
 	}
 }

@@ -73,7 +73,8 @@ type passJobs struct {
 	ln    [2]layernormJob // in the chain
 	cols  [2]layernormJob // LayerNorm weight and bias gradients
 	mm    [4]gemmNNJob
-	wg    [4]weightGradJob
+	wg    [4]weightGradJob // first halves (setWeightGradHalves)
+	wgEnd [4]weightGradJob // second halves
 	ig    [4]inputGradJob
 	cs    [2]columnSumJob
 	nt    gemmNTJob
@@ -348,10 +349,19 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		return a.dresid
 	}
 	j, pl := &a.jobs, &a.jobs.plan
-	// dW = inpᵀ·dout in blocks of its rows and columns (weightGradJob).
-	weightGrad := func(job *weightGradJob, dw, inp, dout []float64, C, OC int) {
-		items := job.set(dw, inp, dout, N, C, OC)
-		pl.add(job, items, 1, N*OC*C/items)
+	// dW = inpᵀ·dout in blocks of its rows and columns (weightGradJob),
+	// or in two halves over the rows (weightGradInHalves): the first
+	// half's pieces go before the section's other tasks, so to the first
+	// region, the second's after them, to the last (setWeightGradHalves).
+	weightGrad := func(k int, dw, inp, dout []float64, C, OC int) {
+		if !weightGradInHalves(N, C, OC) {
+			items := j.wg[k].set(dw, inp, dout, N, C, OC)
+			pl.add(&j.wg[k], items, 1, N*OC*C/items)
+			return
+		}
+		items := setWeightGradHalves(&j.wg[k], &j.wgEnd[k], dw, inp, dout, N, C, OC)
+		pl.addFirst(&j.wg[k], items, 1, (N+1)/2*OC*C/items)
+		pl.addLast(&j.wgEnd[k], j.wgEnd[k].items(), 1, (N+1)/2*OC*C/items)
 	}
 	columnSum := func(job *columnSumJob, sum, rows []float64, W int) {
 		*job = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W, set: true}
@@ -393,7 +403,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	} else {
 		j.ig[0] = inputGradJob{dinp: a.dln, dout: a.dlogits, weight: p.headWeight, C: C, OC: V}
 		j.chain.add(&j.ig[0])
-		weightGrad(&j.wg[1], g.headWeight, a.lnf, a.dlogits, C, V)
+		weightGrad(1, g.headWeight, a.lnf, a.dlogits, C, V)
 		columnSum(&j.cs[0], g.headBias, a.dlogits, V)
 	}
 	lnBackward(&j.ln[0], &j.cols[1], cur, nil, g.lnfGain, g.lnfBias, a.dln, layer(a.resid3, L-1, C), p.lnfGain, a.lnfMean, a.lnfRstd)
@@ -416,7 +426,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			j.chain.add(&j.ig[3])
 			lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain[k*C:], g.ln1Bias[k*C:], a.dln, in(k), p.ln1Gain[k*C:], layer(a.ln1Mean, k, 1), layer(a.ln1Rstd, k, 1))
 			chainCost += 3*C*C + 8*C
-			weightGrad(&j.wg[3], g.qkvWeight[k*C*3*C:], layer(a.ln1, k, C), a.dqkv, C, 3*C)
+			weightGrad(3, g.qkvWeight[k*C*3*C:], layer(a.ln1, k, C), a.dqkv, C, 3*C)
 			pendingCols = &j.cols[1]
 		} else {
 			// lnf's column sums: its rows were in the last chain.
@@ -444,11 +454,11 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		pl.reset()
 		j.attn = attentionJob{backward: true, set: true, out: a.dattnOut, att: a.att[l*B*NH*T*T : (l+1)*B*NH*T*T], qkv: layer(a.qkv, l, 3*C), dqkv: a.dqkv, datt: a.datt, T: T, t0: 0, t1: T, C: C, NH: NH}
 		pl.add(&j.attn, B*NH, 1, 2*T*T*hs)
-		weightGrad(&j.wg[0], g.fcProjWeight[l*4*C*C:], layer(a.fcAct, l, 4*C), r1, 4*C, C)
+		weightGrad(0, g.fcProjWeight[l*4*C*C:], layer(a.fcAct, l, 4*C), r1, 4*C, C)
 		columnSum(&j.cs[0], g.fcProjBias[l*C:], r1, C)
-		weightGrad(&j.wg[1], g.fcWeight[l*C*4*C:], layer(a.ln2, l, C), a.dfc, C, 4*C)
+		weightGrad(1, g.fcWeight[l*C*4*C:], layer(a.ln2, l, C), a.dfc, C, 4*C)
 		columnSum(&j.cs[1], g.fcBias[l*4*C:], a.dfc, 4*C)
-		weightGrad(&j.wg[2], g.attnProjWeight[l*C*C:], layer(a.attnOut, l, C), r2, C, C)
+		weightGrad(2, g.attnProjWeight[l*C*C:], layer(a.attnOut, l, C), r2, C, C)
 		pl.add(&j.cols[0], C, 4, 3*N) // ln2's
 		if pendingCols != nil {
 			pl.add(pendingCols, C, 4, 3*N) // layer l+1's ln1
@@ -466,7 +476,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	j.chain.add(&j.ig[3])
 	lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain, g.ln1Bias, a.dln, a.encoded, p.ln1Gain, layer(a.ln1Mean, 0, 1), layer(a.ln1Rstd, 0, 1))
 	pl.add(&j.chain, N, 4, 3*C*C+8*C)
-	weightGrad(&j.wg[3], g.qkvWeight, layer(a.ln1, 0, C), a.dqkv, C, 3*C)
+	weightGrad(3, g.qkvWeight, layer(a.ln1, 0, C), a.dqkv, C, 3*C)
 	pl.execute()
 
 	// encoded = wte[idx] + wpe, beside ln1's column sums.
