@@ -465,11 +465,14 @@ func setWeightGradHalves(first, second *weightGradJob, dw, inp, dout []float64, 
 // from the other's cache, about N·(C+OC)/2 values, are at least
 // weightGradHalvesMin times the C·OC values of dW that the halves pass
 // from one core to the other. Measured on the two-vCPU Xeon (two
-// threads, in-process A/B, 41 rounds): at the seed config (ratios 10 to
-// 20) whole steps 1.03× faster; at the baby config (ratios 4 to 5, and
-// activations too large to stay in L2 anyway) 0.99×, the backward
-// attention sections' CPU time 1.07× with the halves. At one thread
-// the halves only cost (0.98×: dW is written and read back once more).
+// threads, in-process A/B, 31-41 rounds), with every weight gradient in
+// halves: seed config steps (ratios 10 to 29) 1.028-1.037× faster; baby
+// config steps (3.75 to 6 but for its head's 8.9, and activations too
+// large to stay in a core's L2 until the weight gradient reads them)
+// 0.975-0.989×, its backward attention sections taking 1.07× the CPU
+// time. With this threshold: seed 1.025×, baby 0.994× (only its head in
+// halves; noise). At one thread the halves only cost (0.98-0.99×: dW is
+// written and read back once more).
 func weightGradInHalves(N, C, OC int) bool {
 	if weightGradHalvesMin == 0 { // the tests' setting: always
 		return N >= 2
