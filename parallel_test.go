@@ -294,19 +294,32 @@ func TestRowChainRunsStepsInOrderPerRow(t *testing.T) {
 // path, with ragged row and column blocks (C not a multiple of 4, OC not
 // of weightGradCols, one block or several) and a dW full of NaN first
 // (every output must be set).
+// weightGradOperands draws inp (N×C) and dout (N×OC) and returns them
+// with dW = inpᵀ·dout by its definition (naiveNN).
+func weightGradOperands(rng *rand.Rand, N, C, OC int) (inp, dout, want []float64) {
+	inp, dout = randomSlice(rng, N*C), randomSlice(rng, N*OC)
+	want = make([]float64, C*OC)
+	naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
+	return inp, dout, want
+}
+
+// nanSlice is n NaNs: an output that must be set everywhere.
+func nanSlice(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
+}
+
 func TestWeightGradJobSplits(t *testing.T) {
 	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
 		rng := rand.New(rand.NewPCG(21, 22))
 		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}, {9, 6, 300}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]
-			inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
-			want := make([]float64, C*OC)
-			naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
+			inp, dout, want := weightGradOperands(rng, N, C, OC)
 			for _, step := range []int{1, 2, 3, 5, 1000} {
-				dw := make([]float64, C*OC)
-				for i := range dw {
-					dw[i] = math.NaN()
-				}
+				dw := nanSlice(C * OC)
 				var j weightGradJob
 				items := j.set(dw, inp, dout, N, C, OC)
 				for lo := 0; lo < items; lo += step {
@@ -391,16 +404,11 @@ func TestWeightGradHalvesKeepBits(t *testing.T) {
 		rng := rand.New(rand.NewPCG(23, 24))
 		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {1, 6, 40}, {2, 9, 64}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]
-			inp, dout := randomSlice(rng, N*C), randomSlice(rng, N*OC)
-			want := make([]float64, C*OC)
-			naiveNN(want, OC, inp, 1, C, dout, OC, C, OC, N)
+			inp, dout, want := weightGradOperands(rng, N, C, OC)
 			for _, procs := range []int{1, 2, 3, 8} {
 				runtime.GOMAXPROCS(procs)
 				for _, sections := range []int{0, 1, 2} { // 0: one section, no other task
-					dw := make([]float64, C*OC)
-					for i := range dw {
-						dw[i] = math.NaN()
-					}
+					dw := nanSlice(C * OC)
 					var first, second weightGradJob
 					items := setWeightGradHalves(&first, &second, dw, inp, dout, N, C, OC)
 					filler := &fillerJob{hits: make([]atomic.Int32, 300*min(sections, 1))}
