@@ -639,9 +639,9 @@ func (pl *plan) add(job rangeJob, items, grain, cost int) {
 
 // addFirst appends a task whose units go before those of every task
 // added otherwise (and which runs first when the plan runs serially):
-// the first half of a weight gradient, which the last region's
-// participant, doing its own region's first units at the start, is
-// waiting for least when it reaches the second half (addLast).
+// the first half of a weight gradient. At the head of the first region
+// it is done early, so the participant of the last region, where the
+// second half (addLast) waits for it item by item, waits least.
 func (pl *plan) addFirst(job rangeJob, items, grain, cost int) {
 	pl.addRank(job, items, grain, cost, 0)
 }
