@@ -461,7 +461,7 @@ func setWeightGradHalves(first, second *weightGradJob, dw, inp, dout []float64, 
 
 // weightGradInHalves reports whether a weight gradient dW = inpᵀ·dout
 // (inp N×C, dout N×OC) runs in two halves (setWeightGradHalves): at more
-// than one thread, when the rows that each core would otherwise read
+// than one thread but no more than the CPUs, when the rows that each core would otherwise read
 // from the other's cache, about N·(C+OC)/2 values, are at least
 // weightGradHalvesMin times the C·OC values of dW that the halves pass
 // from one core to the other. Measured on the two-vCPU Xeon (two
