@@ -59,11 +59,13 @@ func TestPinnedTrainingHash(t *testing.T) {
 }
 
 // TestPinnedTrainingHashWithHalves trains the pinned runs with every
-// weight gradient in two halves (weightGradInHalves, which the tiny
-// config's shapes would not choose) and checks the pinned hashes: the
-// halves' second chains continue the first's, which must give the same
-// bits at every GOMAXPROCS (at 1 the halves run one after the other, at
-// 2 and 8 side by side with the section's other work).
+// weight gradient (weightGradInHalves, which the tiny config's shapes
+// would not choose) and every other sum over the rows (column sums,
+// LayerNorm's weight and bias gradients, the encoder's backward:
+// rowsInHalves) in two halves, and checks the pinned hashes: the halves'
+// second chains continue the first's, which must give the same bits at
+// every GOMAXPROCS (at 1 the halves run one after the other, at 2 and 8
+// side by side with the section's other work).
 func TestPinnedTrainingHashWithHalves(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.NumCPU()) })
 	saved := weightGradHalvesMin

@@ -35,6 +35,7 @@ type encoderJob struct {
 	dwte, dwpe, dout []float64
 	idx              []int
 	B, T, t0, t1, C  int
+	n0, n1           int // backward: the rows to add, [n0, n1) of the B·T
 }
 
 func (j *encoderJob) run(lo, hi int) {
@@ -71,7 +72,7 @@ func (j *encoderJob) backwardColumns(lo, hi int) {
 			clear(j.dwpe[r*C+lo : r*C+hi])
 		}
 	}
-	for n := 0; n < j.B*j.T; n++ {
+	for n := j.n0; n < j.n1; n++ {
 		t := n % j.T
 		d := j.dout[n*C+lo : n*C+hi]
 		de := j.dwte[j.idx[n]*C+lo : j.idx[n]*C+hi]

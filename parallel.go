@@ -38,11 +38,30 @@ type rangeJob interface {
 
 // section is one parallel section: job over [0, n) in units of grain,
 // the units split into regions contiguous regions (one per participant),
-// region r's chunks claimed through next[r].
+// region r the units [bound[r], bound[r+1]), its chunks claimed through
+// next[r].
 type section struct {
 	job                      rangeJob
 	n, grain, units, regions int
 	next                     [maxRegions]paddedCounter
+	bound                    [maxRegions + 1]int
+}
+
+// setRegions sets the regions' boundaries: bound when it has one for each
+// region and one for the end, nondecreasing from 0 to the units, else
+// (nil, say) the units split evenly.
+func (s *section) setRegions(bound []int) {
+	ok := len(bound) == s.regions+1 && bound[0] == 0 && bound[s.regions] == s.units
+	for r := 0; ok && r < s.regions; r++ {
+		ok = bound[r] <= bound[r+1]
+	}
+	if ok {
+		copy(s.bound[:], bound)
+		return
+	}
+	for r := range s.regions + 1 {
+		s.bound[r] = r * s.units / s.regions
+	}
 }
 
 // maxRegions bounds the regions of a section; with more participants,
@@ -97,7 +116,7 @@ func (s *section) participate(k int) {
 // with two threads, measured on the two-vCPU Xeon). Where the boundaries
 // fall never moves a sum (see above).
 func (s *section) chunk(r, c int) (u0, u1 int, ok bool) {
-	r0, r1 := r*s.units/s.regions, (r+1)*s.units/s.regions
+	r0, r1 := s.bound[r], s.bound[r+1]
 	n := r1 - r0
 	q := min(n, chunksPerWorker)
 	if c >= q {
@@ -177,6 +196,13 @@ const spinTime = 200 * time.Microsecond
 // and workers 0 to p-2), in chunks whose boundaries are multiples of
 // grain, and releases pool.mu.
 func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
+	wp.dispatchRegions(p, n, grain, job, nil)
+}
+
+// dispatchRegions is dispatch with the participants' regions given
+// (section.setRegions): bound[r] is the unit (of grain) where region r
+// starts, the last the number of units.
+func (wp *workerPool) dispatchRegions(p, n, grain int, job rangeJob, bound []int) {
 	for len(wp.workers) < p-1 {
 		w := &worker{index: len(wp.workers), wake: make(chan struct{}, 1)}
 		wp.workers = append(wp.workers, w)
@@ -186,6 +212,7 @@ func (wp *workerPool) dispatch(p, n, grain int, job rangeJob) {
 	s := &wp.sec
 	s.job, s.n, s.grain, s.units = job, n, grain, units
 	s.regions = min(p, maxRegions)
+	s.setRegions(bound)
 	for r := range s.regions {
 		s.next[r].Store(0)
 	}
@@ -404,13 +431,6 @@ type weightGradJob struct {
 	cols      int       // columns of C per item
 	rowBlocks int
 	colBlocks int
-
-	// A weight gradient in two halves (setWeightGradHalves): the first
-	// marks each item done once its block of C holds the chains over
-	// the first rows, the second waits for an item's mark before it
-	// goes on with them.
-	done  []atomic.Bool  // the first half's marks
-	after *weightGradJob // the second half's first half
 }
 
 // weightGradCols is the width of a weightGradJob column block: four of
@@ -422,40 +442,24 @@ const weightGradCols = 128
 // output a chain over the N rows) and returns the number of items.
 func (j *weightGradJob) set(dw, inp, dout []float64, N, C, OC int) int {
 	j.mm = gemmNNJob{c: dw, ldc: OC, a: inp, ai: 1, ak: C, b: dout, ldb: OC, n: OC, k: N, init: true}
-	j.after, j.done = nil, j.done[:0]
 	j.rows, j.cols = C, weightGradCols
 	j.rowBlocks, j.colBlocks = (C+3)/4, max(OC/weightGradCols, 1)
 	return j.rowBlocks * j.colBlocks
 }
 
 // setWeightGradHalves describes dW = inpᵀ·dout as two jobs: first over
-// the first half of the N rows, second over the rest, continuing each
-// chain from where first left it in dW. Every output's chain still runs
-// over the rows in order, as in one job (a chain split in k keeps its
-// bits, as the kernels' own blocks of k do), so the bits are the same;
-// but at two threads each half can run on the core whose chains wrote
-// its rows of dout (see weightGradInHalves). first must run in the same
-// section as second (before it, when serial) or an earlier one: second
-// waits for it item by item. It returns first's number of items, which
-// second has too, but with fewer than two rows: then first is the whole
-// job and second has none (items).
+// the first half of the N rows (N ≥ 2), second over the rest, continuing
+// each chain from where first left it in dW. Every output's chain still
+// runs over the rows in order, as in one job (a chain split in k keeps
+// its bits, as the kernels' own blocks of k do), so the bits are the
+// same; but at two threads each half can run on the core whose chains
+// wrote its rows of dout (see weightGradInHalves). Both have the same
+// items; run them as a pair of halves (halves.set).
 func setWeightGradHalves(first, second *weightGradJob, dw, inp, dout []float64, N, C, OC int) int {
 	split := N / 2
-	if split == 0 {
-		second.set(dw, inp, dout, 0, C, OC)
-		second.rowBlocks, second.colBlocks = 0, 0
-		return first.set(dw, inp, dout, N, C, OC)
-	}
 	items := first.set(dw, inp, dout, split, C, OC)
 	second.set(dw, inp[split*C:], dout[split*OC:], N-split, C, OC)
-	second.mm.init, second.after = false, first
-	if cap(first.done) < items {
-		first.done = make([]atomic.Bool, items)
-	}
-	first.done = first.done[:items]
-	for i := range first.done {
-		first.done[i].Store(false)
-	}
+	second.mm.init = false
 	return items
 }
 
@@ -484,55 +488,26 @@ func weightGradInHalves(N, C, OC int) bool {
 	return procs > 1 && procs <= runtime.NumCPU() && N*(C+OC) >= weightGradHalvesMin*2*C*OC
 }
 
+// rowsInHalves reports whether the sums over a batch's N rows (column
+// sums, the encoder's backward) run in two halves (halves): at more
+// than one thread but no more than the CPUs, as the weight gradients'
+// halves (weightGradInHalves). They pass only a row of sums from one
+// core to the other.
+func rowsInHalves(N int) bool {
+	if weightGradHalvesMin == 0 { // the tests' setting: always
+		return N >= 2
+	}
+	procs := runtime.GOMAXPROCS(0)
+	return procs > 1 && procs <= runtime.NumCPU() && N >= 2
+}
+
 // weightGradHalvesMin is weightGradInHalves' threshold; 0 makes every
-// weight gradient of two or more rows run in halves (tests).
+// weight gradient, and every sum over rows, of two or more rows run in
+// halves (tests).
 var weightGradHalvesMin = 8
 
-// items is the job's number of items (0 for a second half with no rows).
-func (j *weightGradJob) items() int { return j.rowBlocks * j.colBlocks }
-
+// run runs items [lo, hi): one kernel call per column block.
 func (j *weightGradJob) run(lo, hi int) {
-	for lo < hi {
-		end := hi
-		if j.after != nil {
-			if end = j.after.ready(lo, hi); end < 0 {
-				return // another participant panicked: the section is lost
-			}
-		}
-		j.runItems(lo, end)
-		if len(j.done) > 0 { // a first half: mark the items done
-			for i := lo; i < end; i++ {
-				j.done[i].Store(true)
-			}
-		}
-		lo = end
-	}
-}
-
-// ready waits until the first half's item lo is done and returns the end
-// of the run of done items from lo (at most hi), or -1 if the section
-// was aborted (a participant panicked, and may have been the one to do
-// item lo). The wait cannot deadlock: a first half's items come before
-// every second half's in a section's units (see plan.addFirst), so a
-// participant always finishes the first halves' pieces it claimed
-// before it waits in a second half's, and the participant that owns
-// a region claims its first halves' pieces before anything after them.
-func (j *weightGradJob) ready(lo, hi int) int {
-	for !j.done[lo].Load() {
-		if pool.aborted.Load() {
-			return -1
-		}
-		runtime.Gosched()
-	}
-	end := lo + 1
-	for end < hi && j.done[end].Load() {
-		end++
-	}
-	return end
-}
-
-// runItems runs items [lo, hi): one kernel call per column block.
-func (j *weightGradJob) runItems(lo, hi int) {
 	for it := lo; it < hi; {
 		cb, rb := it/j.rowBlocks, it%j.rowBlocks
 		end := min(j.rowBlocks, rb+hi-it) // this column block's row blocks in range
@@ -607,10 +582,27 @@ func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb
 // only in count. A task's pieces cover its items in order, each item in
 // exactly one piece, and no sum spans two items, so where the pieces fall
 // never changes a bit.
+//
+// The tasks are of four kinds, by how they were added, and their units go
+// in this order: first halves of sums over rows (addFirst), whole tasks
+// (add), row tasks (addRows: row chains and attention, whose items are
+// the batch's rows or sequences in order) and second halves (addLast).
+// When the whole tasks are a small share of the section (evenRowsWhole),
+// the regions split the row tasks evenly (plan.regions), so at two
+// threads each core works on the same half of the batch in every section
+// and the halves' sums read the rows the core wrote itself; otherwise
+// row tasks go among the whole tasks in the order added and the regions
+// split all units evenly.
 type plan struct {
 	tasks [maxPlanTasks]planTask
 	n     int
 	order [maxPlanTasks]int // the tasks in the order of their units
+
+	// Set by layout: the row tasks' units are [rows0, rows1) when the
+	// regions split them evenly (evenRows).
+	rows0, rows1, units int
+	evenRows            bool
+	bound               [maxRegions + 1]int // regions' scratch
 }
 
 // maxPlanTasks bounds the tasks of one section (the backward pass's
@@ -626,7 +618,7 @@ const planUnits = 256
 type planTask struct {
 	job                rangeJob
 	items, grain, cost int
-	rank               int // 0 (addFirst), 1 (add) or 2 (addLast): where its units go
+	kind               int // addFirst's, add's, addRows' or addLast's: where its units go
 	first, units       int // the task's units in the section
 }
 
@@ -634,7 +626,7 @@ func (pl *plan) reset() { pl.n = 0 }
 
 // add appends a task; a task with no items is dropped.
 func (pl *plan) add(job rangeJob, items, grain, cost int) {
-	pl.addRank(job, items, grain, cost, 1)
+	pl.addKind(job, items, grain, cost, taskWhole)
 }
 
 // addFirst appends a task whose units go before those of every task
@@ -643,7 +635,7 @@ func (pl *plan) add(job rangeJob, items, grain, cost int) {
 // it is done early, so the participant of the last region, where the
 // second half (addLast) waits for it item by item, waits least.
 func (pl *plan) addFirst(job rangeJob, items, grain, cost int) {
-	pl.addRank(job, items, grain, cost, 0)
+	pl.addKind(job, items, grain, cost, taskFirst)
 }
 
 // addLast appends a task whose units go after those of every task added
@@ -651,15 +643,114 @@ func (pl *plan) addFirst(job rangeJob, items, grain, cost int) {
 // second half of a weight gradient, in the last region (so on the core
 // with the last rows), and after everything it may wait for.
 func (pl *plan) addLast(job rangeJob, items, grain, cost int) {
-	pl.addRank(job, items, grain, cost, 2)
+	pl.addKind(job, items, grain, cost, taskLast)
 }
 
-func (pl *plan) addRank(job rangeJob, items, grain, cost, rank int) {
+// addRows appends a row task: a job whose items are the batch's rows in
+// order (a row chain), or its sequences (attention's (sequence, head)
+// pairs), and which reads what the last section's row tasks wrote. Its
+// units go after the whole tasks' (and it runs after them serially);
+// when the regions split the row tasks evenly, each core keeps its half
+// of the batch from section to section.
+func (pl *plan) addRows(job rangeJob, items, grain, cost int) {
+	pl.addKind(job, items, grain, cost, taskRows)
+}
+
+// The kinds of plan tasks, in the order of their units.
+const (
+	taskFirst = iota
+	taskWhole
+	taskRows
+	taskLast
+	taskKinds
+)
+
+func (pl *plan) addKind(job rangeJob, items, grain, cost, kind int) {
 	if items <= 0 {
 		return
 	}
-	pl.tasks[pl.n] = planTask{job: job, items: items, grain: grain, cost: max(cost, 1), rank: rank}
+	pl.tasks[pl.n] = planTask{job: job, items: items, grain: grain, cost: max(cost, 1), kind: kind}
 	pl.n++
+}
+
+// addHalves appends the two halves of h (set first): the first with
+// addFirst, the second with addLast, each with items items.
+func (pl *plan) addHalves(h *halves, items, grain, cost int) {
+	pl.addFirst(&h.first, items, grain, cost)
+	pl.addLast(&h.second, items, grain, cost)
+}
+
+// halves runs a job whose every output is a chain over the batch's rows
+// (a weight gradient, a column sum, the encoder's backward) as two jobs,
+// one over each half of the rows: the second continues every chain from
+// where the first left it, so the bits are those of the whole job. At
+// two threads each half can then run on the core whose row chains wrote
+// its rows (plan.addHalves puts the first at the head of the first
+// region, the second at the tail of the last). The second waits for the
+// first item by item: an item is the same block of outputs in both.
+type halves struct {
+	first, second half
+}
+
+// half is one of halves' two jobs.
+type half struct {
+	job   rangeJob
+	done  []atomic.Bool // the first's marks: item i's chains hold the first rows
+	after *half         // the second's first half
+}
+
+// set makes first and second, which have items items each, the halves
+// to run. It allocates only when items outgrows every earlier call's.
+func (h *halves) set(first, second rangeJob, items int) {
+	if cap(h.first.done) < items {
+		h.first.done = make([]atomic.Bool, items)
+	}
+	h.first.done = h.first.done[:items]
+	for i := range h.first.done {
+		h.first.done[i].Store(false)
+	}
+	h.first.job, h.first.after = first, nil
+	h.second.job, h.second.after = second, &h.first
+}
+
+func (h *half) run(lo, hi int) {
+	for lo < hi {
+		end := hi
+		if h.after != nil {
+			if end = h.after.ready(lo, hi); end < 0 {
+				return // another participant panicked: the section is lost
+			}
+		}
+		h.job.run(lo, end)
+		if h.after == nil { // the first half: mark the items done
+			for i := lo; i < end; i++ {
+				h.done[i].Store(true)
+			}
+		}
+		lo = end
+	}
+}
+
+// ready waits until the first half's item lo is done and returns the end
+// of the run of done items from lo (at most hi), or -1 if the section
+// was aborted (a participant panicked, and may have been the one to do
+// item lo). The wait cannot deadlock: a first half's items come before
+// every second half's in a section's units (see plan.addFirst), so a
+// participant always finishes the first halves' pieces it claimed
+// before it waits in a second half's, and the participant that owns
+// a region claims its first halves' pieces before anything after them.
+func (h *half) ready(lo, hi int) int {
+	for !h.done[lo].Load() {
+		if pool.aborted.Load() {
+			return -1
+		}
+		runtime.Gosched()
+	}
+	end := lo + 1
+	for end < hi && h.done[end].Load() {
+		end++
+	}
+	return end
 }
 
 // item is the first item of the task's piece u.
@@ -672,7 +763,7 @@ func (t *planTask) item(u int) int {
 
 // run runs the pieces of units [lo, hi), task by task in the order of
 // their units, so that a chunk's first-half pieces are done before its
-// second-half pieces wait (weightGradJob.ready).
+// second-half pieces wait (half.ready).
 func (pl *plan) run(lo, hi int) {
 	for _, i := range pl.order[:pl.n] {
 		t := &pl.tasks[i]
@@ -687,33 +778,81 @@ func (pl *plan) run(lo, hi int) {
 }
 
 // execute runs the plan's tasks, spread over the workers when there is
-// enough work; serially, each task runs whole, in the order of their units
-// (addFirst's, add's, addLast's, each in the order added).
+// enough work; serially, each task runs whole, in the order of their units.
 func (pl *plan) execute() {
-	total := 0
-	for _, t := range pl.tasks[:pl.n] {
-		total += t.items * t.cost
-	}
-	quantum := max(total/planUnits, 1)
-	units, n := 0, 0
-	for rank := range 3 {
-		for i := range pl.tasks[:pl.n] {
-			if t := &pl.tasks[i]; t.rank == rank {
-				pl.order[n] = i
-				n++
-				pieces := (t.items + t.grain - 1) / t.grain
-				t.first, t.units = units, min(max(t.items*t.cost/quantum, 1), pieces)
-				units += t.units
-			}
-		}
-	}
+	units, total := pl.layout()
 	if p := pool.acquire(units, 1, max(total/max(units, 1), 1)); p > 1 {
-		pool.dispatch(p, units, 1, pl)
+		pool.dispatchRegions(p, units, 1, pl, pl.regions(min(p, maxRegions)))
 		return
 	}
 	for _, i := range pl.order[:pl.n] {
 		pl.tasks[i].job.run(0, pl.tasks[i].items)
 	}
+}
+
+// evenRowsWhole: the regions split the row tasks evenly when the whole
+// tasks cost at most 1/evenRowsWhole of the section. At two threads
+// that is every section of the seed config's step (the forward pass's
+// transposes are 3% of theirs; the backward pass's sums over rows run in
+// halves), and the baby config's forward pass and head, but not its
+// backward sections beside whole weight gradients (20-89% of theirs):
+// there, laid out after the whole tasks, the first region's row tasks
+// would run on the other core in the end (it steals them), and the
+// split by units evenly measured 1.01× faster than the even split of
+// rows (41 alternating rounds, two-vCPU Xeon).
+const evenRowsWhole = 16
+
+// layout lays the tasks' pieces end to end as the section's units, kind
+// by kind (plan), and returns their number and the tasks' total cost.
+func (pl *plan) layout() (units, total int) {
+	var costs [taskKinds]int
+	for _, t := range pl.tasks[:pl.n] {
+		total += t.items * t.cost
+		costs[t.kind] += t.items * t.cost
+	}
+	pl.evenRows = costs[taskRows] > 0 && costs[taskWhole]*evenRowsWhole <= total
+	quantum := max(total/planUnits, 1)
+	n := 0
+	for kind := range taskKinds {
+		if kind == taskRows {
+			pl.rows0 = units
+			if !pl.evenRows {
+				continue // laid out with the whole tasks
+			}
+		}
+		if kind == taskLast {
+			pl.rows1 = units
+		}
+		for i := range pl.tasks[:pl.n] {
+			t := &pl.tasks[i]
+			if t.kind != kind && (kind != taskWhole || pl.evenRows || t.kind != taskRows) {
+				continue
+			}
+			pl.order[n] = i
+			n++
+			pieces := (t.items + t.grain - 1) / t.grain
+			t.first, t.units = units, min(max(t.items*t.cost/quantum, 1), pieces)
+			units += t.units
+		}
+	}
+	pl.units = units
+	return units, total
+}
+
+// regions returns the boundaries of r regions over the units that layout
+// laid: with evenRows, the regions split the row tasks' units evenly, the
+// first region also taking everything before them (first halves and whole
+// tasks) and the last everything after (second halves); else nil, an
+// even split of all units.
+func (pl *plan) regions(r int) []int {
+	if !pl.evenRows || r < 2 {
+		return nil
+	}
+	for k := 1; k < r; k++ {
+		pl.bound[k] = pl.rows0 + k*(pl.rows1-pl.rows0)/r
+	}
+	pl.bound[0], pl.bound[r] = 0, pl.units
+	return pl.bound[:r+1]
 }
 
 // rowChain runs row-wise layers (each row's outputs depend only on that

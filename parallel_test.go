@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,19 +145,30 @@ func TestSectionCoversEveryIndexOnce(t *testing.T) {
 // keeps a core on the same rows from section to section: participant k
 // claims its own region's chunks first, each region's chunks in order
 // and shrinking, and then, alone, the other regions' in turn, covering
-// every index once.
+// every index once; with the regions split evenly or given (uneven, some
+// empty, as plan.regions may give them).
 func TestSectionParticipantStartsInItsRegion(t *testing.T) {
 	for _, regions := range []int{1, 2, 3, 5} {
 		for _, n := range []int{1, 7, 64, 1000} {
 			for _, grain := range []int{1, 4} {
 				units := (n + grain - 1) / grain
-				for k := 0; k < regions; k++ {
+				for k := 0; k < 2*regions; k++ {
 					job := &orderJob{}
 					s := &section{job: job, n: n, grain: grain, units: units, regions: regions}
-					s.participate(k)
-					want := k * units / regions * grain
-					if len(job.los) == 0 || job.los[0] != min(want, n) && units >= regions {
-						t.Fatalf("regions %d n %d grain %d: participant %d began at %v, its region at %d", regions, n, grain, k, job.los, want)
+					var given []int
+					if k >= regions { // the same participants, uneven regions
+						for r := range regions + 1 {
+							given = append(given, units*r*r/(regions*regions))
+						}
+					}
+					s.setRegions(given)
+					s.participate(k % regions)
+					r0, r1 := s.bound[k%regions], s.bound[k%regions+1]
+					if given == nil && r0 != k*units/regions || given != nil && r0 != given[k%regions] {
+						t.Fatalf("regions %d units %d: region %d starts at %d (given %v)", regions, units, k%regions, r0, given)
+					}
+					if len(job.los) == 0 || r0 < r1 && job.los[0] != r0*grain {
+						t.Fatalf("regions %d n %d grain %d: participant %d began at %v, its region [%d, %d)", regions, n, grain, k%regions, job.los, r0*grain, r1*grain)
 					}
 					covered := 0
 					for i, lo := range job.los {
@@ -225,9 +237,11 @@ func TestPlanCoversEveryItemOnce(t *testing.T) {
 		for si, shape := range shapes {
 			var pl plan
 			jobs := make([]*countJob, len(shape))
+			// Every kind of task, in turn (plan.layout orders them).
+			kinds := []func(rangeJob, int, int, int){pl.add, pl.addRows, pl.addFirst, pl.addLast}
 			for i, task := range shape {
 				jobs[i] = &countJob{hits: make([]atomic.Int32, task[0]), grain: task[1]}
-				pl.add(jobs[i], task[0], task[1], task[2])
+				kinds[(si+i)%len(kinds)](jobs[i], task[0], task[1], task[2])
 			}
 			pl.execute()
 			for ti, job := range jobs {
@@ -243,6 +257,56 @@ func TestPlanCoversEveryItemOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRegionsSplitRowTasksEvenly: when the whole tasks are a small
+// share of a section, layout puts the first halves, the whole tasks, the
+// row tasks and the second halves in that order, whatever the order they
+// were added in, and regions cuts the row tasks evenly (so at two
+// threads each core takes half of the batch's rows, the same half in
+// every section); when the whole tasks are costly, the row tasks go
+// among them in the order added and regions leaves the even split of
+// all units (nil).
+func TestPlanRegionsSplitRowTasksEvenly(t *testing.T) {
+	const rowItems, grain = 1024, 4
+	var pl plan
+	rows, first, whole, last := &countJob{}, &countJob{}, &countJob{}, &countJob{}
+	pl.addRows(rows, rowItems, grain, 1000)
+	pl.addLast(last, 16, 1, 20000)
+	pl.add(whole, 64, 8, 100)
+	pl.addFirst(first, 16, 1, 20000)
+	units, _ := pl.layout()
+	if got, want := pl.order[:pl.n], []int{3, 2, 0, 1}; !slices.Equal(got, want) {
+		t.Fatalf("tasks laid out in the order %v, want %v", got, want)
+	}
+	rt := &pl.tasks[0]
+	for _, r := range []int{2, 3} {
+		b := pl.regions(r)
+		if len(b) != r+1 || b[0] != 0 || b[r] != units {
+			t.Fatalf("%d regions over %d units: %v", r, units, b)
+		}
+		for k := 1; k < r; k++ {
+			if item := rt.item(b[k] - rt.first); abs(item-k*rowItems/r) > grain {
+				t.Errorf("%d regions: region %d starts at row %d, want about %d", r, k, item, k*rowItems/r)
+			}
+		}
+	}
+	if b := pl.regions(1); b != nil {
+		t.Errorf("one region: %v, want nil", b)
+	}
+
+	pl.reset()
+	pl.addRows(rows, rowItems, grain, 1000)
+	pl.add(whole, 64, 8, 1<<16) // 3.9 times the row task
+	pl.layout()
+	if got, want := pl.order[:pl.n], []int{0, 1}; !slices.Equal(got, want) {
+		t.Fatalf("with a costly whole task: laid out in the order %v, want %v (as added)", got, want)
+	}
+	if b := pl.regions(2); b != nil {
+		t.Errorf("with a costly whole task: regions %v, want nil (even)", b)
+	}
+}
+
+func abs(x int) int { return max(x, -x) }
 
 // chainStep records, for each row, the order in which the chain's steps
 // reached it.
@@ -393,8 +457,7 @@ func (j *fillerJob) run(lo, hi int) {
 // with the halves in one section, alone or around other work (the second
 // waiting for the first item by item), at several participant counts,
 // serially, and in two sections one after the other; and every other
-// item of the section still runs once. With one row the first half is
-// the whole job.
+// item of the section still runs once.
 func TestWeightGradHalvesKeepBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	saved := minParallelWork
@@ -402,7 +465,7 @@ func TestWeightGradHalvesKeepBits(t *testing.T) {
 	minParallelWork = 0
 	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
 		rng := rand.New(rand.NewPCG(23, 24))
-		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {1, 6, 40}, {2, 9, 64}, {33, 10, 384}} {
+		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {3, 6, 40}, {2, 9, 64}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]
 			inp, dout, want := weightGradOperands(rng, N, C, OC)
 			for _, procs := range []int{1, 2, 3, 8} {
@@ -411,15 +474,17 @@ func TestWeightGradHalvesKeepBits(t *testing.T) {
 					dw := nanSlice(C * OC)
 					var first, second weightGradJob
 					items := setWeightGradHalves(&first, &second, dw, inp, dout, N, C, OC)
+					var h halves
+					h.set(&first, &second, items)
 					filler := &fillerJob{hits: make([]atomic.Int32, 300*min(sections, 1))}
 					var pl plan
-					pl.addFirst(&first, items, 1, N*OC*C/items)
+					pl.addFirst(&h.first, items, 1, N*OC*C/items)
 					pl.add(filler, len(filler.hits), 4, 1000) // dropped when empty
 					if sections == 2 {
 						pl.execute()
 						pl.reset()
 					}
-					pl.addLast(&second, second.items(), 1, N*OC*C/items)
+					pl.addLast(&h.second, items, 1, N*OC*C/items)
 					pl.execute()
 					for i := range want {
 						if math.Float64bits(dw[i]) != math.Float64bits(want[i]) {
@@ -467,6 +532,8 @@ func TestWeightGradHalvesPanicDoesNotHang(t *testing.T) {
 			dw := make([]float64, C*OC)
 			var first, second weightGradJob
 			items := setWeightGradHalves(&first, &second, dw, inp, dout, N, C, OC)
+			var h halves
+			h.set(&first, &second, items)
 			// first is never run, so second waits for it until the
 			// panic aborts the section.
 			var pl plan
@@ -477,7 +544,7 @@ func TestWeightGradHalvesPanicDoesNotHang(t *testing.T) {
 			if where == "worker" {
 				pl.add(panicAtOnce{}, 64, 1, 1<<14)
 			}
-			pl.addLast(&second, items, 1, N*OC*C/items)
+			pl.addLast(&h.second, items, 1, N*OC*C/items)
 			pl.execute()
 		}()
 		select {

@@ -67,19 +67,26 @@ type activations struct {
 // fill them in and hand pointers to plan, so that no section allocates.
 // One section runs at a time per activations.
 type passJobs struct {
-	plan  plan
-	chain rowChain
-	enc   encoderJob
-	ln    [2]layernormJob // in the chain
-	cols  [2]layernormJob // LayerNorm weight and bias gradients
-	mm    [4]gemmNNJob
-	wg    [4]weightGradJob // first halves (setWeightGradHalves)
-	wgEnd [4]weightGradJob // second halves
-	ig    [4]inputGradJob
-	cs    [2]columnSumJob
-	nt    gemmNTJob
-	attn  attentionJob
-	ce    crossEntropyJob
+	plan    plan
+	chain   rowChain
+	enc     encoderJob
+	ln      [2]layernormJob // in the chain
+	cols    [2]layernormJob // LayerNorm weight and bias gradients
+	mm      [4]gemmNNJob
+	wg      [4]weightGradJob // whole, or first halves (setWeightGradHalves)
+	wgEnd   [4]weightGradJob // second halves
+	wgH     [4]halves
+	ig      [4]inputGradJob
+	cs      [2]columnSumJob // whole, or first halves
+	csEnd   [2]columnSumJob
+	csH     [2]halves
+	colsEnd [2]layernormJob
+	colsH   [2]halves
+	encEnd  encoderJob
+	encH    halves
+	nt      gemmNTJob
+	attn    attentionJob
+	ce      crossEntropyJob
 }
 
 func newActivations(c Config, B, T int) *activations {
@@ -299,7 +306,7 @@ func (m *Model) chainHead(a *activations, in []float64, targets []int, rows func
 // the transposes tj (when not nil).
 func (j *passJobs) runChain(n, cost int, tj *transposeJob) {
 	j.plan.reset()
-	j.plan.add(&j.chain, n, 4, cost)
+	j.plan.addRows(&j.chain, n, 4, cost)
 	if tj != nil {
 		tj.add(&j.plan)
 	}
@@ -327,6 +334,8 @@ func (a *activations) meanLoss() float64 {
 // (rowChain), while the weight gradients of the layers just passed,
 // which need every row, run beside the next section's chain or the
 // attention's heads; no task of a section reads what another writes.
+// The row tasks go in with addRows, the sums over rows in halves, so
+// that at two threads each core keeps to its half of the batch (plan).
 // The residual stream's gradient alternates between two buffers, so that
 // a weight gradient still reading one value of it is never overwritten
 // by the next.
@@ -360,12 +369,39 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			return
 		}
 		items := setWeightGradHalves(&j.wg[k], &j.wgEnd[k], dw, inp, dout, N, C, OC)
-		pl.addFirst(&j.wg[k], items, 1, (N+1)/2*OC*C/items)
-		pl.addLast(&j.wgEnd[k], j.wgEnd[k].items(), 1, (N+1)/2*OC*C/items)
+		j.wgH[k].set(&j.wg[k], &j.wgEnd[k], items)
+		pl.addHalves(&j.wgH[k], items, 1, (N+1)/2*OC*C/items)
 	}
-	columnSum := func(job *columnSumJob, sum, rows []float64, W int) {
-		*job = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W, set: true}
-		pl.add(job, W, 8, N)
+	// The other sums over the rows (column sums, a LayerNorm's weight
+	// and bias gradients, the encoder's backward) likewise run in halves
+	// at two threads (rowsInHalves), the second half's chains going on
+	// from row h where the first's stopped.
+	h := N / 2
+	columnSum := func(k int, sum, rows []float64, W int) {
+		if !rowsInHalves(N) {
+			j.cs[k] = columnSumJob{sum: sum[:W], rows: rows, N: N, W: W, set: true}
+			pl.add(&j.cs[k], W, 8, N)
+			return
+		}
+		j.cs[k] = columnSumJob{sum: sum[:W], rows: rows[:h*W], N: h, W: W, set: true}
+		j.csEnd[k] = columnSumJob{sum: sum[:W], rows: rows[h*W : N*W], N: N - h, W: W}
+		j.csH[k].set(&j.cs[k], &j.csEnd[k], W)
+		pl.addHalves(&j.csH[k], W, 8, N-h)
+	}
+	// A LayerNorm's weight and bias gradients (j.cols[k], described by
+	// lnBackward in the section before).
+	lnColumns := func(k int) {
+		cols := &j.cols[k]
+		if !rowsInHalves(N) {
+			pl.add(cols, C, 4, 3*N)
+			return
+		}
+		end := &j.colsEnd[k]
+		*end = *cols
+		end.dout, end.inp, end.mean, end.rstd, end.N, end.set = cols.dout[h*C:], cols.inp[h*C:], cols.mean[h:], cols.rstd[h:], N-h, false
+		cols.N = h
+		j.colsH[k].set(cols, end, C)
+		pl.addHalves(&j.colsH[k], C, 4, 3*(N-h))
 	}
 	// LayerNorm backward: rows in the chain (dinp = start + ...), the
 	// weight and bias gradients (column sums) in a later section.
@@ -404,12 +440,12 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		j.ig[0] = inputGradJob{dinp: a.dln, dout: a.dlogits, weight: p.headWeight, C: C, OC: V}
 		j.chain.add(&j.ig[0])
 		weightGrad(1, g.headWeight, a.lnf, a.dlogits, C, V)
-		columnSum(&j.cs[0], g.headBias, a.dlogits, V)
+		columnSum(0, g.headBias, a.dlogits, V)
 	}
 	lnBackward(&j.ln[0], &j.cols[1], cur, nil, g.lnfGain, g.lnfBias, a.dln, layer(a.resid3, L-1, C), p.lnfGain, a.lnfMean, a.lnfRstd)
-	pl.add(&j.chain, N, 4, C*V+8*C)
+	pl.addRows(&j.chain, N, 4, C*V+8*C)
 	pl.execute()
-	pendingCols := &j.cols[1] // lnf's
+	ln1Pending := true // j.cols[1]'s column sums: lnf's, then a layer's ln1
 
 	for l := L - 1; l >= 0; l-- {
 		pl.reset()
@@ -427,11 +463,11 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain[k*C:], g.ln1Bias[k*C:], a.dln, in(k), p.ln1Gain[k*C:], layer(a.ln1Mean, k, 1), layer(a.ln1Rstd, k, 1))
 			chainCost += 3*C*C + 8*C
 			weightGrad(3, g.qkvWeight[k*C*3*C:], layer(a.ln1, k, C), a.dqkv, C, 3*C)
-			pendingCols = &j.cols[1]
+			ln1Pending = true
 		} else {
 			// lnf's column sums: its rows were in the last chain.
-			pl.add(pendingCols, C, 4, 3*N)
-			pendingCols = nil
+			lnColumns(1)
+			ln1Pending = false
 		}
 		// Layer l's feed-forward network and projection, backward:
 		// dfc = relu'·(r1·fcProjᵀ) (kept where fcAct > 0), dln2 = dfc·fcᵀ,
@@ -446,22 +482,22 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		j.ig[2] = inputGradJob{dinp: a.dattnOut, dout: r2, weightT: attnProjT, C: C, OC: C}
 		j.chain.add(&j.ig[2])
 		chainCost += 9*C*C + 8*C
-		pl.add(&j.chain, N, 4, chainCost)
+		pl.addRows(&j.chain, N, 4, chainCost)
 		pl.execute()
 
 		// Layer l's attention, backward (dqkv set, head by head), beside
 		// the weight gradients of the chain just run.
 		pl.reset()
 		j.attn = attentionJob{backward: true, set: true, out: a.dattnOut, att: a.att[l*B*NH*T*T : (l+1)*B*NH*T*T], qkv: layer(a.qkv, l, 3*C), dqkv: a.dqkv, datt: a.datt, T: T, t0: 0, t1: T, C: C, NH: NH}
-		pl.add(&j.attn, B*NH, 1, 2*T*T*hs)
+		pl.addRows(&j.attn, B*NH, 1, 2*T*T*hs)
 		weightGrad(0, g.fcProjWeight[l*4*C*C:], layer(a.fcAct, l, 4*C), r1, 4*C, C)
-		columnSum(&j.cs[0], g.fcProjBias[l*C:], r1, C)
+		columnSum(0, g.fcProjBias[l*C:], r1, C)
 		weightGrad(1, g.fcWeight[l*C*4*C:], layer(a.ln2, l, C), a.dfc, C, 4*C)
-		columnSum(&j.cs[1], g.fcBias[l*4*C:], a.dfc, 4*C)
+		columnSum(1, g.fcBias[l*4*C:], a.dfc, 4*C)
 		weightGrad(2, g.attnProjWeight[l*C*C:], layer(a.attnOut, l, C), r2, C, C)
-		pl.add(&j.cols[0], C, 4, 3*N) // ln2's
-		if pendingCols != nil {
-			pl.add(pendingCols, C, 4, 3*N) // layer l+1's ln1
+		lnColumns(0) // ln2's
+		if ln1Pending {
+			lnColumns(1) // layer l+1's ln1
 		}
 		pl.execute()
 		cur = r2
@@ -475,14 +511,21 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	j.ig[3] = inputGradJob{dinp: a.dln, dout: a.dqkv, weightT: qkvT, C: C, OC: 3 * C}
 	j.chain.add(&j.ig[3])
 	lnBackward(&j.ln[1], &j.cols[1], r1, cur, g.ln1Gain, g.ln1Bias, a.dln, a.encoded, p.ln1Gain, layer(a.ln1Mean, 0, 1), layer(a.ln1Rstd, 0, 1))
-	pl.add(&j.chain, N, 4, 3*C*C+8*C)
+	pl.addRows(&j.chain, N, 4, 3*C*C+8*C)
 	weightGrad(3, g.qkvWeight, layer(a.ln1, 0, C), a.dqkv, C, 3*C)
 	pl.execute()
 
 	// encoded = wte[idx] + wpe, beside ln1's column sums.
 	pl.reset()
-	j.enc = encoderJob{backward: true, setWte: !c.TiedHead, setWpe: true, dwte: g.tokenEmbedding, dwpe: g.positionEmbedding, dout: r1, idx: idx, B: B, T: T, C: C}
-	pl.add(&j.enc, C, 8, 2*N)
-	pl.add(&j.cols[1], C, 4, 3*N)
+	j.enc = encoderJob{backward: true, setWte: !c.TiedHead, setWpe: true, dwte: g.tokenEmbedding, dwpe: g.positionEmbedding, dout: r1, idx: idx, B: B, T: T, C: C, n1: N}
+	if rowsInHalves(N) {
+		j.encEnd = j.enc
+		j.enc.n1, j.encEnd.n0, j.encEnd.setWte, j.encEnd.setWpe = h, h, false, false
+		j.encH.set(&j.enc, &j.encEnd, C)
+		pl.addHalves(&j.encH, C, 8, 2*(N-h))
+	} else {
+		pl.add(&j.enc, C, 8, 2*N)
+	}
+	lnColumns(1)
 	pl.execute()
 }
