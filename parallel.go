@@ -629,7 +629,9 @@ type planTask struct {
 
 func (pl *plan) reset() { pl.n = 0 }
 
-// add appends a task; a task with no items is dropped.
+// add appends a whole task, one whose items are not the batch's rows (a
+// weight gradient, a transpose); a task with no items is dropped, by
+// every add.
 func (pl *plan) add(job rangeJob, items, grain, cost int) {
 	pl.addKind(job, items, grain, cost, taskWhole)
 }
