@@ -680,9 +680,11 @@ func (pl *plan) addKind(job rangeJob, items, grain, cost, kind int) {
 	pl.n++
 }
 
-// addHalves appends the two halves of h (set first): the first with
-// addFirst, the second with addLast, each with items items.
-func (pl *plan) addHalves(h *halves, items, grain, cost int) {
+// addHalves makes first and second the halves h runs (halves.set) and
+// appends them: the first with addFirst, the second with addLast, each
+// with items items.
+func (pl *plan) addHalves(h *halves, first, second rangeJob, items, grain, cost int) {
+	h.set(first, second, items)
 	pl.addFirst(&h.first, items, grain, cost)
 	pl.addLast(&h.second, items, grain, cost)
 }

@@ -369,8 +369,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 			return
 		}
 		items := setWeightGradHalves(&j.wg[k], &j.wgEnd[k], dw, inp, dout, N, C, OC)
-		j.wgH[k].set(&j.wg[k], &j.wgEnd[k], items)
-		pl.addHalves(&j.wgH[k], items, 1, (N+1)/2*OC*C/items)
+		pl.addHalves(&j.wgH[k], &j.wg[k], &j.wgEnd[k], items, 1, (N+1)/2*OC*C/items)
 	}
 	// The other sums over the rows (column sums, a LayerNorm's weight
 	// and bias gradients, the encoder's backward) likewise run in halves
@@ -385,8 +384,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		}
 		j.cs[k] = columnSumJob{sum: sum[:W], rows: rows[:h*W], N: h, W: W, set: true}
 		j.csEnd[k] = columnSumJob{sum: sum[:W], rows: rows[h*W : N*W], N: N - h, W: W}
-		j.csH[k].set(&j.cs[k], &j.csEnd[k], W)
-		pl.addHalves(&j.csH[k], W, 8, N-h)
+		pl.addHalves(&j.csH[k], &j.cs[k], &j.csEnd[k], W, 8, N-h)
 	}
 	// A LayerNorm's weight and bias gradients (j.cols[k], described by
 	// lnBackward in the section before).
@@ -400,8 +398,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 		*end = *cols
 		end.dout, end.inp, end.mean, end.rstd, end.N, end.set = cols.dout[h*C:], cols.inp[h*C:], cols.mean[h:], cols.rstd[h:], N-h, false
 		cols.N = h
-		j.colsH[k].set(cols, end, C)
-		pl.addHalves(&j.colsH[k], C, 4, 3*(N-h))
+		pl.addHalves(&j.colsH[k], cols, end, C, 4, 3*(N-h))
 	}
 	// LayerNorm backward: rows in the chain (dinp = start + ...), the
 	// weight and bias gradients (column sums) in a later section.
@@ -521,8 +518,7 @@ func (m *Model) backward(a *activations, grads []float64, idx []int) {
 	if rowsInHalves(N) {
 		j.encEnd = j.enc
 		j.enc.n1, j.encEnd.n0, j.encEnd.setWte, j.encEnd.setWpe = h, h, false, false
-		j.encH.set(&j.enc, &j.encEnd, C)
-		pl.addHalves(&j.encH, C, 8, 2*(N-h))
+		pl.addHalves(&j.encH, &j.enc, &j.encEnd, C, 8, 2*(N-h))
 	} else {
 		pl.add(&j.enc, C, 8, 2*N)
 	}
