@@ -1,0 +1,125 @@
+package par
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chainSums is one half of a sum over rows: item i's chain is sum[i],
+// and the half adds rows [r0, r1) to it in order, each row's value a
+// function of (row, item) chosen so that the result depends on the order
+// of the additions (floating-point rounding).
+type chainSums struct {
+	sum    []float64
+	r0, r1 int
+}
+
+func rowValue(r, i int) float64 { return 1 / float64(3+r*7+i) }
+
+func (h *chainSums) Run(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		s := h.sum[i]
+		for r := h.r0; r < h.r1; r++ {
+			s += rowValue(r, i)
+		}
+		h.sum[i] = s
+	}
+}
+
+// TestHalvesKeepEveryChain: a sum over rows run as Halves, the second
+// half continuing the first's chains, gives the bits of one chain over
+// every row, with the halves alone or around other jobs, at several
+// participant counts and serially; and every other job still runs once.
+// A second half that did not wait for the first would add its rows to a
+// chain that does not yet hold the first's, and change the bits.
+func TestHalvesKeepEveryChain(t *testing.T) {
+	alwaysParallel(t)
+	const items, rows = 300, 64
+	want := make([]float64, items)
+	(&chainSums{sum: want, r0: 0, r1: rows}).Run(0, items)
+	for _, procs := range []int{1, 2, 3, 8} {
+		setProcs(t, procs)
+		for _, others := range []int{0, 1, 3} {
+			sum := make([]float64, items)
+			first, second := &chainSums{sum: sum, r0: 0, r1: rows / 2}, &chainSums{sum: sum, r0: rows / 2, r1: rows}
+			var s Section
+			var h Halves
+			var fill []*countJob
+			for range others {
+				j := newCountJob(500, 4)
+				fill = append(fill, j)
+				s.Add(j, 500, 4, 1000)
+			}
+			s.AddHalves(&h, first, second, items, 1, rows/2*10)
+			s.Run()
+			for i := range want {
+				if sum[i] != want[i] {
+					t.Fatalf("procs %d, %d other jobs: item %d = %v, want %v", procs, others, i, sum[i], want[i])
+				}
+			}
+			for _, j := range fill {
+				j.check(t, "the other job")
+			}
+		}
+	}
+}
+
+// panicAtOnce panics in every range it is given.
+type panicAtOnce struct{}
+
+func (panicAtOnce) Run(lo, hi int) {
+	var s []int
+	_ = s[lo]
+}
+
+// panicOnWorker panics in the ranges it runs on a worker.
+type panicOnWorker struct{}
+
+func (panicOnWorker) Run(lo, hi int) {
+	if onWorker() {
+		var s []int
+		_ = s[lo]
+	}
+}
+
+// TestHalvesPanicDoesNotHang: when a participant panics in a first half,
+// a participant waiting in the second half for the items it would have
+// done gives up, and the panic reaches the caller, whether the caller
+// panicked (at the head of the first region) or a worker did. Without the
+// abort the waiter would spin for ever and the caller with it.
+func TestHalvesPanicDoesNotHang(t *testing.T) {
+	alwaysParallel(t)
+	for _, where := range []string{"caller", "worker"} {
+		// At three participants the middle region holds the end of the
+		// first half and the start of the second, so a worker runs some
+		// of the first half and another waits for it.
+		setProcs(t, map[string]int{"caller": 2, "worker": 3}[where])
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			var s Section
+			var h Halves
+			var first Job = panicAtOnce{}
+			if where == "worker" {
+				first = panicOnWorker{}
+			}
+			s.AddHalves(&h, first, newCountJob(64, 1), 64, 1, 1<<14)
+			s.Run()
+		}()
+		select {
+		case got := <-done:
+			if got == nil {
+				t.Errorf("panic on the %s: the section returned normally", where)
+			} else if !strings.Contains(fmt.Sprint(got), "index out of range") {
+				t.Errorf("panic on the %s: recovered %v", where, got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("panic on the %s: the section hangs", where)
+		}
+	}
+	job := newCountJob(64, 1)
+	For(job, 64, 1, 1<<20)
+	job.check(t, "For after the panics")
+}
