@@ -4,16 +4,26 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"example.org/minigpt/internal/safefile"
 )
 
-// SaveCheckpoint writes c to path atomically, replacing the file there
-// (see SaveFile): at every moment path holds the old checkpoint (or
-// nothing) or the complete new one. A failure removes the temporary file;
-// a save killed midway leaves it (.NAME.tmp-minigpt), and the next save of
-// path removes it. Anything at path that is not a regular file is refused
-// (ErrNotRegularFile), never replaced; a replaced file keeps its
-// permission bits. To refuse an existing file instead, use SaveFile with
-// WriteCheckpoint.
+// ErrNotRegularFile is wrapped by SaveCheckpoint for a path that exists and
+// is not a regular file (a directory, symbolic link, device, named pipe or
+// socket), which is never replaced, and by LoadCheckpoint and
+// LoadCheckpointInfo for an input that is not a regular file, which is
+// never read.
+var ErrNotRegularFile = safefile.ErrNotRegular
+
+// SaveCheckpoint writes c to path atomically, replacing a regular file
+// there: the checkpoint goes to a temporary file in path's directory
+// (.NAME.tmp-minigpt), which is synced and then renamed over path, so at
+// every moment path holds the old checkpoint (or nothing) or the complete
+// new one. A failure removes the temporary file; a save killed midway
+// leaves it, and the next save of path removes it. Anything at path that
+// is not a regular file is refused (ErrNotRegularFile), never replaced; a
+// replaced file keeps its permission bits. To write a checkpoint anywhere
+// else (or to refuse an existing file), use WriteCheckpoint.
 func SaveCheckpoint(path string, c *Checkpoint) error {
 	return saveCheckpoint(path, c, WriteCheckpoint)
 }
@@ -21,7 +31,7 @@ func SaveCheckpoint(path string, c *Checkpoint) error {
 // saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
 // tests can make it fail midway.
 func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	if err := SaveFile(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
+	if err := safefile.Save(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	return nil
@@ -32,7 +42,7 @@ func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoin
 // named pipe, device or directory is refused at once (wrapping
 // ErrNotRegularFile), without blocking on it.
 func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := OpenRegular(path) // a FIFO would block in open
+	f, err := safefile.OpenRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
@@ -57,7 +67,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 // header says, so that a truncated file is reported here too; the
 // weights' checksum is verified only by LoadCheckpoint.
 func LoadCheckpointInfo(path string) (*CheckpointInfo, error) {
-	f, err := OpenRegular(path) // a FIFO would block in open
+	f, err := safefile.OpenRegular(path) // a FIFO would block in open
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint info: %w", err)
 	}

@@ -30,9 +30,6 @@
 //     [Step] trace shows what each stage of the pipeline did.
 //   - [Model.GreedyDecode] is the seed's greedy_decode (seed lesson 000)
 //     and [LoopOnset] the loop detector of seed lesson 003's exercise 3.
-//   - [SaveFile], [CheckOutput] and [OpenRegular] are the file safety the
-//     commands rely on: atomic saves that never replace anything but a
-//     regular file, and reads that never block on a FIFO.
 //
 // # Data flow
 //

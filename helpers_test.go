@@ -3,7 +3,6 @@
 package minigpt
 
 import (
-	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -70,13 +69,6 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-func writeString(s string) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := io.WriteString(w, s)
-		return err
-	}
 }
 
 func mustRead(t *testing.T, path string) string {

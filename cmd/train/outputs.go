@@ -11,6 +11,7 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/internal/safefile"
 )
 
 // output is a file the run writes (the checkpoint, the -keep-best copy,
@@ -35,7 +36,7 @@ func (f *output) label() string {
 	return s
 }
 
-// refusal turns a minigpt.CheckOutput or SaveFile error into the message
+// refusal turns a safefile.CheckOutput or Save error into the message
 // the user sees, naming the flag and what to do.
 func (f *output) refusal(err error) error {
 	var pe *fs.PathError
@@ -52,16 +53,16 @@ func (f *output) refusal(err error) error {
 
 // check refuses, before any work, what the save would refuse.
 func (f *output) check() error {
-	if err := minigpt.CheckOutput(f.path, f.replace); err != nil {
+	if err := safefile.CheckOutput(f.path, f.replace); err != nil {
 		return cli.UsageError{Err: f.refusal(err)}
 	}
 	return nil
 }
 
-// save writes the file atomically (minigpt.SaveFile) with the consent it
+// save writes the file atomically (safefile.Save) with the consent it
 // has; once written, the file is this run's own and may be replaced.
 func (f *output) save(write func(io.Writer) error) error {
-	if err := minigpt.SaveFile(f.path, f.replace, write); err != nil {
+	if err := safefile.Save(f.path, f.replace, write); err != nil {
 		return f.refusal(err)
 	}
 	f.replace = true

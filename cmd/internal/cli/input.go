@@ -8,17 +8,17 @@ import (
 	"io/fs"
 	"os"
 
-	"example.org/minigpt"
+	"example.org/minigpt/internal/safefile"
 )
 
-// OpenRegular is minigpt.OpenRegular (open path for reading if it is a
+// OpenRegular is safefile.OpenRegular (open path for reading if it is a
 // regular file; refuse anything else at once, without blocking on a
 // FIFO) with the error message starting with the path rather than with
 // the operation, so that a caller can prefix the flag: "-resume x: is a
 // named pipe (FIFO), not a regular file". The errors wrap the same
 // sentinels (minigpt.ErrNotRegularFile, fs.ErrNotExist).
 func OpenRegular(path string) (*os.File, error) {
-	f, err := minigpt.OpenRegular(path)
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package minigpt
+package safefile
 
 import (
 	"errors"
@@ -71,14 +71,14 @@ func TestSaveFileRefusesNonRegular(t *testing.T) {
 			}
 			for _, replace := range []bool{true, false} {
 				called := false
-				err := SaveFile(path, replace, func(w io.Writer) error { called = true; _, err := io.WriteString(w, "x"); return err })
-				for name, err := range map[string]error{"SaveFile": err, "CheckOutput": CheckOutput(path, replace)} {
-					if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is a "+kind) {
-						t.Errorf("%s(%s, replace %v) = %v, want ErrNotRegularFile naming the path and %q", name, path, replace, err, kind)
+				err := Save(path, replace, func(w io.Writer) error { called = true; _, err := io.WriteString(w, "x"); return err })
+				for name, err := range map[string]error{"Save": err, "CheckOutput": CheckOutput(path, replace)} {
+					if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is a "+kind) {
+						t.Errorf("%s(%s, replace %v) = %v, want ErrNotRegular naming the path and %q", name, path, replace, err, kind)
 					}
 				}
 				if called {
-					t.Error("SaveFile wrote before refusing")
+					t.Error("Save wrote before refusing")
 				}
 			}
 			now, err := os.Lstat(path)
@@ -107,7 +107,7 @@ func TestSaveFileMode(t *testing.T) {
 		if err := os.Chmod(path, perm); err != nil {
 			t.Fatal(err)
 		}
-		if err := SaveFile(path, true, writeString("new")); err != nil {
+		if err := Save(path, true, writeString("new")); err != nil {
 			t.Fatal(err)
 		}
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != perm {
@@ -117,7 +117,7 @@ func TestSaveFileMode(t *testing.T) {
 	for _, umask := range []int{0o022, 0o077, 0o002} {
 		old := syscall.Umask(umask)
 		path := filepath.Join(dir, "new-"+fs.FileMode(umask).String())
-		err := SaveFile(path, false, writeString("new"))
+		err := Save(path, false, writeString("new"))
 		syscall.Umask(old)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestSaveFileMode(t *testing.T) {
 func TestSaveFileKilled(t *testing.T) {
 	if path := os.Getenv("MINIGPT_SAVE_AND_HANG"); path != "" {
 		// The child: start a save and never finish it.
-		SaveFile(path, true, func(w io.Writer) error {
+		Save(path, true, func(w io.Writer) error {
 			io.WriteString(w, strings.Repeat("partial ", 1000))
 			os.Stdout.WriteString("writing\n")
 			select {}
@@ -178,7 +178,7 @@ func TestSaveFileKilled(t *testing.T) {
 			t.Fatalf("after the kill the directory holds %q, want run.ckpt and one stale temporary file", names)
 		}
 	}
-	if err := SaveFile(path, true, writeString("better")); err != nil {
+	if err := Save(path, true, writeString("better")); err != nil {
 		t.Fatal(err)
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{"run.ckpt"}) {
@@ -186,63 +186,41 @@ func TestSaveFileKilled(t *testing.T) {
 	}
 }
 
-// The case at the checkpoint level: SaveCheckpoint used to rename
-// its temporary file over whatever was at the path — a device node made
-// like /dev/null, a FIFO, a symbolic link — and gave a 0600 checkpoint
-// back as 0644.
-func TestSaveCheckpointSafety(t *testing.T) {
-	c := fuzzSeedTrainer(t, false).Checkpoint(FullCheckpoint)
-	_, paths, linked := specialFiles(t)
-	for kind, path := range paths {
-		was, _ := os.Lstat(path)
-		err := SaveCheckpoint(path, c)
-		if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) {
-			t.Errorf("SaveCheckpoint over a %s = %v, want ErrNotRegularFile naming the path", strings.TrimSpace(kind), err)
-		}
-		if now, err := os.Lstat(path); err != nil || !os.SameFile(was, now) || now.Mode() != was.Mode() {
-			t.Errorf("the %s at %s was replaced", strings.TrimSpace(kind), path)
-		}
-	}
-	if got := mustRead(t, linked); got != "linked" {
-		t.Errorf("the symbolic link's target now holds %q", got)
-	}
 
-	private := filepath.Join(t.TempDir(), "private.ckpt")
-	if err := SaveCheckpoint(private, c); err != nil {
-		t.Fatal(err)
+// TestSaveOnReadOnlyFileSystemSaysSo: on a read-only file system the
+// error says the directory cannot be written because it is read-only,
+// not that a stale temporary file (which does not exist) could not be
+// removed. It needs a read-only mount, which it looks for in
+// /proc/mounts; it writes nothing there (it cannot).
+func TestSaveOnReadOnlyFileSystemSaysSo(t *testing.T) {
+	mounts, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		t.Skip("no /proc/mounts")
 	}
-	if err := os.Chmod(private, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := SaveCheckpoint(private, c); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(private); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("a 0600 checkpoint saved over comes back %v (%v)", fi.Mode().Perm(), err)
-	}
-	if err := SaveFile(private, false, func(w io.Writer) error { return WriteCheckpoint(w, c) }); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("SaveFile without replace over an existing checkpoint = %v, want fs.ErrExist", err)
-	}
-}
-
-// LoadCheckpoint refuses a FIFO at once instead of blocking in open until
-// a writer comes (which no signal could interrupt).
-func TestLoadCheckpointDoesNotBlockOnFIFO(t *testing.T) {
-	_, paths, _ := specialFiles(t)
-	for _, kind := range []string{"named pipe (FIFO)", "character device", "directory"} {
-		path, ok := paths[kind]
-		if !ok {
+	dir := ""
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || !slices.Contains(strings.Split(f[3], ","), "ro") {
 			continue
 		}
-		done := make(chan error, 1)
-		go func() { _, err := LoadCheckpoint(path); done <- err }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, ErrNotRegularFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), kind) {
-				t.Errorf("LoadCheckpoint(%s) = %v, want ErrNotRegularFile naming the path and %q", path, err, kind)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("LoadCheckpoint(%s) still blocked after 10 s", path)
+		if fi, err := os.Stat(f[1]); err == nil && fi.IsDir() {
+			dir = f[1]
+			break
+		}
+	}
+	if dir == "" {
+		t.Skip("no read-only mount on this machine")
+	}
+	path := filepath.Join(dir, "minigpt-test-output.ckpt")
+	for name, err := range map[string]error{
+		"Save":        Save(path, false, writeString("x")),
+		"CheckOutput": CheckOutput(path, false),
+	} {
+		if err == nil {
+			t.Fatalf("%s on the read-only %s succeeded", name, dir)
+		}
+		if msg := err.Error(); strings.Contains(msg, "stale") || !strings.Contains(msg, "read-only") {
+			t.Errorf("%s on the read-only %s: %q, want it to say read-only and not speak of a stale file", name, dir, msg)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package minigpt
+package safefile
 
 import (
 	"bytes"
@@ -15,13 +15,13 @@ import (
 func TestSaveFileCreatesAndReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.txt")
-	if err := SaveFile(path, false, writeString("one")); err != nil {
+	if err := Save(path, false, writeString("one")); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustRead(t, path); got != "one" {
 		t.Fatalf("content %q, want %q", got, "one")
 	}
-	if err := SaveFile(path, true, writeString("two")); err != nil {
+	if err := Save(path, true, writeString("two")); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustRead(t, path); got != "two" {
@@ -41,18 +41,18 @@ func TestSaveFileNoReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	err := SaveFile(path, false, func(io.Writer) error { called = true; return nil })
+	err := Save(path, false, func(io.Writer) error { called = true; return nil })
 	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), path) || called {
-		t.Fatalf("SaveFile over an existing file without replace = %v (write called: %v), want fs.ErrExist naming the path before writing", err, called)
+		t.Fatalf("Save over an existing file without replace = %v (write called: %v), want fs.ErrExist naming the path before writing", err, called)
 	}
 
 	late := filepath.Join(dir, "late.txt")
-	err = SaveFile(late, false, func(w io.Writer) error {
+	err = Save(late, false, func(w io.Writer) error {
 		io.WriteString(w, "ours")
 		return os.WriteFile(late, []byte("theirs"), 0o644) // someone else, meanwhile
 	})
 	if !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("SaveFile when the target appears midway = %v, want fs.ErrExist", err)
+		t.Fatalf("Save when the target appears midway = %v, want fs.ErrExist", err)
 	}
 	if got := mustRead(t, late); got != "theirs" {
 		t.Fatalf("the file that appeared midway now holds %q", got)
@@ -72,12 +72,12 @@ func TestSaveFileFailureKeepsOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	err := SaveFile(path, true, func(w io.Writer) error {
+	err := Save(path, true, func(w io.Writer) error {
 		io.WriteString(w, "half")
 		return boom
 	})
 	if !errors.Is(err, boom) {
-		t.Fatalf("SaveFile = %v, want the writer's error", err)
+		t.Fatalf("Save = %v, want the writer's error", err)
 	}
 	if got := mustRead(t, path); got != "old" {
 		t.Fatalf("after a failed save the file holds %q, want the old content", got)
@@ -99,7 +99,7 @@ func TestSaveFileRemovesStaleTemp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := SaveFile(path, false, writeString("new")); err != nil {
+	if err := Save(path, false, writeString("new")); err != nil {
 		t.Fatal(err)
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{".other.ckpt.tmp-minigpt", "run.ckpt"}) {
@@ -119,7 +119,7 @@ func TestSaveFileTempSymlink(t *testing.T) {
 	if err := os.Symlink(victim, tempName(path)); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
-	if err := SaveFile(path, false, writeString("new")); err != nil {
+	if err := Save(path, false, writeString("new")); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustRead(t, victim); got != "keep me" {

@@ -1,4 +1,7 @@
-package minigpt
+// Package safefile writes files atomically, never replacing anything but a
+// regular file the caller allowed it to replace, and opens inputs without
+// blocking on a FIFO: the file safety every command of the module relies on.
+package safefile
 
 import (
 	"errors"
@@ -11,14 +14,14 @@ import (
 	"syscall"
 )
 
-// ErrNotRegularFile is wrapped by SaveFile and CheckOutput errors for a
+// ErrNotRegular is wrapped by Save and CheckOutput errors for a
 // path that exists and is not a regular file: a directory, a symbolic
 // link, a device, a named pipe or a socket. Such a path is never
 // replaced, because renaming a file over /dev/null or over a symbolic
 // link destroys something the user did not ask us to touch. OpenRegular
-// (and so LoadCheckpoint) wraps it for an input that is not a regular
+// (and so minigpt's LoadCheckpoint) wraps it for an input that is not a regular
 // file, which is never read.
-var ErrNotRegularFile = errors.New("not a regular file")
+var ErrNotRegular = errors.New("not a regular file")
 
 // notRegularError says what a path is instead of a regular file.
 type notRegularError struct{ kind string }
@@ -27,7 +30,7 @@ func (e notRegularError) Error() string {
 	return "is a " + e.kind + ", not a regular file"
 }
 
-func (e notRegularError) Is(target error) bool { return target == ErrNotRegularFile }
+func (e notRegularError) Is(target error) bool { return target == ErrNotRegular }
 
 // fileKind names the type of a file mode for messages.
 func fileKind(m fs.FileMode) string {
@@ -51,7 +54,7 @@ func fileKind(m fs.FileMode) string {
 	}
 }
 
-// tempName is the temporary file SaveFile writes before renaming it to
+// tempName is the temporary file Save writes before renaming it to
 // path: hidden, in the same directory (a rename across file systems is
 // not atomic), and fixed rather than random, so that a save killed midway
 // (kill -9, power loss) leaves at most one stale file per target, which
@@ -80,14 +83,14 @@ func statTarget(op, path string) (fs.FileInfo, error) {
 }
 
 // CheckOutput reports, without changing anything the user owns, whether
-// SaveFile(path, replace, …) could write path: the name is not empty,
+// Save(path, replace, …) could write path: the name is not empty,
 // nothing but a regular file is there (and, unless replace, nothing at
 // all), and a file can be created in its directory. Commands call it
 // before long work so that the work is never lost at the final save.
 //
 // An existing file refused for lack of replace gives an error wrapping
 // fs.ErrExist; a path that is not a regular file, one wrapping
-// ErrNotRegularFile. Each names the path.
+// ErrNotRegular. Each names the path.
 func CheckOutput(path string, replace bool) error {
 	fi, err := statTarget("output", path)
 	if err != nil {
@@ -112,14 +115,22 @@ func CheckOutput(path string, replace bool) error {
 // 0644 minus the umask, as for a new file made by os.Create.
 func createTemp(path string) (*os.File, error) {
 	tmp := tempName(path)
-	// Only our own fixed name is ever removed. Remove does not follow a
-	// symbolic link, and O_EXCL below refuses whatever could not be
-	// removed (a non-empty directory, say).
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot remove the stale temporary file %s: %w", tmp, cause(err))}
+	// Only our own fixed name is ever removed, and only when it is there:
+	// on a read-only file system Remove fails even for a missing file,
+	// and the error must then say that the directory cannot be written,
+	// not speak of a stale file. Remove does not follow a symbolic link,
+	// and O_EXCL below refuses whatever could not be removed (a
+	// non-empty directory, say).
+	if _, err := os.Lstat(tmp); err == nil {
+		if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot remove the stale temporary file %s: %w", tmp, cause(err))}
+		}
 	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		if errors.Is(err, syscall.EROFS) {
+			return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot create a file in %s: it is on a read-only file system: %w", dirOf(path), cause(err))}
+		}
 		return nil, &fs.PathError{Op: "save", Path: path, Err: fmt.Errorf("cannot create a file in %s: %w", dirOf(path), cause(err))}
 	}
 	return f, nil
@@ -142,15 +153,15 @@ func dirOf(path string) string {
 	return "the current directory"
 }
 
-// SaveFile writes a file atomically: write fills a temporary file in
+// Save writes a file atomically: write fills a temporary file in
 // path's directory (named .NAME.tmp-minigpt), which is synced to disk and
 // then renamed to path, and the directory is synced so that the rename
 // survives a crash. At every moment path holds either its old content
 // (or nothing) or the complete new content.
 //
-// SaveFile never replaces anything but a regular file: a directory,
+// Save never replaces anything but a regular file: a directory,
 // symbolic link, device, named pipe or socket at path is refused before
-// anything is written (ErrNotRegularFile). With replace false an existing
+// anything is written (ErrNotRegular). With replace false an existing
 // file is refused too (fs.ErrExist), also if it appears while write runs.
 // A replaced file keeps its permission bits (and, where the process may
 // set them, its owner and group); a new one gets 0644 minus the umask.
@@ -160,7 +171,7 @@ func dirOf(path string) string {
 // stays behind until the next save of the same path removes it. Two
 // processes saving the same path at the same time are not supported: one
 // of them fails.
-func SaveFile(path string, replace bool, write func(io.Writer) error) error {
+func Save(path string, replace bool, write func(io.Writer) error) error {
 	old, err := statTarget("save", path)
 	if err != nil {
 		return err
@@ -263,10 +274,10 @@ func fsyncDir(dir string) error {
 
 // OpenRegular opens path for reading if it is a regular file, and refuses
 // anything else at once, with a *fs.PathError that wraps
-// ErrNotRegularFile and says what the path is ("is a named pipe (FIFO),
+// ErrNotRegular and says what the path is ("is a named pipe (FIFO),
 // not a regular file"): a FIFO would block until a writer comes, /dev/zero
-// never ends. It is the reading counterpart of SaveFile; LoadCheckpoint
-// and the commands open every file they read with it.
+// never ends. It is the reading counterpart of Save; minigpt's
+// LoadCheckpoint and the commands open every file they read with it.
 //
 // The open itself is non-blocking, because opening a named pipe otherwise
 // waits for a writer, and a signal cannot interrupt that wait; a path

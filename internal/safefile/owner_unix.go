@@ -1,6 +1,6 @@
 //go:build unix
 
-package minigpt
+package safefile
 
 import (
 	"io/fs"
