@@ -186,7 +186,6 @@ func TestSaveFileKilled(t *testing.T) {
 	}
 }
 
-
 // TestSaveOnReadOnlyFileSystemSaysSo: on a read-only file system the
 // error says the directory cannot be written because it is read-only,
 // not that a stale temporary file (which does not exist) could not be
