@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // AdamConfig holds the optimizer's constants.
@@ -44,14 +45,15 @@ func (c AdamConfig) Validate() error {
 	return nil
 }
 
-// Adam is the seed's optimizer (with optional AdamW decay). Its state is
-// two slabs laid out like the model's parameters and a step count, all of
-// which a checkpoint saves.
+// Adam is the optimizer of the lessons (with optional AdamW decay). Its
+// state is two slabs laid out like the model's parameters and a step
+// count, all of which a full checkpoint saves; they change only through
+// Update, and are read through Config, Step and Moments.
 type Adam struct {
-	Config AdamConfig
-	M      []float64 // first moments
-	V      []float64 // second moments
-	Step   int       // updates applied so far (t)
+	config AdamConfig
+	m      []float64 // first moments
+	v      []float64 // second moments
+	step   int       // updates applied so far (t)
 	decays []bool    // per tensor of the layout: weight decay applies
 	sizes  []int     // per tensor: element count
 }
@@ -61,12 +63,38 @@ func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new adam: %w", err)
 	}
-	o := &Adam{Config: cfg, M: make([]float64, len(m.Params)), V: make([]float64, len(m.Params))}
-	for _, t := range m.Config.layout() {
+	P := len(m.slab)
+	return restoreAdam(cfg, m.cfg, make([]float64, P), make([]float64, P), 0), nil
+}
+
+// restoreAdam is an optimizer for a model of config c with the given
+// state (a checkpoint's), which it keeps.
+func restoreAdam(cfg AdamConfig, c Config, m, v []float64, step int) *Adam {
+	o := &Adam{config: cfg, m: m, v: v, step: step}
+	for _, t := range c.layout() {
 		o.decays = append(o.decays, t.decays)
 		o.sizes = append(o.sizes, t.size())
 	}
-	return o, nil
+	return o
+}
+
+// Config returns the optimizer's constants.
+func (o *Adam) Config() AdamConfig { return o.config }
+
+// Step returns the number of updates applied so far (Adam's t).
+func (o *Adam) Step() int { return o.step }
+
+// Moments returns copies of the first and second moments, laid out like
+// the model's parameters.
+func (o *Adam) Moments() (m, v []float64) {
+	return slices.Clone(o.m), slices.Clone(o.v)
+}
+
+// clone returns an independent copy of the optimizer.
+func (o *Adam) clone() *Adam {
+	c := *o
+	c.m, c.v = slices.Clone(o.m), slices.Clone(o.v)
+	return &c
 }
 
 // Update applies one step with learning rate lr, exactly the seed's:
@@ -80,15 +108,15 @@ func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
 // params and grads must both have the length of the model's parameter
 // slab (o.M); otherwise Update changes nothing and returns an error.
 func (o *Adam) Update(params, grads []float64, lr float64) error {
-	if len(params) != len(o.M) || len(grads) != len(o.M) {
-		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.M))
+	if len(params) != len(o.m) || len(grads) != len(o.m) {
+		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.m))
 	}
-	o.Step++
+	o.step++
 	job := adamJob{
 		o: o, params: params, grads: grads[:len(params)], lr: lr,
-		c1:     1 - powInt(o.Config.Beta1, o.Step),
-		c2:     1 - powInt(o.Config.Beta2, o.Step),
-		shrink: 1 - float64(lr*o.Config.WeightDecay),
+		c1:     1 - powInt(o.config.Beta1, o.step),
+		c2:     1 - powInt(o.config.Beta2, o.step),
+		shrink: 1 - float64(lr*o.config.WeightDecay),
 	}
 	if p := pool.acquire(len(params), 512, 16); p > 1 {
 		pool.adam = job
@@ -108,14 +136,14 @@ type adamJob struct {
 
 func (j *adamJob) run(lo, hi int) {
 	o := j.o
-	b1, b2, eps := o.Config.Beta1, o.Config.Beta2, o.Config.Eps
+	b1, b2, eps := o.config.Beta1, o.config.Beta2, o.config.Eps
 	lr, c1, c2, shrink := j.lr, j.c1, j.c2, j.shrink
-	m, v, params, grads := o.M, o.V, j.params, j.grads
+	m, v, params, grads := o.m, o.v, j.params, j.grads
 	off := 0
 	for ti, n := range o.sizes {
 		from, to := max(off, lo), min(off+n, hi)
 		off += n
-		decay := o.Config.WeightDecay > 0 && o.decays[ti]
+		decay := o.config.WeightDecay > 0 && o.decays[ti]
 		if from < to {
 			// The AVX-512 loop does this loop's operations, in its order
 			// (kernels_elementwise_amd64.s); shrink 1 leaves p as it is.

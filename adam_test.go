@@ -27,9 +27,9 @@ func TestAdamStepsMatchHandComputation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ln1_gain is not decayed; the first four token-embedding values are.
-	params := make([]float64, len(m.Params))
+	params := make([]float64, len(m.Params()))
 	copy(params, []float64{1.0, -0.5, 0.25, 2.0})
-	grads := make([]float64, len(m.Params))
+	grads := make([]float64, len(m.Params()))
 	o, err := NewAdam(DefaultAdamConfig(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +56,8 @@ func TestAdamStepsMatchHandComputation(t *testing.T) {
 			}
 		}
 	}
-	if o.Step != 2 {
-		t.Errorf("Step = %d after two updates", o.Step)
+	if o.step != 2 {
+		t.Errorf("Step = %d after two updates", o.step)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestAdamWeightDecayOnlyOnMatrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := make([]float64, len(m.Params))
+	params := make([]float64, len(m.Params()))
 	for i := range params {
 		params[i] = 2
 	}
@@ -97,15 +97,15 @@ func TestAdamWeightDecayOnlyOnMatrices(t *testing.T) {
 func TestAdamUpdateChecksLengths(t *testing.T) {
 	m, _ := NewModel(tinyConfig(false), 1)
 	o, _ := NewAdam(DefaultAdamConfig(), m)
-	P := len(m.Params)
+	P := len(m.Params())
 	for _, tc := range []struct{ np, ng int }{{P - 1, P}, {P, P - 1}, {P, P + 1}, {P + 1, P + 1}, {0, 0}} {
 		params, grads := make([]float64, tc.np), make([]float64, tc.ng)
 		if err := o.Update(params, grads, 0.1); err == nil {
 			t.Errorf("Update with %d parameters and %d gradients for %d: no error", tc.np, tc.ng, P)
 		}
 	}
-	if o.Step != 0 {
-		t.Errorf("refused updates advanced the step to %d", o.Step)
+	if o.step != 0 {
+		t.Errorf("refused updates advanced the step to %d", o.step)
 	}
 }
 

@@ -35,8 +35,10 @@ type hypothesis struct {
 // order) on each beam's log-probabilities; the sampling warpers
 // (temperature, top-k, top-p, min-p) do not apply.
 func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool, o *GenerateOptions) ([]Completion, error) {
-	V, P := m.Config.VocabSize, len(prompt)
-	dec := newDecoder(m.Config, K)
+	m.use.RLock()
+	defer m.use.RUnlock()
+	V, P := m.cfg.VocabSize, len(prompt)
+	dec := newDecoder(m.cfg, K)
 	seqs, next := make([][]int, K), make([][]int, K)
 	for b := range seqs {
 		seqs[b] = append(make([]int, 0, P+maxNew), prompt...)

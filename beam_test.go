@@ -15,7 +15,7 @@ import (
 // independent path from the decoder's cache and log-sum-exp).
 func seqLogprob(m *Model, prompt, cont []int) float64 {
 	seq := slices.Clone(prompt)
-	V, bs := m.Config.VocabSize, m.Config.BlockSize
+	V, bs := m.Config().VocabSize, m.Config().BlockSize
 	sum := 0.0
 	for _, id := range cont {
 		start := max(0, len(seq)-bs)
@@ -39,7 +39,7 @@ func TestBeamSearchMatchesBruteForce(t *testing.T) {
 	m := randomizedModel(t, Config{VocabSize: 3, BlockSize: 4, EmbedDim: 8, Heads: 2, Layers: 2}, 17)
 	prompt := []int{2, 0}
 	const L = 4
-	V := m.Config.VocabSize
+	V := m.Config().VocabSize
 	type cand struct {
 		ids []int
 		lp  float64
@@ -83,7 +83,7 @@ func refBeam(m *Model, prompt []int, K, L int) [][]int {
 		lp  float64
 	}
 	beams := []beam{{nil, 0}}
-	V := m.Config.VocabSize
+	V := m.Config().VocabSize
 	for range L {
 		var next []beam
 		for _, b := range beams {
@@ -136,7 +136,7 @@ func TestOneBeamIsGreedy(t *testing.T) {
 	}
 	// Ties too: with every parameter zero all logits are equal, and
 	// greedy (NumPy's argmax) takes id 0 every time; so must one beam.
-	clear(m.Params)
+	clear(m.Params())
 	res, err = m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false, nil)
 	if err != nil {
 		t.Fatal(err)

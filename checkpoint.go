@@ -80,13 +80,13 @@ func (c *Checkpoint) check() error {
 	if c.Model == nil {
 		return bad("no model")
 	}
-	cfg := c.Model.Config
+	cfg := c.Model.cfg
 	if err := cfg.Validate(); err != nil {
 		return bad("model config: %w", err)
 	}
 	P := cfg.numParams()
-	if len(c.Model.Params) != P {
-		return bad("model has %d parameters, its config implies %d", len(c.Model.Params), P)
+	if len(c.Model.slab) != P {
+		return bad("model has %d parameters, its config implies %d", len(c.Model.slab), P)
 	}
 	if c.Vocab == nil {
 		return bad("no vocabulary")
@@ -113,31 +113,31 @@ func (c *Checkpoint) check() error {
 	if err := checkHistory("validation", c.ValLoss, 0, c.Step); err != nil {
 		return err
 	}
-	if c.Opt != nil && c.Opt.Step != c.Step {
-		return bad("optimizer step %d differs from the training step %d", c.Opt.Step, c.Step)
+	if c.Opt != nil && c.Opt.step != c.Step {
+		return bad("optimizer step %d differs from the training step %d", c.Opt.step, c.Step)
 	}
 	if c.Train != nil {
 		if err := c.Train.Validate(); err != nil {
 			return bad("training config: %w", err)
 		}
 	}
-	if err := checkFinite(cfg, c.Model.Params, "parameter", false); err != nil {
+	if err := checkFinite(cfg, c.Model.slab, "parameter", false); err != nil {
 		return err
 	}
 	if o := c.Opt; o != nil {
-		if err := o.Config.Validate(); err != nil {
+		if err := o.config.Validate(); err != nil {
 			return bad("optimizer config: %w", err)
 		}
-		if o.Step < 0 {
-			return bad("optimizer step %d is negative", o.Step)
+		if o.step < 0 {
+			return bad("optimizer step %d is negative", o.step)
 		}
-		if len(o.M) != P || len(o.V) != P {
-			return bad("optimizer moments have lengths %d and %d, the model has %d parameters", len(o.M), len(o.V), P)
+		if len(o.m) != P || len(o.v) != P {
+			return bad("optimizer moments have lengths %d and %d, the model has %d parameters", len(o.m), len(o.v), P)
 		}
-		if err := checkFinite(cfg, o.M, "optimizer first moment", false); err != nil {
+		if err := checkFinite(cfg, o.m, "optimizer first moment", false); err != nil {
 			return err
 		}
-		if err := checkFinite(cfg, o.V, "optimizer second moment", true); err != nil {
+		if err := checkFinite(cfg, o.v, "optimizer second moment", true); err != nil {
 			return err
 		}
 	}

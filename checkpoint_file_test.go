@@ -84,7 +84,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Step != c.Step || !bitsEqual(got.Model.Params, c.Model.Params) {
+			if got.Step != c.Step || !bitsEqual(got.Model.Params(), c.Model.Params()) {
 				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
 			}
 		}

@@ -52,7 +52,7 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	cw := &ckptWriter{w: bufio.NewWriterSize(w, ioChunk), sum: sha256.New()}
-	cfg := c.Model.Config
+	cfg := c.Model.cfg
 	var flags uint32
 	if c.Train != nil {
 		flags |= flagTrain
@@ -105,9 +105,9 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if o := c.Opt; o != nil {
 		b := make([]byte, 0, optimizerSize)
 		for _, v := range []uint64{
-			math.Float64bits(o.Config.Beta1), math.Float64bits(o.Config.Beta2),
-			math.Float64bits(o.Config.Eps), math.Float64bits(o.Config.WeightDecay),
-			uint64(o.Step),
+			math.Float64bits(o.config.Beta1), math.Float64bits(o.config.Beta2),
+			math.Float64bits(o.config.Eps), math.Float64bits(o.config.WeightDecay),
+			uint64(o.step),
 		} {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
@@ -115,10 +115,10 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	}
 	cw.write(c.rngState)
 	cw.write(c.CorpusSHA256)
-	cw.floats(c.Model.Params)
+	cw.floats(c.Model.slab)
 	if o := c.Opt; o != nil {
-		cw.floats(o.M)
-		cw.floats(o.V)
+		cw.floats(o.m)
+		cw.floats(o.v)
 	}
 	for _, curve := range [][]LossPoint{c.TrainLoss, c.ValLoss} {
 		for len(curve) > 0 && cw.err == nil {
@@ -345,11 +345,10 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	c := &Checkpoint{Model: m, Vocab: info.Vocab, Step: info.Step, Train: info.Train, rngState: info.rngState,
 		CorpusSHA256: info.CorpusSHA256, TrainLoss: trainLoss, ValLoss: valLoss}
 	if info.adam != nil {
-		c.Opt, err = NewAdam(*info.adam, m)
-		if err != nil {
+		if err := info.adam.Validate(); err != nil {
 			return nil, bad("optimizer config: %w", err)
 		}
-		c.Opt.M, c.Opt.V, c.Opt.Step = adamM, adamV, info.adamStep
+		c.Opt = restoreAdam(*info.adam, m.cfg, adamM, adamV, info.adamStep)
 	}
 	return c, nil
 }

@@ -60,7 +60,7 @@ func downgradeToV1(b []byte) []byte {
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
-	tr.Model().Params[5] = math.Copysign(0, -1) // the sign of zero survives too
+	tr.Model().Params()[5] = math.Copysign(0, -1) // the sign of zero survives too
 	for _, tc := range []struct {
 		name string
 		kind CheckpointKind
@@ -73,10 +73,10 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Model.Config != c.Model.Config || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
-				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config, got.Step, string(got.Vocab.Chars()), c.Model.Config, string(c.Vocab.Chars()))
+			if got.Model.Config() != c.Model.Config() || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
+				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config(), got.Step, string(got.Vocab.Chars()), c.Model.Config(), string(c.Vocab.Chars()))
 			}
-			if !bitsEqual(got.Model.Params, tr.Model().Params) {
+			if !bitsEqual(got.Model.Params(), tr.Model().Params()) {
 				t.Fatal("parameters differ after the round trip")
 			}
 			if got.Full() != tc.full {
@@ -87,7 +87,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config())
 				}
 				o := got.Opt
-				if o.Config != tr.Optimizer().Config || o.Step != tr.Optimizer().Step || !bitsEqual(o.M, tr.Optimizer().M) || !bitsEqual(o.V, tr.Optimizer().V) {
+				if o.config != tr.opt.config || o.step != tr.opt.step || !bitsEqual(o.m, tr.opt.m) || !bitsEqual(o.v, tr.opt.v) {
 					t.Fatal("optimizer state differs after the round trip")
 				}
 				state, _ := tr.batchSource.MarshalBinary()
@@ -326,8 +326,8 @@ func FuzzReadCheckpoint(f *testing.F) {
 			c, err := ReadCheckpoint(bytes.NewReader(in))
 			if err == nil {
 				// What the full reader accepts, the info reader describes alike.
-				if infoErr != nil || info.Config != c.Model.Config || info.Step != c.Step || info.Full != c.Full() || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || !bytes.Equal(info.CorpusSHA256, c.CorpusSHA256) {
-					t.Fatalf("ReadCheckpointInfo = %+v, %v; ReadCheckpoint accepted config %+v step %d", info, infoErr, c.Model.Config, c.Step)
+				if infoErr != nil || info.Config != c.Model.Config() || info.Step != c.Step || info.Full != c.Full() || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || !bytes.Equal(info.CorpusSHA256, c.CorpusSHA256) {
+					t.Fatalf("ReadCheckpointInfo = %+v, %v; ReadCheckpoint accepted config %+v step %d", info, infoErr, c.Model.Config(), c.Step)
 				}
 			}
 			if err != nil {
@@ -415,7 +415,7 @@ func TestReadCheckpointInfo(t *testing.T) {
 	for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
 		c := tr.Checkpoint(kind)
 		data := encodeCheckpoint(t, c)
-		off := ckptOffsets(c.Model.Config, 0)
+		off := ckptOffsets(c.Model.Config(), 0)
 		// Cut the file at the parameters: Info must not need them.
 		head := data[:off["parameters"]]
 		if kind == WeightsOnly {
@@ -425,8 +425,8 @@ func TestReadCheckpointInfo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kind %d: %v", kind, err)
 		}
-		if info.Config != c.Model.Config || info.Step != 3 || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || info.Full != c.Full() || info.Bytes != int64(len(data)) {
-			t.Fatalf("kind %d: info %+v, want config %+v, step 3, full %v, %d bytes", kind, info, c.Model.Config, c.Full(), len(data))
+		if info.Config != c.Model.Config() || info.Step != 3 || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || info.Full != c.Full() || info.Bytes != int64(len(data)) {
+			t.Fatalf("kind %d: info %+v, want config %+v, step 3, full %v, %d bytes", kind, info, c.Model.Config(), c.Full(), len(data))
 		}
 		if (info.Train == nil) != (kind == WeightsOnly) || (info.Train != nil && *info.Train != tr.Config()) {
 			t.Fatalf("kind %d: training config %v, want %+v", kind, info.Train, tr.Config())

@@ -42,9 +42,9 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Full() || c.Step != 3 || c.Model.Config != v1FixtureConfig() || c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil {
+	if !c.Full() || c.Step != 3 || c.Model.Config() != v1FixtureConfig() || c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil {
 		t.Fatalf("v1 checkpoint: full %v, step %d, config %+v, fingerprint %x, history %v %v",
-			c.Full(), c.Step, c.Model.Config, c.CorpusSHA256, c.TrainLoss, c.ValLoss)
+			c.Full(), c.Step, c.Model.Config(), c.CorpusSHA256, c.TrainLoss, c.ValLoss)
 	}
 	// Its bytes are exactly what the test helper makes of the version-2
 	// encoding, which validates the helper the fuzz seeds use.
@@ -59,7 +59,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := sameBits(tr.Model().Params, want.Model().Params); !ok {
+	if _, ok := sameBits(tr.Model().Params(), want.Model().Params()); !ok {
 		t.Fatal("a resumed version-1 checkpoint does not continue the run exactly")
 	}
 	// Written again, it becomes version 2 and says the same.
@@ -67,8 +67,8 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sameP := sameBits(again.Model.Params, c.Model.Params)
-	_, sameV := sameBits(again.Opt.V, c.Opt.V)
+	_, sameP := sameBits(again.Model.Params(), c.Model.Params())
+	_, sameV := sameBits(again.Opt.v, c.Opt.v)
 	if again.Step != c.Step || !sameP || !sameV {
 		t.Fatal("a v1 checkpoint written as v2 reads back differently")
 	}
@@ -143,7 +143,7 @@ func TestResumeRefusesAnotherCorpus(t *testing.T) {
 	c := tr.Checkpoint(FullCheckpoint)
 	// Lantern Bay rotated by 7 characters: the same 24 characters, another text.
 	other := LanternBay[7:] + LanternBay[:7]
-	d, err := NewDatasetWithVocab(other, c.Vocab, c.Model.Config.BlockSize)
+	d, err := NewDatasetWithVocab(other, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestCheckpointSizesInTheDocs(t *testing.T) {
 	// After the default run: 1200 steps, one training point each, one
 	// validation point at the end.
 	c := tr.Checkpoint(FullCheckpoint)
-	c.Step, c.Opt.Step = 1200, 1200
+	c.Step, c.Opt.step = 1200, 1200
 	for s := 1; s <= 1200; s++ {
 		c.TrainLoss = append(c.TrainLoss, LossPoint{s, 1})
 	}

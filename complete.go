@@ -126,7 +126,7 @@ func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, n int
 // exceed the bound Config.Validate puts on one sequence's: B rows are
 // computed together, so they cost B times one sequence's memory.
 func (m *Model) checkBatchMemory(B int) error {
-	if f := m.Config.activationFloats(B, m.Config.BlockSize); B > 1 && f > maxSequenceFloats {
+	if f := m.cfg.activationFloats(B, m.cfg.BlockSize); B > 1 && f > maxSequenceFloats {
 		return fmt.Errorf("%w: %d sequences together need %.0f activations, above the limit of %d", ErrBadOption, B, f, maxSequenceFloats)
 	}
 	return nil
@@ -138,8 +138,8 @@ func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int
 	if vocab == nil {
 		return nil, fmt.Errorf("%w: no vocabulary", ErrBadOption)
 	}
-	if vocab.Size() != m.Config.VocabSize {
-		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.Config.VocabSize)
+	if vocab.Size() != m.cfg.VocabSize {
+		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.cfg.VocabSize)
 	}
 	if prompt == "" {
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
@@ -212,8 +212,10 @@ type generation struct {
 // any other error ends the call.
 func (g *generation) run(ctx context.Context, emit func(sample, id int, step *Step) error) error {
 	m, o := g.m, g.o
-	B, V := len(g.rands), m.Config.VocabSize
-	sc := getScratch(m.Config, B)
+	m.use.RLock()
+	defer m.use.RUnlock()
+	B, V := len(g.rands), m.cfg.VocabSize
+	sc := getScratch(m.cfg, B)
 	defer putScratch(sc)
 	capacity := len(g.prompt) + min(o.MaxNewTokens, 1<<20)
 	for b := range B {

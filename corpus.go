@@ -9,20 +9,28 @@ import (
 	"unicode/utf8"
 )
 
-// LanternBay is the canonical training corpus of the seed lessons: ten
-// sentences repeated 20 times, 10,020 characters over a 24-character
-// vocabulary.
-var LanternBay = strings.Repeat(
-	"the lamp keeper walks the shore at dusk. "+
-		"the lamp keeper lights the lantern when the fog rolls in. "+
-		"the boats come home when the lantern glows. "+
-		"the boats wait outside the bay when the fog is thick. "+
-		"a small boat drifts near the rocks at dawn. "+
-		"the keeper rings the bell when a boat drifts near the rocks. "+
-		"the tide rises at dusk and falls at dawn. "+
-		"the gulls call over the bay when the tide is low. "+
-		"the keeper counts the boats and writes the count in a book. "+
-		"the lantern burns all night and rests at dawn. ", 20)
+// LanternBay is the built-in training corpus, the one the lessons train
+// on: ten sentences about a lamp keeper, repeated 20 times (10,020
+// characters over a 24-character vocabulary). It is a constant, so no
+// program can change what "the built-in text" means.
+const LanternBay = lanternBay16 + lanternBay4
+
+// The ten sentences once, then repeated: 2, 4 and 16 times.
+const (
+	lanternBay1 = "the lamp keeper walks the shore at dusk. " +
+		"the lamp keeper lights the lantern when the fog rolls in. " +
+		"the boats come home when the lantern glows. " +
+		"the boats wait outside the bay when the fog is thick. " +
+		"a small boat drifts near the rocks at dawn. " +
+		"the keeper rings the bell when a boat drifts near the rocks. " +
+		"the tide rises at dusk and falls at dawn. " +
+		"the gulls call over the bay when the tide is low. " +
+		"the keeper counts the boats and writes the count in a book. " +
+		"the lantern burns all night and rests at dawn. "
+	lanternBay2  = lanternBay1 + lanternBay1
+	lanternBay4  = lanternBay2 + lanternBay2
+	lanternBay16 = lanternBay4 + lanternBay4 + lanternBay4 + lanternBay4
+)
 
 var (
 	// ErrUnknownChar is returned (wrapped) when text holds a character

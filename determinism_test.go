@@ -96,10 +96,10 @@ func pinnedRun(t *testing.T, path string, p int) {
 	tr, _ := trainTiny(t, 42, 20)
 	opts, _ := trainTinyWith(t, 42, 20, editOptions)
 	minParallelWork = saved
-	if got := weightsHash(tr.Model().Params); got != pinnedWeightsSHA256 {
+	if got := weightsHash(tr.Model().Params()); got != pinnedWeightsSHA256 {
 		t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernelPath(), got, pinnedWeightsSHA256)
 	}
-	if got := weightsHash(opts.Model().Params); got != pinnedOptionsSHA256 {
+	if got := weightsHash(opts.Model().Params()); got != pinnedOptionsSHA256 {
 		t.Errorf("GOMAXPROCS=%d, kernels %s, every training option: weights hash %s, pinned %s", p, kernelPath(), got, pinnedOptionsSHA256)
 	}
 }

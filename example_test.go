@@ -84,7 +84,7 @@ func ExampleNewTrainer_fineTune() {
 		log.Fatal(err)
 	}
 	text := strings.Repeat("the gulls sing to the keeper at dawn. ", 12)
-	data, err := minigpt.NewDatasetWithVocab(text, vocab, m.Config.BlockSize)
+	data, err := minigpt.NewDatasetWithVocab(text, vocab, m.Config().BlockSize)
 	if err != nil {
 		log.Fatal(err) // e.g. "character not in vocabulary: 'z' (U+007A) at byte offset 4 ..."
 	}

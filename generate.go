@@ -289,7 +289,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 }
 
 func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {
-	if err := o.validateFor(m.Config.VocabSize); err != nil {
+	if err := o.validateFor(m.cfg.VocabSize); err != nil {
 		return err
 	}
 	if len(prompt) == 0 {

@@ -289,9 +289,9 @@ func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
 	}
 	// Each token is the argmax of the full forward pass on the window.
 	for n := len(prompt); n < len(a); n++ {
-		start := max(0, n-m.Config.BlockSize)
+		start := max(0, n-m.Config().BlockSize)
 		logits, _ := m.Logits(a[start:n], 1, n-start)
-		V := m.Config.VocabSize
+		V := m.Config().VocabSize
 		if want := argmax(logits[(n-start-1)*V:]); a[n] != want {
 			t.Fatalf("token %d is %d, argmax of the window's last logits is %d", n, a[n], want)
 		}
@@ -308,17 +308,17 @@ func TestKVCacheMatchesFullRecompute(t *testing.T) {
 }
 
 func testKVCache(t *testing.T, m *Model) {
-	bs := m.Config.BlockSize
+	bs := m.Config().BlockSize
 	rng := seeded(9)
 	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7} {
-		seq := randomTokens(rng, plen, m.Config.VocabSize)
-		d := newDecoder(m.Config, 1)
+		seq := randomTokens(rng, plen, m.Config().VocabSize)
+		d := newDecoder(m.Config(), 1)
 		full := m.Clone()
 		for step := 0; step < 3*bs; step++ {
 			cached := d.next(m, [][]int{seq}, false)
 			start := max(0, len(seq)-bs)
 			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
-			V := m.Config.VocabSize
+			V := m.Config().VocabSize
 			want := logits[(len(seq)-start-1)*V:]
 			if i, ok := sameBits(cached, want); !ok {
 				t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), i, cached[i], want[i])
@@ -335,7 +335,7 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 		n = 200
 	}
 	for _, plen := range []int{4, 45} { // shorter and longer than the block
-		prompt := randomTokens(seeded(uint64(plen)), plen, m.Config.VocabSize)
+		prompt := randomTokens(seeded(uint64(plen)), plen, m.Config().VocabSize)
 		for _, o := range []GenerateOptions{
 			{MaxNewTokens: n, Greedy: true},
 			{MaxNewTokens: n, Temperature: 0.9, TopK: 10, TopP: 0.95, RepetitionPenalty: 1.2},
@@ -416,7 +416,7 @@ func TestGenerateRefusesOverflowingTemperature(t *testing.T) {
 
 func TestGenerateRefusesNonFiniteLogits(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
-	m.Params[len(m.Params)-1] = math.Inf(1) // a head bias
+	m.Params()[len(m.Params())-1] = math.Inf(1) // a head bias
 	_, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 3, Greedy: true})
 	if !errors.Is(err, ErrNonFinite) {
 		t.Fatalf("err = %v, want ErrNonFinite", err)
@@ -586,7 +586,7 @@ func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clear(m.Params)
+	clear(m.Params())
 	out, err := m.GreedyDecode([]int{5, 9}, 40) // past the block size too
 	if err != nil {
 		t.Fatal(err)
@@ -628,12 +628,12 @@ func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 31)
 	ctx := context.Background()
 	for i := range 8 { // the scratch pool hands the same buffers back
-		first := randomTokens(seeded(uint64(100+i)), 3, m.Config.VocabSize)
+		first := randomTokens(seeded(uint64(100+i)), 3, m.Config().VocabSize)
 		if _, err := m.Generate(ctx, first, GenerateOptions{MaxNewTokens: 5, Greedy: true}); err != nil {
 			t.Fatal(err)
 		}
 		// The first call cached 7 positions; this prompt has 8.
-		second := randomTokens(seeded(uint64(200+i)), 8, m.Config.VocabSize)
+		second := randomTokens(seeded(uint64(200+i)), 8, m.Config().VocabSize)
 		got, err := m.Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
 		if err != nil {
 			t.Fatal(err)

@@ -90,8 +90,8 @@ func TestMatchesNumPyReference(t *testing.T) {
 		}
 		filled += len(p.Data)
 	})
-	if filled != len(m.Params) {
-		t.Fatalf("golden parameters cover %d of %d", filled, len(m.Params))
+	if filled != len(m.Params()) {
+		t.Fatalf("golden parameters cover %d of %d", filled, len(m.Params()))
 	}
 	close := func(what string, got, want float64) {
 		t.Helper()

@@ -23,8 +23,8 @@ func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
-	for i := range m.Params {
-		m.Params[i] = 0.3 * rng.NormFloat64()
+	for i := range m.Params() {
+		m.Params()[i] = 0.3 * rng.NormFloat64()
 	}
 	for _, ts := range m.Tensors() {
 		if strings.HasSuffix(ts.Name, "_gain") {
@@ -84,7 +84,7 @@ func mustRead(t *testing.T, path string) string {
 // with c's vocabulary.
 func resumeOnLanternBay(t testing.TB, c *Checkpoint) *Trainer {
 	t.Helper()
-	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config.BlockSize)
+	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1102,7 +1102,7 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	params, grads := append([]float64(nil), model.Params...), fill(len(model.Params))
+	params, grads := append([]float64(nil), model.Params()...), fill(len(model.Params()))
 	att := fill(T * T)
 	inp, w, bias, dout := fill(N*C), fill(C), fill(C), fill(N*C)
 	out, mean, rstd, dinp, dw, db := make([]float64, N*C), make([]float64, N), make([]float64, N), make([]float64, N*C), make([]float64, C), make([]float64, C)

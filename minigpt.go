@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Config is the shape of a MiniGPT.
@@ -203,27 +204,47 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 
 // Model is a MiniGPT: its config and its parameters in one flat slab.
 // Every Model is built by one constructor (NewModel, Clone, or reading a
-// checkpoint), so a loaded model trains exactly like a fresh one.
+// checkpoint), so a loaded model trains exactly like a fresh one. Its
+// config and its slab are fixed for its life: Config returns a copy, and
+// Params and Tensors return views whose values may be changed but which
+// cannot replace or resize the slab the model computes with.
 //
-// Generation (Generate, GenerateText, Complete), Logits, Loss and
-// Gradients only read the model and are safe for concurrent use: the
-// first caller reuses buffers kept in the Model, and a caller that finds
-// them taken works in buffers of its own. Training (a Trainer) changes
-// Params: it needs exclusive use of the Model, with no other call on it
-// running concurrently.
+// Generation (Generate, Complete), Logits, Loss and Gradients only read
+// the model and are safe for concurrent use. A Trainer takes hold of the
+// model (see NewTrainer): its steps wait for calls that read the model to
+// finish and such calls wait for a step to finish, so a reader never sees
+// half-updated parameters; a second Trainer on the same model is refused.
 type Model struct {
-	Config Config
-	// Params holds every parameter, tensor after tensor in the order of
-	// Tensors; Adam and checkpoints treat it as one vector. Its values may
-	// be changed freely, but it must not be replaced or resliced: the
-	// model's named views point into it.
-	Params []float64
-	p      params
-	specs  []tensorSpec // Config.layout(), computed once
+	cfg Config
+	// slab holds every parameter, tensor after tensor in the order of
+	// Tensors; Adam and checkpoints treat it as one vector. The named
+	// views in p point into it.
+	slab  []float64
+	p     params
+	specs []tensorSpec // cfg.layout(), computed once
+
+	// use is held for reading by every call that reads the parameters
+	// and for writing by a training step. A waiting step holds back new
+	// readers, so readers cannot starve training; in turn a reader must
+	// not call the model again from inside its own call (a stream
+	// callback) while a Trainer may be stepping it.
+	use sync.RWMutex
+	// trainer is the Trainer that holds the model, if any.
+	trainer atomic.Pointer[Trainer]
 
 	batchMu sync.Mutex   // held while batch is in use
-	batch   *activations // training/evaluation buffers, kept for reuse
+	batch   *activations // Logits/Loss/Gradients buffers, kept for reuse
 }
+
+// Config returns the model's shape.
+func (m *Model) Config() Config { return m.cfg }
+
+// Params returns the model's parameter slab: every parameter, tensor after
+// tensor in the order of Tensors, as one vector (Adam and checkpoints
+// treat it so). It is a view: writing its elements changes the model
+// (while no Trainer step or other call on the model runs), but it cannot
+// replace or resize the slab.
+func (m *Model) Params() []float64 { return m.slab[:len(m.slab):len(m.slab)] }
 
 // NewModel returns a model with freshly initialised parameters: weights
 // and embeddings drawn from N(0, 0.02²) by a PCG generator seeded with
@@ -237,7 +258,7 @@ func NewModel(cfg Config, seed uint64) (*Model, error) {
 	normal := normalSource{uniform: rng.Float64}
 	off := 0
 	for _, t := range cfg.layout() {
-		w := m.Params[off : off+t.size()]
+		w := m.slab[off : off+t.size()]
 		switch t.init {
 		case initNormal:
 			for i := range w {
@@ -279,11 +300,11 @@ func newModel(cfg Config, params []float64) (*Model, error) {
 	}
 	params = params[:n:n]
 	specs := cfg.layout()
-	return &Model{Config: cfg, Params: params, p: viewsOf(specs, params), specs: specs}, nil
+	return &Model{cfg: cfg, slab: params, p: viewsOf(specs, params), specs: specs}, nil
 }
 
 // NumParams returns the number of parameters.
-func (m *Model) NumParams() int { return len(m.Params) }
+func (m *Model) NumParams() int { return len(m.slab) }
 
 // Tensor is a named view into a model's parameter slab.
 type Tensor struct {
@@ -296,9 +317,9 @@ type Tensor struct {
 func (m *Model) Tensors() []Tensor {
 	var ts []Tensor
 	off := 0
-	for _, t := range m.Config.layout() {
+	for _, t := range m.cfg.layout() {
 		n := t.size()
-		ts = append(ts, Tensor{Name: t.name, Shape: t.shape, Data: m.Params[off : off+n : off+n]})
+		ts = append(ts, Tensor{Name: t.name, Shape: t.shape, Data: m.slab[off : off+n : off+n]})
 		off += n
 	}
 	return ts
@@ -306,7 +327,7 @@ func (m *Model) Tensors() []Tensor {
 
 // Clone returns a deep copy of the model.
 func (m *Model) Clone() *Model {
-	c, err := newModel(m.Config, slices.Clone(m.Params))
+	c, err := newModel(m.cfg, slices.Clone(m.slab))
 	if err != nil {
 		panic("minigpt: Clone of an invalid model: " + err.Error()) // m was validated when it was made
 	}
@@ -316,8 +337,8 @@ func (m *Model) Clone() *Model {
 // checkTokens verifies that every id is a token of the model.
 func (m *Model) checkTokens(ids []int, what string) error {
 	for i, id := range ids {
-		if id < 0 || id >= m.Config.VocabSize {
-			return fmt.Errorf("%s: token id %d at position %d is outside the vocabulary [0, %d)", what, id, i, m.Config.VocabSize)
+		if id < 0 || id >= m.cfg.VocabSize {
+			return fmt.Errorf("%s: token id %d at position %d is outside the vocabulary [0, %d)", what, id, i, m.cfg.VocabSize)
 		}
 	}
 	return nil
@@ -329,6 +350,8 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	if err := m.checkBatch(idx, nil, B, T); err != nil {
 		return nil, fmt.Errorf("logits: %w", err)
 	}
+	m.use.RLock()
+	defer m.use.RUnlock()
 	a, release := m.lendActivations(B, T)
 	defer release()
 	m.forward(a, idx, nil, 0, T, 0)
@@ -344,6 +367,8 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
 		return 0, fmt.Errorf("loss: %w", err)
 	}
+	m.use.RLock()
+	defer m.use.RUnlock()
 	a, release := m.lendActivations(B, T)
 	defer release()
 	m.forward(a, idx, targets, 0, T, 0)
@@ -356,9 +381,11 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
 		return 0, nil, fmt.Errorf("gradients: %w", err)
 	}
+	m.use.RLock()
+	defer m.use.RUnlock()
 	a, release := m.lendActivations(B, T)
 	defer release()
-	grads := make([]float64, len(m.Params))
+	grads := make([]float64, len(m.slab))
 	a.transposeWeights = true // for backward
 	m.forward(a, idx, targets, 0, T, 0)
 	loss := a.meanLoss()
@@ -367,8 +394,8 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 }
 
 func (m *Model) checkBatch(idx, targets []int, B, T int) error {
-	if B < 1 || T < 1 || T > m.Config.BlockSize {
-		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.Config.BlockSize)
+	if B < 1 || T < 1 || T > m.cfg.BlockSize {
+		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.cfg.BlockSize)
 	}
 	if len(idx) != B*T {
 		return fmt.Errorf("batch shape (%d, %d) needs %d input ids, got %d", B, T, B*T, len(idx))
@@ -389,23 +416,16 @@ func (m *Model) checkBatch(idx, targets []int, B, T int) error {
 
 // lendActivations returns buffers for a (B, T) batch and the function
 // that gives them back: the Model's own when no other call holds them (no
-// allocation in serial use), else fresh ones, so that concurrent readers
-// never share scratch.
+// allocation in serial use; reused while the shape stays), else fresh
+// ones, so that concurrent readers never share scratch.
 func (m *Model) lendActivations(B, T int) (*activations, func()) {
 	if !m.batchMu.TryLock() {
-		return newActivations(m.Config, B, T), func() {}
+		return newActivations(m.cfg, B, T), func() {}
 	}
-	return m.batchActivations(B, T), m.batchMu.Unlock
-}
-
-// batchActivations returns buffers for a (B, T) batch, reusing the last
-// ones when the shape is unchanged. The Trainer calls it directly: it has
-// exclusive use of the Model.
-func (m *Model) batchActivations(B, T int) *activations {
 	if m.batch == nil || m.batch.B != B || m.batch.T != T {
-		m.batch = newActivations(m.Config, B, T)
+		m.batch = newActivations(m.cfg, B, T)
 	}
-	return m.batch
+	return m.batch, m.batchMu.Unlock
 }
 
 // isFinite reports whether every value is finite.

@@ -91,7 +91,7 @@ func TestBackwardSetsEveryGradient(t *testing.T) {
 			for i := range got {
 				got[i] = math.NaN()
 			}
-			a := m.batchActivations(B, T)
+			a := newActivations(m.cfg, B, T)
 			m.forward(a, idx, tgt, 0, T, 0)
 			m.backward(a, got, idx)
 			for i := range want {
@@ -116,12 +116,12 @@ func TestBackwardTransposedWeightsNeverStale(t *testing.T) {
 	idx := randomTokens(rng, B*T, cfg.VocabSize)
 	tgt := randomTokens(rng, B*T, cfg.VocabSize)
 	a := newActivations(cfg, B, T)
-	grads := make([]float64, len(m.Params))
+	grads := make([]float64, len(m.Params()))
 	a.transposeWeights = true
 	m.forward(a, idx, tgt, 0, T, 0)
 	m.backward(a, grads, idx)
-	for i := range m.Params {
-		m.Params[i] *= 1.5 // every weight changes
+	for i := range m.Params() {
+		m.Params()[i] *= 1.5 // every weight changes
 	}
 	_, want, err := m.Gradients(idx, tgt, B, T)
 	if err != nil {
@@ -258,11 +258,11 @@ func TestLoadedModelTrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := NewModel(loaded.Config, 1)
+	fresh, err := NewModel(loaded.Config(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	copy(fresh.Params, loaded.Params)
+	copy(fresh.Params(), loaded.Params())
 	ids, err := vocab.Encode(LanternBay[:33])
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestLoadedModelTrains(t *testing.T) {
 	}
 
 	// And through the Trainer (whose pool workers used to crash the process).
-	d, err := NewDatasetWithVocab(LanternBay, vocab, loaded.Config.BlockSize)
+	d, err := NewDatasetWithVocab(LanternBay, vocab, loaded.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestLoadedModelTrains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !bitsEqual(loaded.Params, fresh.Params) {
+	if !bitsEqual(loaded.Params(), fresh.Params()) {
 		t.Fatal("two training steps from the loaded model differ from the same steps from a fresh copy")
 	}
 }
@@ -323,7 +323,7 @@ func TestConcurrentLogitsAndLossMatchSerial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	V, bs := m.Config.VocabSize, m.Config.BlockSize
+	V, bs := m.Config().VocabSize, m.Config().BlockSize
 	type call struct {
 		idx, targets []int
 		B, T         int

@@ -90,8 +90,11 @@ var (
 // read through accessors; nothing a caller could change would keep the
 // buffers sized for the config, or the step matching the optimizer's.
 //
-// Training needs exclusive use of the model: do not generate from it or
-// train it from another goroutine while a Trainer runs.
+// A Trainer holds its model from NewTrainer until Close: a second
+// Trainer on the same model is refused, and each step waits for the calls
+// reading the model (generation, Logits, Loss) to finish, while those
+// wait for a step to finish; so they may run from other goroutines, and
+// from Run's progress callback, without changing a bit of the training.
 type Trainer struct {
 	model  *Model
 	opt    *Adam
@@ -108,6 +111,9 @@ type Trainer struct {
 
 	trainLoss, valLoss []LossPoint // the loss history Run records, for checkpoints
 	corpusSum          *[32]byte   // data.SHA256(), once computed
+
+	acts   *activations // the batch's activations, made by the first step
+	closed bool         // Close was called
 }
 
 // NewTrainer prepares to train m on d with a fresh optimizer, from step 0;
@@ -116,21 +122,24 @@ type Trainer struct {
 // with the checkpoint's vocabulary (NewDatasetWithVocab). The batch
 // sampler and the validation batches are seeded from tc.Seed.
 //
+// The Trainer holds m until Close: NewTrainer on a model another Trainer
+// holds is refused (to train one model two ways, train a Clone).
+//
 // Errors wrap ErrBadTrainConfig, ErrVocabMismatch, ErrBadText (a dataset
-// too short for the block size) or ErrTooLarge.
+// too short for the block size), ErrTooLarge or ErrModelInUse.
 func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("new trainer: %w", err)
 	}
-	T := m.Config.BlockSize
-	if d.Vocab.Size() != m.Config.VocabSize {
+	T := m.cfg.BlockSize
+	if d.Vocab.Size() != m.cfg.VocabSize {
 		return nil, fmt.Errorf("new trainer: %w: the dataset's vocabulary has %d characters, the model's %d (build the model with ConfigFor(dataset.Vocab), or the dataset with NewDatasetWithVocab and the checkpoint's vocabulary)",
-			ErrVocabMismatch, d.Vocab.Size(), m.Config.VocabSize)
+			ErrVocabMismatch, d.Vocab.Size(), m.cfg.VocabSize)
 	}
 	if len(d.Train) < T+2 || len(d.Val) < T+2 {
 		return nil, fmt.Errorf("new trainer: %w: %d training and %d validation tokens; block size %d needs at least %d in each", ErrBadText, len(d.Train), len(d.Val), T, T+2)
 	}
-	if need := trainingBytes(m.Config, tc); need > MaxTrainingBytes {
+	if need := trainingBytes(m.cfg, tc); need > MaxTrainingBytes {
 		return nil, fmt.Errorf("new trainer: %w: training needs about %.1f GiB (parameters, gradients, Adam moments, activations of a batch of %d × %d, %d validation batches), above the limit of %d GiB",
 			ErrTooLarge, need/(1<<30), tc.BatchSize, T, tc.EvalBatches, MaxTrainingBytes>>30)
 	}
@@ -144,8 +153,8 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	t := &Trainer{
 		model: m, opt: opt, data: d, config: tc,
 		batchSource: rand.NewPCG(tc.Seed, streamBatch),
-		grads:       make([]float64, len(m.Params)),
-		normParts:   make([]float64, len(m.Params)/sumSquaresBlock+1),
+		grads:       make([]float64, len(m.slab)),
+		normParts:   make([]float64, len(m.slab)/sumSquaresBlock+1),
 		xb:          make([]int, B*T), yb: make([]int, B*T),
 		valX: make([]int, tc.EvalBatches*B*T), valY: make([]int, tc.EvalBatches*B*T),
 	}
@@ -154,16 +163,36 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	for i := 0; i < tc.EvalBatches; i++ {
 		sampleBatch(t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], d.Val, B, T, valRNG)
 	}
+	if err := m.take(t); err != nil {
+		return nil, fmt.Errorf("new trainer: %w: %w", ErrModelInUse, err)
+	}
 	return t, nil
+}
+
+// Close ends the Trainer's hold on its model, so that another Trainer may
+// train it; the Trainer's steps then return an error. Its checkpoints and
+// loss history stay readable. Close is idempotent.
+func (t *Trainer) Close() {
+	if !t.closed {
+		t.closed = true
+		t.model.release(t)
+	}
+}
+
+// errClosed is what a closed Trainer's steps return.
+var errClosed = fmt.Errorf("%w: the Trainer is closed", ErrModelInUse)
+
+// activations returns the trainer's batch buffers, made on first use.
+func (t *Trainer) activations() *activations {
+	if t.acts == nil {
+		t.acts = newActivations(t.model.cfg, t.config.BatchSize, t.model.cfg.BlockSize)
+	}
+	return t.acts
 }
 
 // Model returns the model being trained (the one passed to NewTrainer, or
 // ResumeTrainer's copy). Its parameters change with every step.
 func (t *Trainer) Model() *Model { return t.model }
-
-// Optimizer returns the optimizer. Read it; changing its state desynchronises
-// it from the trainer's step.
-func (t *Trainer) Optimizer() *Adam { return t.opt }
 
 // Dataset returns the dataset being trained on.
 func (t *Trainer) Dataset() *Dataset { return t.data }
@@ -221,9 +250,14 @@ func (c TrainConfig) LearningRate(step int) float64 {
 // TrainStep draws a batch, computes the loss and gradient, and updates the
 // parameters. It returns the batch's loss.
 func (t *Trainer) TrainStep() (float64, error) {
-	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
+	if t.closed {
+		return 0, fmt.Errorf("train step: %w", errClosed)
+	}
+	m, B, T := t.model, t.config.BatchSize, t.model.cfg.BlockSize
+	m.use.Lock()
+	defer m.use.Unlock()
 	sampleBatch(t.xb, t.yb, t.data.Train, B, T, t.batchRNG)
-	a := m.batchActivations(B, T)
+	a := t.activations()
 	a.transposeWeights = true // for backward
 	m.forward(a, t.xb, t.yb, 0, T, 0)
 	loss := a.meanLoss()
@@ -234,9 +268,8 @@ func (t *Trainer) TrainStep() (float64, error) {
 	if norm, _ := clipGradients(t.grads, t.config.GradClip, t.normParts); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
-	if err := t.opt.Update(m.Params, t.grads, t.config.LearningRate(t.step)); err != nil {
-		// Only a Params slice replaced after NewTrainer gets here.
-		return loss, fmt.Errorf("train step: %w", err)
+	if err := t.opt.Update(m.slab, t.grads, t.config.LearningRate(t.step)); err != nil {
+		panic("minigpt: the optimizer was made for another model: " + err.Error()) // NewTrainer made both
 	}
 	t.step++
 	return loss, nil
@@ -356,8 +389,10 @@ func sumSquares(xs []float64) float64 {
 
 // Evaluate returns the mean loss over the fixed validation batches.
 func (t *Trainer) Evaluate() float64 {
-	m, B, T := t.model, t.config.BatchSize, t.model.Config.BlockSize
-	a := m.batchActivations(B, T)
+	m, B, T := t.model, t.config.BatchSize, t.model.cfg.BlockSize
+	m.use.RLock()
+	defer m.use.RUnlock()
+	a := t.activations()
 	total := 0.0
 	for i := 0; i < t.config.EvalBatches; i++ {
 		m.forward(a, t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], 0, T, 0)
@@ -465,7 +500,7 @@ func (t *Trainer) Checkpoint(kind CheckpointKind) *Checkpoint {
 	}
 	tc := t.config
 	c.Train = &tc
-	c.Opt = cloneAdam(t.opt, c.Model)
+	c.Opt = t.opt.clone()
 	state, err := t.batchSource.MarshalBinary()
 	if err != nil {
 		panic("minigpt: PCG.MarshalBinary failed: " + err.Error()) // it never does
@@ -488,18 +523,6 @@ func (t *Trainer) corpusSHA256() [32]byte {
 		t.corpusSum = &sum
 	}
 	return *t.corpusSum
-}
-
-// cloneAdam returns a deep copy of o for model m (which has o's layout).
-func cloneAdam(o *Adam, m *Model) *Adam {
-	c, err := NewAdam(o.Config, m)
-	if err != nil {
-		panic("minigpt: cloning a valid optimizer: " + err.Error()) // o.Config was validated by NewAdam
-	}
-	copy(c.M, o.M)
-	copy(c.V, o.V)
-	c.Step = o.Step
-	return c
 }
 
 // ResumeTrainer returns a trainer that continues the full checkpoint c on
@@ -534,7 +557,7 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	t.opt = cloneAdam(c.Opt, m)
+	t.opt = c.Opt.clone()
 	t.step = c.Step
 	t.trainLoss = slices.Clone(c.TrainLoss)
 	t.valLoss = slices.Clone(c.ValLoss)

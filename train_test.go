@@ -60,13 +60,13 @@ func TestDeterminism(t *testing.T) {
 			t.Fatalf("same seed: loss at step %d differs: %v vs %v", i, curveA[i], curveB[i])
 		}
 	}
-	for i := range a.Model().Params {
-		if a.Model().Params[i] != b.Model().Params[i] {
+	for i := range a.Model().Params() {
+		if a.Model().Params()[i] != b.Model().Params()[i] {
 			t.Fatalf("same seed: parameter %d differs", i)
 		}
 	}
 	c, curveC := trainTiny(t, 43, 20)
-	if curveC[0] == curveA[0] || c.Model().Params[0] == a.Model().Params[0] {
+	if curveC[0] == curveA[0] || c.Model().Params()[0] == a.Model().Params()[0] {
 		t.Fatal("a different seed gave the same initial loss or weights")
 	}
 }
@@ -106,9 +106,9 @@ func TestTrainerErrors(t *testing.T) {
 
 func TestDivergenceStops(t *testing.T) {
 	tr, _ := trainTiny(t, 1, 0)
-	tr.Model().Params[0] = math.NaN() // token embedding of id 0 poisons the loss
+	tr.Model().Params()[0] = math.NaN() // token embedding of id 0 poisons the loss
 	tr.config.Steps = 50
-	before := append([]float64(nil), tr.Model().Params...)
+	before := append([]float64(nil), tr.Model().Params()...)
 	err := tr.Run(context.Background(), nil)
 	if !errors.Is(err, ErrDiverged) {
 		t.Fatalf("Run = %v, want ErrDiverged", err)
@@ -119,7 +119,7 @@ func TestDivergenceStops(t *testing.T) {
 		t.Errorf("Run = %q, want it to start with the operation and name step 1", err)
 	}
 	for i := 1; i < len(before); i++ {
-		if tr.Model().Params[i] != before[i] {
+		if tr.Model().Params()[i] != before[i] {
 			t.Fatalf("the diverged step changed parameter %d", i)
 		}
 	}
@@ -134,8 +134,8 @@ func TestRunStopsOnCancel(t *testing.T) {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) || tr.Step() != 3 || tr.Optimizer().Step != 3 {
-		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step(), tr.Optimizer().Step)
+	if !errors.Is(err, context.Canceled) || tr.Step() != 3 || tr.opt.step != 3 {
+		t.Fatalf("Run = %v after %d steps (optimizer %d), want context.Canceled after 3", err, tr.Step(), tr.opt.step)
 	}
 }
 
@@ -429,13 +429,13 @@ func TestResumeIsExact(t *testing.T) {
 				if err := second.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
-				if second.Step() != N+M || second.Optimizer().Step != N+M {
-					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step(), second.Optimizer().Step, N+M)
+				if second.Step() != N+M || second.opt.step != N+M {
+					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step(), second.opt.step, N+M)
 				}
-				if !bitsEqual(second.Model().Params, want.Model().Params) {
+				if !bitsEqual(second.Model().Params(), want.Model().Params()) {
 					t.Fatal("parameters after resuming differ from the uninterrupted run")
 				}
-				if !bitsEqual(second.Optimizer().M, want.Optimizer().M) || !bitsEqual(second.Optimizer().V, want.Optimizer().V) {
+				if !bitsEqual(second.opt.m, want.opt.m) || !bitsEqual(second.opt.v, want.opt.v) {
 					t.Fatal("optimizer moments after resuming differ from the uninterrupted run")
 				}
 				if a, b := second.Evaluate(), want.Evaluate(); a != b {

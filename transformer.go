@@ -131,7 +131,7 @@ func (a *activations) ensureGradients(c Config) {
 // 0 transposes layer 0's qkv, section l+1 layer l's attnProj, fc and
 // fcProj and layer l+1's qkv.
 func (m *Model) setTransposes(a *activations) {
-	C, L, p := m.Config.EmbedDim, m.Config.Layers, m.p
+	C, L, p := m.cfg.EmbedDim, m.cfg.Layers, m.p
 	if a.weightsT == nil {
 		// Only activations that run backward need them (a loss alone
 		// does not): allocated by the first.
@@ -185,7 +185,7 @@ func (a *activations) weightsTOf(l, C int) (qkv, attnProj, fc, fcProj []float64)
 // (rowChain): a pass has 2L+1 sections, and a chunk of rows goes through
 // a whole stretch in one core's cache.
 func (m *Model) forward(a *activations, idx, targets []int, t0, t1, outFrom int) {
-	c, p := m.Config, m.p
+	c, p := m.cfg, m.p
 	B, T := a.B, a.T
 	C, L, NH := c.EmbedDim, c.Layers, c.Heads
 	BT := B * T
@@ -267,7 +267,7 @@ func (m *Model) forward(a *activations, idx, targets []int, t0, t1, outFrom int)
 // chainAttentionInputs adds layer l's ln1 = layernorm(in) and qkv =
 // ln1·qkvWeight to the chain and returns their cost per row.
 func (m *Model) chainAttentionInputs(a *activations, l int, in []float64, rows func([]float64, int, int) []float64) int {
-	C, p, j := m.Config.EmbedDim, m.p, &a.jobs
+	C, p, j := m.cfg.EmbedDim, m.p, &a.jobs
 	ln1 := rows(a.ln1, l, C)
 	j.ln[1] = layernormJob{out: ln1, mean: rows(a.ln1Mean, l, 1), rstd: rows(a.ln1Rstd, l, 1), inp: in, weight: p.ln1Gain[l*C : (l+1)*C], bias: p.ln1Bias[l*C : (l+1)*C], C: C}
 	j.mm[3] = gemmNNJob{c: rows(a.qkv, l, 3*C), ldc: 3 * C, a: ln1, ai: C, ak: 1, b: p.qkvWeight[l*C*3*C:], ldb: 3 * C, n: 3 * C, k: C, init: true}
@@ -280,7 +280,7 @@ func (m *Model) chainAttentionInputs(a *activations, l int, in []float64, rows f
 // when tied) and, with targets, the loss rows to the chain and returns
 // their cost per row.
 func (m *Model) chainHead(a *activations, in []float64, targets []int, rows func([]float64, int, int) []float64) int {
-	c, p, j := m.Config, m.p, &a.jobs
+	c, p, j := m.cfg, m.p, &a.jobs
 	C, V := c.EmbedDim, c.VocabSize
 	lnf, logits := rows(a.lnf, 0, C), rows(a.logits, 0, V)
 	j.ln[1] = layernormJob{out: lnf, mean: rows(a.lnfMean, 0, 1), rstd: rows(a.lnfRstd, 0, 1), inp: in, weight: p.lnfGain[:C], bias: p.lnfBias[:C], C: C}
@@ -340,7 +340,7 @@ func (a *activations) meanLoss() float64 {
 // a weight gradient still reading one value of it is never overwritten
 // by the next.
 func (m *Model) backward(a *activations, grads []float64, idx []int) {
-	c, p, g := m.Config, m.p, viewsOf(m.specs, grads)
+	c, p, g := m.cfg, m.p, viewsOf(m.specs, grads)
 	B, T := a.B, a.T
 	C, L, NH, V := c.EmbedDim, c.Layers, c.Heads, c.VocabSize
 	N, hs := B*T, C/NH

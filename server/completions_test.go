@@ -390,7 +390,7 @@ func TestEchoLogprobs(t *testing.T) {
 	_, ts := newTestServer(t, nil)
 	m, vocab := lanternBay()
 	m = m.Clone()
-	bs := m.Config.BlockSize
+	bs := m.Config().BlockSize
 	for _, prompt := range []string{"the lamp keeper walks", strings.Repeat("the boats wait outside the bay. ", 3)} {
 		c := post(t, ts, fmt.Sprintf(`{"prompt":%q,"max_tokens":0,"echo":true,"logprobs":2}`, prompt)).completion(t)
 		lp := c.Choices[0].Logprobs

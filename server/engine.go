@@ -244,7 +244,7 @@ const scoreBatch = 8
 // is left out.
 func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]token, error) {
 	m := e.model // Logits is safe for concurrent use
-	bs, V := m.Config.BlockSize, m.Config.VocabSize
+	bs, V := m.Config().BlockSize, m.Config().VocabSize
 	out := make([]token, 0, len(prompt)-1)
 	var lp []float64
 	var order []int

@@ -24,7 +24,7 @@ type modelJSON struct {
 }
 
 func (m *servedModel) json() modelJSON {
-	c := m.model.Config
+	c := m.model.Config()
 	vocab := make([]string, 0, c.VocabSize)
 	for _, r := range m.vocab.Chars() {
 		vocab = append(vocab, string(r))

@@ -188,8 +188,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: model %d: name %q must be non-empty, without spaces or slashes", i, m.Name)
 		case m.Model == nil || m.Vocab == nil:
 			return nil, fmt.Errorf("server: model %q: no model or no vocabulary", m.Name)
-		case m.Vocab.Size() != m.Model.Config.VocabSize:
-			return nil, fmt.Errorf("server: model %q: vocabulary has %d characters, the model %d", m.Name, m.Vocab.Size(), m.Model.Config.VocabSize)
+		case m.Vocab.Size() != m.Model.Config().VocabSize:
+			return nil, fmt.Errorf("server: model %q: vocabulary has %d characters, the model %d", m.Name, m.Vocab.Size(), m.Model.Config().VocabSize)
 		case s.model(m.Name) != nil:
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
@@ -226,10 +226,10 @@ func (s *Server) modelNames() []string {
 // servers with the same fingerprint and seed return the same text.
 func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
 	h := sha256.New()
-	c := m.Config
+	c := m.Config()
 	fmt.Fprintf(h, "%d %d %d %d %d %t\n", c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, c.TiedHead)
 	var b [8]byte
-	for _, x := range m.Params {
+	for _, x := range m.Params() {
 		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
 		h.Write(b[:])
 	}

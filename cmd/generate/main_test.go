@@ -240,7 +240,7 @@ func TestInfo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	m, vocab, _ := minigpt.DefaultModel()
-	d, _ := minigpt.NewDatasetWithVocab(minigpt.LanternBay, vocab, m.Config.BlockSize)
+	d, _ := minigpt.NewDatasetWithVocab(minigpt.LanternBay, vocab, m.Config().BlockSize)
 	tc := minigpt.DefaultTrainConfig()
 	tc.Steps, tc.BatchSize, tc.EvalBatches, tc.Seed = 0, 3, 1, 9
 	tr, err := minigpt.NewTrainer(m, d, tc)

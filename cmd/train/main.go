@@ -251,7 +251,7 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 		return nil, fmt.Errorf("-init-from: %w", err)
 	}
 	if want := o.modelConfig(c.Vocab); set["block"] || set["embd"] || set["heads"] || set["layers"] || set["tied"] {
-		got := c.Model.Config
+		got := c.Model.Config()
 		for _, m := range []struct {
 			flag      string
 			flagV, ck any
@@ -264,7 +264,7 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 			}
 		}
 	}
-	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)
+	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.initFrom, err)
 	}
@@ -301,7 +301,7 @@ func resume(o *options, set map[string]bool, text, corpusName string, stderr io.
 			return nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}
-	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config.BlockSize)
+	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
 	}

@@ -70,8 +70,8 @@ func TestRunWritesLoadableCheckpoint(t *testing.T) {
 			}
 			c := load(t, out)
 			want := minigpt.Config{VocabSize: 24, BlockSize: 8, EmbedDim: 16, Heads: 2, Layers: 1, TiedHead: tc.name == "tied"}
-			if c.Model.Config != want || c.Step != 3 || c.Full() != tc.full {
-				t.Fatalf("checkpoint: config %+v step %d full %v; want %+v 3 %v", c.Model.Config, c.Step, c.Full(), want, tc.full)
+			if c.Model.Config() != want || c.Step != 3 || c.Full() != tc.full {
+				t.Fatalf("checkpoint: config %+v step %d full %v; want %+v 3 %v", c.Model.Config(), c.Step, c.Full(), want, tc.full)
 			}
 			last := lastLine(stderr)
 			for _, s := range []string{"step 3/3", "train loss", "mean of the last 3 steps", "val loss", "wall time", out} {
@@ -215,10 +215,12 @@ func TestRunCancelSavesAndResumesExactly(t *testing.T) {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	got, want := load(t, done), load(t, whole)
-	if got.Step != 40 || !sameParams(got.Model.Params, want.Model.Params) {
-		t.Fatalf("resumed run: step %d; parameters equal to the uninterrupted run's: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
+	if got.Step != 40 || !sameParams(got.Model.Params(), want.Model.Params()) {
+		t.Fatalf("resumed run: step %d; parameters equal to the uninterrupted run's: %v", got.Step, sameParams(got.Model.Params(), want.Model.Params()))
 	}
-	if !sameParams(got.Opt.M, want.Opt.M) || !sameParams(got.Opt.V, want.Opt.V) {
+	gotM, gotV := got.Opt.Moments()
+	wantM, wantV := want.Opt.Moments()
+	if !sameParams(gotM, wantM) || !sameParams(gotV, wantV) {
 		t.Fatal("resumed run: optimizer moments differ from the uninterrupted run's")
 	}
 }
@@ -241,8 +243,8 @@ func TestResumeExtendsRun(t *testing.T) {
 		t.Fatalf("stderr does not announce the resume:\n%s", stderr)
 	}
 	got, want := load(t, part), load(t, whole)
-	if got.Step != 6 || !sameParams(got.Model.Params, want.Model.Params) {
-		t.Fatalf("3 steps then 3 more: step %d; parameters equal to 6 steps: %v", got.Step, sameParams(got.Model.Params, want.Model.Params))
+	if got.Step != 6 || !sameParams(got.Model.Params(), want.Model.Params()) {
+		t.Fatalf("3 steps then 3 more: step %d; parameters equal to 6 steps: %v", got.Step, sameParams(got.Model.Params(), want.Model.Params()))
 	}
 	_, _, err = runTrain(context.Background(), "-resume", part, "-steps", "4")
 	if exitCode(err, io.Discard) != 2 || !strings.Contains(err.Error(), "already at step 6") {
@@ -311,15 +313,15 @@ func TestInitFromFineTunes(t *testing.T) {
 		t.Errorf("stderr does not announce the fine-tuning:\n%s", stderr)
 	}
 	b, got := load(t, base), load(t, tuned)
-	if got.Model.Config != b.Model.Config || !slices.Equal(got.Vocab.Chars(), b.Vocab.Chars()) {
-		t.Fatalf("fine-tuned model %+v %q, want the base's shape %+v and vocabulary %q", got.Model.Config, string(got.Vocab.Chars()), b.Model.Config, string(b.Vocab.Chars()))
+	if got.Model.Config() != b.Model.Config() || !slices.Equal(got.Vocab.Chars(), b.Vocab.Chars()) {
+		t.Fatalf("fine-tuned model %+v %q, want the base's shape %+v and vocabulary %q", got.Model.Config(), string(got.Vocab.Chars()), b.Model.Config(), string(b.Vocab.Chars()))
 	}
-	if got.Step != 2 || got.Opt.Step != 2 || got.Train.Seed != 7 || got.Train.Steps != 2 {
-		t.Fatalf("fine-tuned checkpoint at step %d (optimizer %d, seed %d, steps %d); want a fresh run of 2 steps with seed 7", got.Step, got.Opt.Step, got.Train.Seed, got.Train.Steps)
+	if got.Step != 2 || got.Opt.Step() != 2 || got.Train.Seed != 7 || got.Train.Steps != 2 {
+		t.Fatalf("fine-tuned checkpoint at step %d (optimizer %d, seed %d, steps %d); want a fresh run of 2 steps with seed 7", got.Step, got.Opt.Step(), got.Train.Seed, got.Train.Steps)
 	}
 
 	// The same two steps from the base weights through the library.
-	d, err := minigpt.NewDatasetWithVocab(strings.Repeat("the gulls rest on the rocks at dusk. ", 10), b.Vocab, b.Model.Config.BlockSize)
+	d, err := minigpt.NewDatasetWithVocab(strings.Repeat("the gulls rest on the rocks at dusk. ", 10), b.Vocab, b.Model.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +334,7 @@ func TestInitFromFineTunes(t *testing.T) {
 	if err := tr.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !sameParams(got.Model.Params, tr.Model().Params) {
+	if !sameParams(got.Model.Params(), tr.Model().Params()) {
 		t.Fatal("-init-from's weights differ from NewTrainer on the loaded model with the same settings")
 	}
 }

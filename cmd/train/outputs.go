@@ -178,8 +178,8 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) e
 		b.out.replace = force // nothing of the run's there: one that appears is not ours
 		return nil
 	}
-	if err == nil && c.Model.Config != tr.Model().Config {
-		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config)
+	if err == nil && c.Model.Config() != tr.Model().Config() {
+		err = fmt.Errorf("its model config %+v differs from the run's", c.Model.Config())
 	}
 	var judge *minigpt.Trainer
 	if err == nil {

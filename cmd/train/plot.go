@@ -113,7 +113,7 @@ func xmlEscape(s string) string {
 
 // describeShape is the model and batch shape in a few words, for titles.
 func describeShape(tr *minigpt.Trainer) string {
-	c := tr.Model().Config
+	c := tr.Model().Config()
 	return fmt.Sprintf("%d layers, %d heads, width %d, block %d, batch %d, lr %g",
 		c.Layers, c.Heads, c.EmbedDim, c.BlockSize, tr.Config().BatchSize, tr.Config().LR)
 }

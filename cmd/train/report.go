@@ -13,7 +13,7 @@ import (
 
 // describe summarises the model and the run in one line.
 func describe(tr *minigpt.Trainer, corpusName string) string {
-	c, tc := tr.Model().Config, tr.Config()
+	c, tc := tr.Model().Config(), tr.Config()
 	head := "untied"
 	if c.TiedHead {
 		head = "tied"
