@@ -626,9 +626,12 @@ func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, 
 	known := []string{stKeyFormat, stKeyVocabSize, stKeyBlockSize, stKeyEmbedDim, stKeyHeads, stKeyLayers, stKeyTiedHead, stKeyVocab, stKeyStep}
 	vals := map[string]string{}
 	for k, raw := range meta {
+		if raw[0] != '"' {
+			return Config{}, nil, 0, stBad("metadata %q: %s is not a string (the format's metadata values are strings)", k, raw)
+		}
 		s, err := jsonStringStrict(raw)
 		if err != nil {
-			return Config{}, nil, 0, stBad("metadata %q: %s: %w (the format's metadata values are strings)", k, raw, err)
+			return Config{}, nil, 0, stBad("metadata %q: %s: %w", k, raw, err)
 		}
 		if len(k) > len("minigpt.") && k[:len("minigpt.")] == "minigpt." && !slices.Contains(known, k) {
 			return Config{}, nil, 0, stBad("metadata %q: unknown minigpt key (format version %s knows %v)", k, stFormatVersion, known)
@@ -770,7 +773,14 @@ func matchSafetensorsEntries(entries []*stEntry, want []stTensor, cfg Config) er
 		i, ok := byName[e.name]
 		t := &want[i]
 		if !ok {
-			return stTensorBad(e.name, "not a tensor of a minigpt model with %d layers%s (docs/interop.md lists them)", cfg.Layers, map[bool]string{true: " and a tied head", false: ""}[cfg.TiedHead])
+			shape := fmt.Sprintf("%d layers", cfg.Layers)
+			if cfg.Layers == 1 {
+				shape = "1 layer"
+			}
+			if cfg.TiedHead {
+				shape += " and a tied head"
+			}
+			return stTensorBad(e.name, "not a tensor of a minigpt model of %s (docs/interop.md lists them)", shape)
 		}
 		size, known := stDTypeSize[e.dtype]
 		switch {
