@@ -337,7 +337,7 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	case hlen < 2:
 		return nil, stBad("header length %d is too short for a JSON object", hlen)
 	case hlen > stMaxHeader:
-		return nil, stBad("header length %d is above the limit of %d bytes", hlen, stMaxHeader)
+		return nil, stBad("header length %d is above the limit of %d bytes (is this a safetensors file?)", hlen, stMaxHeader)
 	}
 	hdr, err := readGrowing(r, int(hlen), nil)
 	if err != nil {
