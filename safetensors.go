@@ -7,6 +7,7 @@ package minigpt
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,10 @@ const (
 	// stMaxHeader bounds the JSON header, as the reference implementation
 	// does (100 MB); minigpt's largest config needs about 15 MB.
 	stMaxHeader = 100_000_000
+
+	// stChunk is how many bytes the reader and writer handle at a time;
+	// the reader allocates only as bytes arrive.
+	stChunk = 64 << 10
 )
 
 // stLayered are the tensors of Model.Tensors() that stack one tensor per
@@ -256,12 +261,12 @@ func writeSafetensors(w io.Writer, c *Checkpoint, opts *SafetensorsOptions) erro
 		hdr = append(hdr, ' ')
 	}
 
-	bw := bufio.NewWriterSize(w, ioChunk)
+	bw := bufio.NewWriterSize(w, stChunk)
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(hdr)))
 	bw.Write(n[:])
 	bw.Write(hdr)
-	buf := make([]byte, 0, ioChunk)
+	buf := make([]byte, 0, stChunk)
 	for _, t := range tensors {
 		for _, x := range t.data {
 			if dtype == "F64" {
@@ -365,10 +370,7 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	// The data, in the order of the offsets; values are kept apart from
 	// the model until every byte is there and checked.
 	slices.SortStableFunc(entries, func(a, b *stEntry) int {
-		if c := cmpUint(a.begin, b.begin); c != 0 {
-			return c
-		}
-		return cmpUint(a.end, b.end)
+		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
 	})
 	var pos uint64
 	for i, e := range entries {
@@ -388,9 +390,9 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	for i, e := range entries {
 		size := stDTypeSize[e.dtype]
 		count := int(e.end-e.begin) / size
-		vals := make([]float64, 0, min(count, ioChunk/8))
+		vals := make([]float64, 0, min(count, stChunk/8))
 		for done := 0; done < count; {
-			k := min(count-done, ioChunk/size)
+			k := min(count-done, stChunk/size)
 			raw, err = readGrowing(r, k*size, raw[:0])
 			if err != nil {
 				if isEOF(err) {
@@ -436,26 +438,16 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	return &Checkpoint{Model: m, Vocab: vocab, Step: step}, nil
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func isEOF(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }
 
 // readGrowing appends n bytes from r to buf, growing it by at most
-// ioChunk at a time as the bytes arrive, so that a length read from the
+// stChunk at a time as the bytes arrive, so that a length read from the
 // input is never allocated before the input has shown it holds it. On a
 // short input it returns what arrived and io.ErrUnexpectedEOF (or
 // io.EOF if nothing did).
 func readGrowing(r io.Reader, n int, buf []byte) ([]byte, error) {
 	for n > 0 {
-		k := min(n, ioChunk)
+		k := min(n, stChunk)
 		buf = slices.Grow(buf, k)
 		got, err := io.ReadFull(r, buf[len(buf):len(buf)+k])
 		buf = buf[:len(buf)+got]
