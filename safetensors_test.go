@@ -1,0 +1,703 @@
+package minigpt
+
+// Tests of safetensors.go: round trips, the file layout read with plain
+// encoding/json, a file built by hand, and every malformed file refused
+// with its reason.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// stModel returns a model of cfg whose every parameter is drawn from
+// N(0, 0.3²) (gains around 1), set through Tensors, with a few values
+// that a careless encoding loses: -0, a subnormal, the largest float64.
+func stModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := NewModel(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for _, ts := range m.Tensors() {
+		for i := range ts.Data {
+			ts.Data[i] = 0.3 * rng.NormFloat64()
+			if strings.HasSuffix(ts.Name, "_gain") {
+				ts.Data[i] += 1
+			}
+		}
+	}
+	ts := m.Tensors()
+	ts[0].Data[0] = math.Copysign(0, -1)
+	ts[0].Data[1] = 5e-324
+	ts[1].Data[0] = math.MaxFloat64
+	ts[len(ts)-1].Data[0] = -1e-300
+	return m
+}
+
+// stVocab is a vocabulary of n characters that JSON must escape or that
+// encoders treat specially: quote, backslash, control characters, the
+// line separator U+2028, U+FFFD, a character outside the BMP.
+func stVocab(t testing.TB, n int) *Vocab {
+	t.Helper()
+	chars := []rune{0, '\n', '"', '&', '<', '\\', 'a', 'é', '\u2028', '€', '\uFFFD', '😀'}
+	for r := rune('b'); len(chars) < n; r++ {
+		if r != 'é' && r != '€' {
+			chars = append(chars, r)
+		}
+	}
+	chars = chars[:n]
+	sortRunes(chars)
+	v, err := VocabFromChars(chars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func sortRunes(r []rune) {
+	for i := 1; i < len(r); i++ {
+		for j := i; j > 0 && r[j] < r[j-1]; j-- {
+			r[j], r[j-1] = r[j-1], r[j]
+		}
+	}
+}
+
+// allValues is every parameter of m, in Tensors order.
+func allValues(m *Model) []float64 {
+	var out []float64
+	for _, t := range m.Tensors() {
+		out = append(out, t.Data...)
+	}
+	return out
+}
+
+func writeST(t testing.TB, c *Checkpoint, opts *SafetensorsOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteSafetensors(&b, c, opts); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestSafetensorsF64RoundTripsBitForBit(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		cfg := tinyConfig(tied)
+		cfg.VocabSize = 12
+		m := stModel(t, cfg, 3)
+		in := &Checkpoint{Model: m, Vocab: stVocab(t, cfg.VocabSize), Step: 77}
+		c, err := ReadSafetensors(bytes.NewReader(writeST(t, in, nil)))
+		if err != nil {
+			t.Fatalf("tied %v: %v", tied, err)
+		}
+		if c.Model.Config != cfg || c.Step != 77 || string(c.Vocab.Chars()) != string(in.Vocab.Chars()) || c.Full() {
+			t.Errorf("tied %v: read config %+v step %d vocab %q full %v; wrote %+v, 77, %q, weights only",
+				tied, c.Model.Config, c.Step, string(c.Vocab.Chars()), c.Full(), cfg, string(in.Vocab.Chars()))
+		}
+		if got, want := allValues(c.Model), allValues(m); !bitsEqual(got, want) {
+			i, _ := sameBits(got, want)
+			t.Errorf("tied %v: parameter %d is %v (bits %#x), wrote %v (bits %#x)", tied, i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+		}
+		// What was read is a valid weights-only checkpoint.
+		if err := WriteCheckpoint(io.Discard, c); err != nil {
+			t.Errorf("tied %v: the model read does not make a checkpoint: %v", tied, err)
+		}
+	}
+	// The embedded model too, the one docs/interop.md starts from.
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadSafetensors(bytes.NewReader(writeST(t, &Checkpoint{Model: m, Vocab: vocab, Step: 1200}, &SafetensorsOptions{DType: "F64"})))
+	if err != nil || !bitsEqual(allValues(c.Model), allValues(m)) {
+		t.Fatalf("embedded model: %v, or the weights differ", err)
+	}
+}
+
+func TestSafetensorsF32WithinFloat32Rounding(t *testing.T) {
+	cfg := tinyConfig(false)
+	m := stModel(t, cfg, 4)
+	m.Tensors()[1].Data[0] = 1 // replace MaxFloat64, beyond F32's range
+	in := &Checkpoint{Model: m, Vocab: stVocab(t, cfg.VocabSize)}
+	f32, f64 := writeST(t, in, &SafetensorsOptions{DType: "F32"}), writeST(t, in, nil)
+	if data32, data64 := 4*m.NumParams(), 8*m.NumParams(); len(f32)-data32 > 4096 || len(f64)-data64 > 4096 {
+		t.Errorf("F32 file %d bytes, F64 %d, for %d parameters: want 4 and 8 bytes a parameter and a small header", len(f32), len(f64), m.NumParams())
+	}
+	c, err := ReadSafetensors(bytes.NewReader(f32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := allValues(c.Model), allValues(m)
+	for i := range want {
+		// Rounding to nearest: a float32, within half a float32 ulp
+		// (2^-24 relative; subnormals flush to within 2^-150).
+		if float64(float32(got[i])) != got[i] || math.Abs(got[i]-want[i]) > max(math.Abs(want[i])*0x1p-24, 0x1p-150) {
+			t.Fatalf("parameter %d: read %v from F32, wrote %v", i, got[i], want[i])
+		}
+	}
+	if math.Float64bits(got[0]) != math.Float64bits(math.Copysign(0, -1)) {
+		t.Errorf("-0 came back as %v", got[0])
+	}
+}
+
+// stHeader decodes a file's header with plain encoding/json.
+func stHeader(t *testing.T, file []byte) (map[string]json.RawMessage, int) {
+	t.Helper()
+	n := binary.LittleEndian.Uint64(file)
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(file[8:8+n], &h); err != nil {
+		t.Fatal(err)
+	}
+	return h, 8 + int(n)
+}
+
+// TestSafetensorsLayout reads a written file as the format's spec says,
+// with encoding/json and encoding/binary, and finds each layer's tensor
+// of Model.Tensors() under the names of docs/interop.md.
+func TestSafetensorsLayout(t *testing.T) {
+	cfg := tinyConfig(false)
+	m := stModel(t, cfg, 5)
+	file := writeST(t, &Checkpoint{Model: m, Vocab: stVocab(t, cfg.VocabSize), Step: 9}, nil)
+	h, start := stHeader(t, file)
+	if start%8 != 0 {
+		t.Errorf("the data starts at byte %d, not a multiple of 8", start)
+	}
+	var meta map[string]string
+	if err := json.Unmarshal(h["__metadata__"], &meta); err != nil {
+		t.Fatal(err)
+	}
+	wantMeta := map[string]string{
+		"minigpt.format": "1", "minigpt.vocab_size": "7", "minigpt.block_size": "5", "minigpt.embed_dim": "8",
+		"minigpt.heads": "2", "minigpt.layers": "2", "minigpt.tied_head": "false", "minigpt.step": "9",
+		"minigpt.vocab": "\x00\n\"&<\\a",
+	}
+	for k, v := range wantMeta {
+		if meta[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, meta[k], v)
+		}
+	}
+	covered := 0
+	for _, ts := range m.Tensors() {
+		names, per := []string{ts.Name}, len(ts.Data)
+		if stLayered[ts.Name] {
+			names, per = nil, len(ts.Data)/cfg.Layers
+			for l := range cfg.Layers {
+				names = append(names, fmt.Sprintf("blocks.%d.%s", l, ts.Name))
+			}
+		}
+		for l, name := range names {
+			var e struct {
+				DType       string   `json:"dtype"`
+				Shape       []int    `json:"shape"`
+				DataOffsets []uint64 `json:"data_offsets"`
+			}
+			if err := json.Unmarshal(h[name], &e); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			wantShape := ts.Shape
+			if stLayered[ts.Name] {
+				wantShape = ts.Shape[1:]
+			}
+			if e.DType != "F64" || fmt.Sprint(e.Shape) != fmt.Sprint(wantShape) || e.DataOffsets[1]-e.DataOffsets[0] != uint64(8*per) {
+				t.Fatalf("%s: %+v, want F64 of shape %v, %d bytes", name, e, wantShape, 8*per)
+			}
+			for i, x := range ts.Data[l*per : (l+1)*per] {
+				got := binary.LittleEndian.Uint64(file[start+int(e.DataOffsets[0])+8*i:])
+				if got != math.Float64bits(x) {
+					t.Fatalf("%s element %d: bits %#x, the model's %#x", name, i, got, math.Float64bits(x))
+				}
+			}
+			covered += 8 * per
+		}
+	}
+	if covered != len(file)-start || len(h) != 2+10*cfg.Layers+4+1 {
+		t.Errorf("the tensors cover %d of %d data bytes; the header has %d entries", covered, len(file)-start, len(h))
+	}
+}
+
+// stFile assembles a safetensors file from a header and data.
+func stFile(header string, data []byte) []byte {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+	return append(append(b, header...), data...)
+}
+
+// TestReadSafetensorsHandMadeFile reads a file built here from the spec
+// (not by the writer): tensors in alphabetical order as safetensors.torch
+// stores them, some F32 and some F64, no padding, other tools' metadata.
+func TestReadSafetensorsHandMadeFile(t *testing.T) {
+	// V 2, T 1, C 1, one head, one layer, tied: 14 tensors of 1 or 2
+	// values (4C = 4 for the MLP).
+	shapes := map[string][]int{
+		"token_embedding": {2, 1}, "position_embedding": {1, 1},
+		"blocks.0.ln1_gain": {1}, "blocks.0.ln1_bias": {1}, "blocks.0.qkv_weight": {1, 3},
+		"blocks.0.attn_proj_weight": {1, 1}, "blocks.0.ln2_gain": {1}, "blocks.0.ln2_bias": {1},
+		"blocks.0.fc_weight": {1, 4}, "blocks.0.fc_bias": {4}, "blocks.0.fc_proj_weight": {4, 1},
+		"blocks.0.fc_proj_bias": {1}, "lnf_gain": {1}, "lnf_bias": {1},
+	}
+	var names []string
+	for n := range shapes {
+		names = append(names, n)
+	}
+	for i := 1; i < len(names); i++ { // sorted
+		for j := i; j > 0 && names[j] < names[j-1]; j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+	var hdr strings.Builder
+	hdr.WriteString(`{"__metadata__":{"minigpt.step":"3","format":"pt","minigpt.vocab":"xy","minigpt.tied_head":"true",` +
+		`"minigpt.layers":"1","minigpt.heads":"1","minigpt.embed_dim":"1","minigpt.block_size":"1","minigpt.vocab_size":"2",` +
+		`"minigpt.format":"1","producer":"hand"}`)
+	var data []byte
+	want := map[string][]float64{}
+	for k, n := range names {
+		count := 1
+		for _, d := range shapes[n] {
+			count *= d
+		}
+		dtype, begin := "F64", len(data)
+		if k%2 == 1 {
+			dtype = "F32"
+		}
+		for i := range count {
+			x := float64(k) + float64(i)/4 // exact in float32 too
+			want[n] = append(want[n], x)
+			if dtype == "F64" {
+				data = binary.LittleEndian.AppendUint64(data, math.Float64bits(x))
+			} else {
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(x)))
+			}
+		}
+		fmt.Fprintf(&hdr, `, "%s": {"shape": %s, "data_offsets": [%d, %d], "dtype": "%s"}`,
+			n, strings.ReplaceAll(fmt.Sprint(shapes[n]), " ", ","), begin, len(data), dtype)
+	}
+	hdr.WriteString("}\n  ")
+	c, err := ReadSafetensors(bytes.NewReader(stFile(hdr.String(), data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCfg := Config{VocabSize: 2, BlockSize: 1, EmbedDim: 1, Heads: 1, Layers: 1, TiedHead: true}
+	if c.Model.Config != wantCfg || c.Step != 3 || string(c.Vocab.Chars()) != "xy" {
+		t.Fatalf("read %+v, step %d, vocab %q", c.Model.Config, c.Step, string(c.Vocab.Chars()))
+	}
+	for _, ts := range c.Model.Tensors() {
+		name := ts.Name
+		if stLayered[name] {
+			name = "blocks.0." + name
+		}
+		if fmt.Sprint(ts.Data) != fmt.Sprint(want[name]) {
+			t.Errorf("%s = %v, the file holds %v", ts.Name, ts.Data, want[name])
+		}
+	}
+}
+
+// stDoc is a header to damage: metadata and entries, in order, written
+// out as JSON by text so that a test can also repeat a name.
+type stDoc struct {
+	meta    [][2]string
+	entries []stDocEntry
+	data    []byte
+}
+
+type stDocEntry struct {
+	name, body string // body: the entry's JSON object
+}
+
+func (d *stDoc) setMeta(k, v string) {
+	for i := range d.meta {
+		if d.meta[i][0] == k {
+			d.meta[i][1] = v
+			return
+		}
+	}
+	d.meta = append(d.meta, [2]string{k, v})
+}
+
+func (d *stDoc) dropMeta(k string) {
+	for i := range d.meta {
+		if d.meta[i][0] == k {
+			d.meta = append(d.meta[:i], d.meta[i+1:]...)
+			return
+		}
+	}
+}
+
+func (d *stDoc) entry(name string) *stDocEntry {
+	for i := range d.entries {
+		if d.entries[i].name == name {
+			return &d.entries[i]
+		}
+	}
+	panic("no entry " + name)
+}
+
+func (d *stDoc) header() string {
+	var b strings.Builder
+	b.WriteString(`{"__metadata__":{`)
+	for i, kv := range d.meta {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%s", kv[0], kv[1]) // values are raw JSON
+	}
+	b.WriteByte('}')
+	for _, e := range d.entries {
+		fmt.Fprintf(&b, ",%q:%s", e.name, e.body)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (d *stDoc) file() []byte { return stFile(d.header(), d.data) }
+
+// stBaseDoc is a valid file of the tiny untied config (vocabulary "abc",
+// width 2, one layer) as an stDoc.
+func stBaseDoc(t *testing.T) *stDoc {
+	t.Helper()
+	cfg := Config{VocabSize: 3, BlockSize: 2, EmbedDim: 2, Heads: 1, Layers: 1}
+	vocab, _ := VocabFromChars([]rune("abc"))
+	file := writeST(t, &Checkpoint{Model: stModel(t, cfg, 6), Vocab: vocab}, nil)
+	n := binary.LittleEndian.Uint64(file)
+	d := &stDoc{data: file[8+n:]}
+	dec := json.NewDecoder(bytes.NewReader(file[8 : 8+n]))
+	dec.Token()
+	for dec.More() {
+		k, _ := dec.Token()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		if k == "__metadata__" {
+			var m map[string]string
+			json.Unmarshal(v, &m)
+			for _, key := range []string{"format", "minigpt.format", "minigpt.vocab_size", "minigpt.block_size", "minigpt.embed_dim",
+				"minigpt.heads", "minigpt.layers", "minigpt.tied_head", "minigpt.vocab", "minigpt.step"} {
+				d.meta = append(d.meta, [2]string{key, fmt.Sprintf("%q", m[key])})
+			}
+			continue
+		}
+		d.entries = append(d.entries, stDocEntry{k.(string), string(v)})
+	}
+	if _, err := ReadSafetensors(bytes.NewReader(d.file())); err != nil {
+		t.Fatalf("the base file is refused: %v", err)
+	}
+	return d
+}
+
+// TestReadSafetensorsRefusesMalformed damages a valid file in each way
+// the reader must notice, and checks the reason it gives.
+func TestReadSafetensorsRefusesMalformed(t *testing.T) {
+	// Offsets in the base file (F64): token_embedding [0, 48),
+	// position_embedding [48, 80), blocks.0.ln1_gain [80, 96), …
+	for _, tc := range []struct {
+		name  string
+		edit  func(d *stDoc)
+		file  func(d *stDoc) []byte // instead of d.file()
+		wants []string              // in the message
+	}{
+		{name: "empty input", file: func(*stDoc) []byte { return nil }, wants: []string{"truncated: 0 bytes"}},
+		{name: "short length field", file: func(*stDoc) []byte { return []byte{1, 0, 0} }, wants: []string{"truncated: 3 bytes"}},
+		{name: "header length past the end", file: func(d *stDoc) []byte {
+			f := d.file()
+			binary.LittleEndian.PutUint64(f, uint64(len(f)))
+			return f
+		}, wants: []string{"truncated in the header", "ends"}},
+		{name: "header length 2^63", file: func(d *stDoc) []byte {
+			f := d.file()
+			binary.LittleEndian.PutUint64(f, 1<<63)
+			return f
+		}, wants: []string{"header length 9223372036854775808 is above the limit"}},
+		{name: "header length 1", file: func(*stDoc) []byte { return stFile("{", nil) }, wants: []string{"too short"}},
+		{name: "non-UTF-8 JSON", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", "\"ab\xff\"") }, wants: []string{"invalid UTF-8 at byte"}},
+		{name: "not JSON", file: func(*stDoc) []byte { return stFile(`{"a":}`, nil) }, wants: []string{"invalid JSON"}},
+		{name: "JSON cut short", file: func(*stDoc) []byte { return stFile(`{"__metadata__":{}`, nil) }, wants: []string{"invalid JSON"}},
+		{name: "not an object", file: func(*stDoc) []byte { return stFile(`["x"]`, nil) }, wants: []string{"does not start with '{'"}},
+		{name: "leading space", file: func(d *stDoc) []byte { return stFile(" "+d.header(), d.data) }, wants: []string{"does not start with '{'"}},
+		{name: "bytes after the object", file: func(d *stDoc) []byte { return stFile(d.header()+"  x", d.data) }, wants: []string{`'x' at byte`, "after the JSON object"}},
+		{name: "duplicate tensor name", edit: func(d *stDoc) {
+			d.entries = append(d.entries, d.entries[2])
+		}, wants: []string{`"blocks.0.ln1_gain" occurs twice`}},
+		{name: "duplicate metadata key", edit: func(d *stDoc) { d.meta = append(d.meta, [2]string{"minigpt.layers", `"1"`}) }, wants: []string{`__metadata__: "minigpt.layers" occurs twice`}},
+		{name: "duplicate field", edit: func(d *stDoc) {
+			e := d.entry("lnf_bias")
+			e.body = strings.Replace(e.body, `{`, `{"dtype":"F64",`, 1)
+		}, wants: []string{`tensor "lnf_bias": "dtype" occurs twice`}},
+		{name: "missing tensor", edit: func(d *stDoc) {
+			d.entries = d.entries[:len(d.entries)-1] // head_bias, the last 3 values
+			d.data = d.data[:len(d.data)-24]
+		}, wants: []string{`tensor "head_bias": missing`}},
+		{name: "tensor of a layer the config lacks", edit: func(d *stDoc) {
+			d.entries = append(d.entries, stDocEntry{"blocks.1.ln1_gain", fmt.Sprintf(`{"dtype":"F64","shape":[2],"data_offsets":[%d,%d]}`, len(d.data), len(d.data)+16)})
+			d.data = append(d.data, make([]byte, 16)...)
+		}, wants: []string{`tensor "blocks.1.ln1_gain": not a tensor of a minigpt model of 1 layer`}},
+		{name: "head of a tied model", edit: func(d *stDoc) { d.setMeta("minigpt.tied_head", `"true"`) }, wants: []string{`tensor "head_weight": not a tensor`, "tied head"}},
+		{name: "unknown dtype", edit: func(d *stDoc) { d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, "F64", "F65", 1) }, wants: []string{`tensor "lnf_gain": unknown dtype "F65"`}},
+		{name: "unsupported dtype", edit: func(d *stDoc) {
+			d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, "F64", "BF16", 1)
+		}, wants: []string{`tensor "lnf_gain": dtype BF16 is not supported`}},
+		{name: "dtype not a string", edit: func(d *stDoc) { d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, `"F64"`, `64`, 1) }, wants: []string{`tensor "lnf_gain": dtype 64 is not a string`}},
+		{name: "wrong shape", edit: func(d *stDoc) {
+			d.entry("blocks.0.qkv_weight").body = strings.Replace(d.entry("blocks.0.qkv_weight").body, "[2,6]", "[6,2]", 1)
+		}, wants: []string{`tensor "blocks.0.qkv_weight": shape [6 2], the metadata's config implies [2 6]`}},
+		{name: "shape with a layer dimension", edit: func(d *stDoc) {
+			d.entry("blocks.0.fc_bias").body = strings.Replace(d.entry("blocks.0.fc_bias").body, "[8]", "[1,8]", 1)
+		}, wants: []string{`tensor "blocks.0.fc_bias": shape [1 8]`}},
+		{name: "offsets disagree with the shape", edit: func(d *stDoc) {
+			e := d.entry("head_bias")
+			e.body = e.body[:strings.Index(e.body, "data_offsets")] + fmt.Sprintf(`data_offsets":[%d,%d]}`, len(d.data)-24, len(d.data)-8)
+			d.data = d.data[:len(d.data)-8]
+		}, wants: []string{`tensor "head_bias": data_offsets`, "span 16 bytes, its shape [3] of F64 needs 24"}},
+		{name: "overlapping offsets", edit: func(d *stDoc) {
+			d.entry("position_embedding").body = strings.Replace(d.entry("position_embedding").body, "[48,80]", "[40,72]", 1)
+		}, wants: []string{`tensor "position_embedding": its data [40, 72) overlaps that of "token_embedding" [0, 48)`}},
+		{name: "hole between tensors", edit: func(d *stDoc) {
+			d.entry("position_embedding").body = strings.Replace(d.entry("position_embedding").body, "[48,80]", "[56,88]", 1)
+		}, wants: []string{`bytes [48, 56) of the data belong to no tensor (between "token_embedding" and "position_embedding")`}},
+		{name: "nothing at offset 0", file: func(d *stDoc) []byte {
+			for i := range d.entries {
+				var e struct {
+					DataOffsets [2]int `json:"data_offsets"`
+				}
+				json.Unmarshal([]byte(d.entries[i].body), &e)
+				d.entries[i].body = strings.Replace(d.entries[i].body, fmt.Sprintf("[%d,%d]", e.DataOffsets[0], e.DataOffsets[1]),
+					fmt.Sprintf("[%d,%d]", e.DataOffsets[0]+8, e.DataOffsets[1]+8), 1)
+			}
+			return stFile(d.header(), append(make([]byte, 8), d.data...))
+		}, wants: []string{`bytes [0, 8) of the data belong to no tensor (the first, "token_embedding", starts at 8)`}},
+		{name: "offsets reversed", edit: func(d *stDoc) {
+			d.entry("token_embedding").body = strings.Replace(d.entry("token_embedding").body, "[0,48]", "[48,0]", 1)
+		}, wants: []string{`tensor "token_embedding": data_offsets [48, 0] end before they begin`}},
+		{name: "three offsets", edit: func(d *stDoc) {
+			d.entry("token_embedding").body = strings.Replace(d.entry("token_embedding").body, "[0,48]", "[0,24,48]", 1)
+		}, wants: []string{`tensor "token_embedding": data_offsets [0,24,48]: 3 numbers, want 2`}},
+		{name: "negative offset", edit: func(d *stDoc) {
+			d.entry("token_embedding").body = strings.Replace(d.entry("token_embedding").body, "[0,48]", "[-0,48]", 1)
+		}, wants: []string{`entry 0, -0, is not an integer`}},
+		{name: "fractional shape", edit: func(d *stDoc) {
+			d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, "[2]", "[2.0]", 1)
+		}, wants: []string{`tensor "lnf_gain": shape [2.0]: entry 0, 2.0, is not an integer`}},
+		{name: "offset as a string", edit: func(d *stDoc) {
+			d.entry("token_embedding").body = strings.Replace(d.entry("token_embedding").body, "[0,48]", `["0",48]`, 1)
+		}, wants: []string{`entry 0, "0", is not an integer`}},
+		{name: "unknown field", edit: func(d *stDoc) {
+			d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, `{`, `{"offset":0,`, 1)
+		}, wants: []string{`tensor "lnf_gain": unknown field "offset"`}},
+		{name: "no dtype", edit: func(d *stDoc) {
+			d.entry("lnf_gain").body = strings.Replace(d.entry("lnf_gain").body, `"dtype":"F64",`, ``, 1)
+		}, wants: []string{`tensor "lnf_gain": no dtype`}},
+		{name: "entry not an object", edit: func(d *stDoc) { d.entry("lnf_gain").body = `[1]` }, wants: []string{`tensor "lnf_gain": not a JSON object`}},
+		{name: "data cut short", file: func(d *stDoc) []byte { return stFile(d.header(), d.data[:100]) }, wants: []string{`tensor "blocks.0.ln1_bias": truncated: its data is bytes [96, 112), the input ends at byte 100`}},
+		{name: "data after the last tensor", file: func(d *stDoc) []byte { return stFile(d.header(), append(d.data, 0)) }, wants: []string{`data after the last tensor ("head_bias" ends at byte`}},
+		{name: "NaN", edit: func(d *stDoc) {
+			binary.LittleEndian.PutUint64(d.data[48+8:], math.Float64bits(math.NaN())) // position_embedding[0][1]
+		}, wants: []string{`tensor "position_embedding": element [0 1] is NaN`}},
+		{name: "infinity in F32", edit: func(d *stDoc) {
+			e := d.entry("head_bias") // the last 24 bytes: 12 as F32
+			e.body = strings.Replace(strings.Replace(e.body, "F64", "F32", 1), fmt.Sprintf("[%d,%d]", len(d.data)-24, len(d.data)), fmt.Sprintf("[%d,%d]", len(d.data)-24, len(d.data)-12), 1)
+			d.data = d.data[:len(d.data)-12]
+			binary.LittleEndian.PutUint32(d.data[len(d.data)-4:], math.Float32bits(float32(math.Inf(-1))))
+		}, wants: []string{`tensor "head_bias": element [2] is -Inf`}},
+		{name: "no metadata", edit: func(d *stDoc) { d.meta = nil }, file: func(d *stDoc) []byte {
+			return stFile(strings.Replace(d.header(), `"__metadata__":{},`, "", 1), d.data)
+		}, wants: []string{"no __metadata__", "not a minigpt file"}},
+		{name: "metadata key missing", edit: func(d *stDoc) { d.dropMeta("minigpt.layers") }, wants: []string{`metadata: no "minigpt.layers"`}},
+		{name: "metadata value not a string", edit: func(d *stDoc) { d.setMeta("minigpt.layers", "1") }, wants: []string{`metadata "minigpt.layers": 1 is not a string`}},
+		{name: "metadata not canonical", edit: func(d *stDoc) { d.setMeta("minigpt.layers", `"01"`) }, wants: []string{`metadata "minigpt.layers" is "01", not a non-negative decimal integer`}},
+		{name: "negative step", edit: func(d *stDoc) { d.setMeta("minigpt.step", `"-1"`) }, wants: []string{`metadata "minigpt.step" is "-1"`}},
+		{name: "tied head not a boolean", edit: func(d *stDoc) { d.setMeta("minigpt.tied_head", `"yes"`) }, wants: []string{`"minigpt.tied_head" is "yes", want "true" or "false"`}},
+		{name: "invalid config", edit: func(d *stDoc) { d.setMeta("minigpt.heads", `"3"`) }, wants: []string{"model config", "embedding width 2 is not divisible by 3 heads"}},
+		{name: "unknown format version", edit: func(d *stDoc) { d.setMeta("minigpt.format", `"2"`) }, wants: []string{`"minigpt.format" is "2": this reader knows version 1`}},
+		{name: "unknown minigpt key", edit: func(d *stDoc) { d.setMeta("minigpt.dropout", `"0.1"`) }, wants: []string{`metadata "minigpt.dropout": unknown minigpt key`}},
+		{name: "vocabulary shorter than its size", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"ab"`) }, wants: []string{`"minigpt.vocab" has 2 characters, "minigpt.vocab_size" says 3`}},
+		{name: "vocabulary not ascending", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"acb"`) }, wants: []string{`metadata "minigpt.vocab"`, `vocabulary entry 2 ('b') is not above entry 1 ('c')`}},
+		{name: "vocabulary repeats a character", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"aab"`) }, wants: []string{`vocabulary entry 1 ('a') is not above entry 0 ('a')`}},
+		{name: "vocabulary with a lone surrogate", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"ab\ud800"`) }, wants: []string{`metadata "minigpt.vocab"`, `unpaired surrogate \ud800`}},
+		{name: "vocabulary size against the embedding", edit: func(d *stDoc) {
+			d.setMeta("minigpt.vocab", `"abcd"`)
+			d.setMeta("minigpt.vocab_size", `"4"`)
+		}, wants: []string{`tensor "token_embedding": shape [3 2], the metadata's config implies [4 2]`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := stBaseDoc(t)
+			if tc.edit != nil {
+				tc.edit(d)
+			}
+			file := d.file()
+			if tc.file != nil {
+				file = tc.file(d)
+			}
+			c, err := ReadSafetensors(bytes.NewReader(file))
+			if err == nil {
+				t.Fatalf("accepted (%+v)", c.Model.Config)
+			}
+			t.Log(err)
+			if !errors.Is(err, ErrBadSafetensors) || !errors.Is(err, ErrBadCheckpoint) {
+				t.Errorf("%v: does not wrap ErrBadSafetensors and ErrBadCheckpoint", err)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\n does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// errReader fails after giving n bytes of b.
+type errReader struct {
+	b   []byte
+	n   int
+	err error
+}
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, r.err
+	}
+	k := copy(p[:min(len(p), r.n)], r.b)
+	r.b, r.n = r.b[k:], r.n-k
+	return k, nil
+}
+
+func TestReadSafetensorsPassesReaderErrorsOn(t *testing.T) {
+	file := stBaseDoc(t).file()
+	disk := errors.New("input/output error")
+	for _, n := range []int{0, 4, 20, len(file) - 10, len(file)} {
+		_, err := ReadSafetensors(&errReader{b: file, n: n, err: disk})
+		if !errors.Is(err, disk) || errors.Is(err, ErrBadSafetensors) {
+			t.Errorf("failing after %d bytes: %v; want the reader's error, not a bad file", n, err)
+		}
+	}
+}
+
+// TestReadSafetensorsLyingHeaderCostsOnlyTheInput gives the header of a
+// 200-million-parameter model with none of its 1.6 GB of data: the
+// reader must refuse it having allocated about what it read.
+func TestReadSafetensorsLyingHeaderCostsOnlyTheInput(t *testing.T) {
+	cfg := Config{VocabSize: 2, BlockSize: 1, EmbedDim: 4096, Heads: 1, Layers: 1}
+	var hdr strings.Builder
+	fmt.Fprintf(&hdr, `{"__metadata__":{"minigpt.format":"1","minigpt.vocab_size":"2","minigpt.block_size":"1","minigpt.embed_dim":"4096",`+
+		`"minigpt.heads":"1","minigpt.layers":"1","minigpt.tied_head":"false","minigpt.vocab":"ab","minigpt.step":"0"}`)
+	ts, err := stTensors(stShapes(cfg), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for _, x := range ts {
+		fmt.Fprintf(&hdr, `,%q:{"dtype":"F64","shape":%s,"data_offsets":[%d,%d]}`, x.name, strings.ReplaceAll(fmt.Sprint(x.shape), " ", ","), off, off+8*x.size)
+		off += 8 * x.size
+	}
+	hdr.WriteString("}")
+	if off < 1<<30 {
+		t.Fatalf("the header claims only %d bytes", off)
+	}
+	file := stFile(hdr.String(), make([]byte, 1<<20)) // 1 MB of the data
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = ReadSafetensors(bytes.NewReader(file))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadSafetensors) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("%v; want a truncated file", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("reading %d bytes allocated %d MB; the header claims %d MB", len(file), got>>20, off>>20)
+	}
+}
+
+func TestWriteSafetensorsRefuses(t *testing.T) {
+	cfg := tinyConfig(false)
+	vocab := stVocab(t, cfg.VocabSize)
+	nan := stModel(t, cfg, 8)
+	nan.Tensors()[4].Data[cfg.EmbedDim*3*cfg.EmbedDim+5] = math.NaN() // qkv_weight, layer 1, row 0, column 5
+	big := stModel(t, cfg, 8)
+	big.Tensors()[1].Data[0] = 1 // keep only one out-of-range value
+	big.Tensors()[len(big.Tensors())-1].Data[2] = 4e38
+	for _, tc := range []struct {
+		name string
+		c    *Checkpoint
+		opts *SafetensorsOptions
+		want string
+	}{
+		{"nil checkpoint", nil, nil, "no model"},
+		{"no vocabulary", &Checkpoint{Model: stModel(t, cfg, 8)}, nil, "no vocabulary"},
+		{"vocabulary of another size", &Checkpoint{Model: stModel(t, cfg, 8), Vocab: stVocab(t, 8)}, nil, "the vocabulary has 8 characters but the config's vocab size is 7"},
+		{"negative step", &Checkpoint{Model: stModel(t, cfg, 8), Vocab: vocab, Step: -1}, nil, "step -1 is negative"},
+		{"unknown dtype", &Checkpoint{Model: stModel(t, cfg, 8), Vocab: vocab}, &SafetensorsOptions{DType: "F16"}, `dtype "F16": this writer stores F64 or F32`},
+		{"NaN", &Checkpoint{Model: nan, Vocab: vocab}, nil, `tensor "blocks.1.qkv_weight": element [0 5] is NaN`},
+		{"beyond float32", &Checkpoint{Model: big, Vocab: vocab}, &SafetensorsOptions{DType: "F32"}, `tensor "head_bias": element [2] is 4e+38, beyond the range of F32`},
+	} {
+		var b bytes.Buffer
+		err := WriteSafetensors(&b, tc.c, tc.opts)
+		if !errors.Is(err, ErrBadSafetensors) || !strings.Contains(err.Error(), tc.want) || b.Len() != 0 {
+			t.Errorf("%s: %v (%d bytes written); want an error saying %q and nothing written", tc.name, err, b.Len(), tc.want)
+		}
+	}
+	// Beyond float32 is fine in F64.
+	if err := WriteSafetensors(io.Discard, &Checkpoint{Model: big, Vocab: vocab}, nil); err != nil {
+		t.Errorf("F64 of a value beyond float32: %v", err)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+var errDiskFull = errors.New("no space left on device")
+
+func (failWriter) Write([]byte) (int, error) { return 0, errDiskFull }
+
+func TestWriteSafetensorsReportsWriteErrors(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSafetensors(failWriter{}, &Checkpoint{Model: m, Vocab: vocab}, nil); !errors.Is(err, errDiskFull) {
+		t.Fatalf("%v; want the writer's error", err)
+	}
+}
+
+func FuzzReadSafetensors(f *testing.F) {
+	cfg := Config{VocabSize: 3, BlockSize: 2, EmbedDim: 2, Heads: 1, Layers: 1}
+	vocab, _ := VocabFromChars([]rune("\"aé"))
+	for _, tied := range []bool{false, true} {
+		cfg.TiedHead = tied
+		c := &Checkpoint{Model: stModel(f, cfg, 9), Vocab: vocab, Step: 5}
+		f.Add(writeST(f, c, nil))
+		c.Model.Tensors()[1].Data[0] = 1 // MaxFloat64 is beyond F32
+		f.Add(writeST(f, c, &SafetensorsOptions{DType: "F32"}))
+	}
+	f.Add(stFile(`{"__metadata__":{"minigpt.vocab":"\ud83d\ude00"}}`, nil))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadSafetensors(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrBadSafetensors) {
+				t.Fatalf("an in-memory input failed without ErrBadSafetensors: %v", err)
+			}
+			return
+		}
+		// Whatever is accepted is a valid model, and writes back as a
+		// file that reads to the same bits.
+		if err := WriteCheckpoint(io.Discard, c); err != nil {
+			t.Fatalf("accepted a file that is not a valid checkpoint: %v", err)
+		}
+		var b bytes.Buffer
+		if err := WriteSafetensors(&b, c, nil); err != nil {
+			t.Fatalf("accepted a file that does not write back: %v", err)
+		}
+		c2, err := ReadSafetensors(&b)
+		if err != nil || c2.Model.Config != c.Model.Config || c2.Step != c.Step ||
+			string(c2.Vocab.Chars()) != string(c.Vocab.Chars()) || !bitsEqual(allValues(c2.Model), allValues(c.Model)) {
+			t.Fatalf("the file written back reads differently: %v", err)
+		}
+	})
+}
