@@ -188,7 +188,7 @@ func writeSafetensors(w io.Writer, c *Checkpoint, opts *SafetensorsOptions) erro
 	if c == nil || c.Model == nil {
 		return stBad("no model")
 	}
-	cfg := c.Model.Config
+	cfg := c.Model.Config()
 	if err := cfg.Validate(); err != nil {
 		return stBad("model config: %w", err)
 	}

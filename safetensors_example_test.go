@@ -33,7 +33,7 @@ func ExampleWriteSafetensors() {
 			same = same && x == want[i].Data[j]
 		}
 	}
-	fmt.Printf("%+v, step %d, %d characters, the same weights: %v\n", c.Model.Config, c.Step, c.Vocab.Size(), same)
+	fmt.Printf("%+v, step %d, %d characters, the same weights: %v\n", c.Model.Config(), c.Step, c.Vocab.Size(), same)
 	// Output:
 	// 840216 bytes for 104728 parameters
 	// {VocabSize:24 BlockSize:32 EmbedDim:64 Heads:4 Layers:2 TiedHead:false}, step 1200, 24 characters, the same weights: true

@@ -100,9 +100,9 @@ func TestSafetensorsF64RoundTripsBitForBit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tied %v: %v", tied, err)
 		}
-		if c.Model.Config != cfg || c.Step != 77 || string(c.Vocab.Chars()) != string(in.Vocab.Chars()) || c.Full() {
+		if c.Model.Config() != cfg || c.Step != 77 || string(c.Vocab.Chars()) != string(in.Vocab.Chars()) || c.Full() {
 			t.Errorf("tied %v: read config %+v step %d vocab %q full %v; wrote %+v, 77, %q, weights only",
-				tied, c.Model.Config, c.Step, string(c.Vocab.Chars()), c.Full(), cfg, string(in.Vocab.Chars()))
+				tied, c.Model.Config(), c.Step, string(c.Vocab.Chars()), c.Full(), cfg, string(in.Vocab.Chars()))
 		}
 		if got, want := allValues(c.Model), allValues(m); !bitsEqual(got, want) {
 			i, _ := sameBits(got, want)
@@ -286,8 +286,8 @@ func TestReadSafetensorsHandMadeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCfg := Config{VocabSize: 2, BlockSize: 1, EmbedDim: 1, Heads: 1, Layers: 1, TiedHead: true}
-	if c.Model.Config != wantCfg || c.Step != 3 || string(c.Vocab.Chars()) != "xy" {
-		t.Fatalf("read %+v, step %d, vocab %q", c.Model.Config, c.Step, string(c.Vocab.Chars()))
+	if c.Model.Config() != wantCfg || c.Step != 3 || string(c.Vocab.Chars()) != "xy" {
+		t.Fatalf("read %+v, step %d, vocab %q", c.Model.Config(), c.Step, string(c.Vocab.Chars()))
 	}
 	for _, ts := range c.Model.Tensors() {
 		name := ts.Name
@@ -537,7 +537,7 @@ func TestReadSafetensorsRefusesMalformed(t *testing.T) {
 			}
 			c, err := ReadSafetensors(bytes.NewReader(file))
 			if err == nil {
-				t.Fatalf("accepted (%+v)", c.Model.Config)
+				t.Fatalf("accepted (%+v)", c.Model.Config())
 			}
 			t.Log(err)
 			if !errors.Is(err, ErrBadSafetensors) || !errors.Is(err, ErrBadCheckpoint) {
@@ -695,7 +695,7 @@ func FuzzReadSafetensors(f *testing.F) {
 			t.Fatalf("accepted a file that does not write back: %v", err)
 		}
 		c2, err := ReadSafetensors(&b)
-		if err != nil || c2.Model.Config != c.Model.Config || c2.Step != c.Step ||
+		if err != nil || c2.Model.Config() != c.Model.Config() || c2.Step != c.Step ||
 			string(c2.Vocab.Chars()) != string(c.Vocab.Chars()) || !bitsEqual(allValues(c2.Model), allValues(c.Model)) {
 			t.Fatalf("the file written back reads differently: %v", err)
 		}

@@ -34,6 +34,7 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/internal/safefile"
 )
 
 func main() { cli.Main("export", run) }
@@ -160,9 +161,9 @@ func logitsJSON(c *minigpt.Checkpoint, prompt string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	T, V := len(ids), c.Model.Config.VocabSize
-	if T == 0 || T > c.Model.Config.BlockSize {
-		return nil, fmt.Errorf("%d characters, want 1 to the block size, %d", T, c.Model.Config.BlockSize)
+	T, V := len(ids), c.Model.Config().VocabSize
+	if T == 0 || T > c.Model.Config().BlockSize {
+		return nil, fmt.Errorf("%d characters, want 1 to the block size, %d", T, c.Model.Config().BlockSize)
 	}
 	flat, err := c.Model.Logits(ids, 1, T)
 	if err != nil {
@@ -194,7 +195,7 @@ func checkPaths(o options, outs []*output) error {
 		}
 	}
 	for _, f := range outs {
-		if err := minigpt.CheckOutput(f.path, f.replace); err != nil {
+		if err := safefile.CheckOutput(f.path, f.replace); err != nil {
 			return cli.UsageError{Err: f.refusal(err)}
 		}
 	}
@@ -223,9 +224,9 @@ func (f *output) refusal(err error) error {
 	return fmt.Errorf("-%s %s: %w", f.flag, f.path, err)
 }
 
-// save writes the file atomically (minigpt.SaveFile).
+// save writes the file atomically (safefile.Save).
 func (f *output) save(write func(io.Writer) error) error {
-	if err := minigpt.SaveFile(f.path, f.replace, write); err != nil {
+	if err := safefile.Save(f.path, f.replace, write); err != nil {
 		if errors.Is(err, minigpt.ErrBadSafetensors) {
 			return err
 		}

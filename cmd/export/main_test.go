@@ -78,8 +78,8 @@ func TestExportsTheEmbeddedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := readST(t, out)
-	if c.Step != 1200 || c.Model.Config != m.Config || string(c.Vocab.Chars()) != string(vocab.Chars()) || !sameBits(values(c.Model), values(m)) {
-		t.Fatalf("the export reads as step %d, %+v: not the embedded model", c.Step, c.Model.Config)
+	if c.Step != 1200 || c.Model.Config() != m.Config() || string(c.Vocab.Chars()) != string(vocab.Chars()) || !sameBits(values(c.Model), values(m)) {
+		t.Fatalf("the export reads as step %d, %+v: not the embedded model", c.Step, c.Model.Config())
 	}
 	if !strings.Contains(r.stderr, "wrote "+out) || !strings.Contains(r.stderr, "step 1200") {
 		t.Errorf("stderr %q does not say what was written", r.stderr)
@@ -118,8 +118,8 @@ func TestExportsACheckpoint(t *testing.T) {
 	if r := export(t, "-model", ckpt, "-out", out); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if c := readST(t, out); c.Step != 17 || c.Model.Config != m.Config || !sameBits(values(c.Model), values(m)) {
-		t.Fatalf("read back step %d, %+v, or other weights", c.Step, c.Model.Config)
+	if c := readST(t, out); c.Step != 17 || c.Model.Config() != m.Config() || !sameBits(values(c.Model), values(m)) {
+		t.Fatalf("read back step %d, %+v, or other weights", c.Step, c.Model.Config())
 	}
 }
 

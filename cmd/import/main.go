@@ -30,6 +30,7 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/internal/safefile"
 )
 
 func main() { cli.Main("import", run) }
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case samePath(o.in, o.out):
 		return cli.Usagef("-in and -out both name %s: the import would overwrite its input", o.in)
 	}
-	if err := minigpt.CheckOutput(o.out, o.force); err != nil {
+	if err := safefile.CheckOutput(o.out, o.force); err != nil {
 		return cli.UsageError{Err: refusal(o.out, err)}
 	}
 	c, err := read(o.in)
@@ -79,10 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w before writing; nothing written", cli.ErrInterrupted)
 	}
-	if err := minigpt.SaveFile(o.out, o.force, func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) }); err != nil {
+	if err := safefile.Save(o.out, o.force, func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) }); err != nil {
 		return refusal(o.out, err)
 	}
-	cfg := c.Model.Config
+	cfg := c.Model.Config()
 	fmt.Fprintf(stderr, "wrote %s: a weights-only checkpoint of %s, step %d: %d parameters, vocabulary of %d, block %d, width %d, %d heads, %d layers, tied head %v\n",
 		o.out, o.in, c.Step, c.Model.NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, cfg.TiedHead)
 	return nil
