@@ -13,10 +13,10 @@ import (
 // log-probabilities and returns the n best hypotheses, best first. A
 // stop string plays the part of Hugging Face's end-of-sequence token: a
 // beam that completes one becomes a finished hypothesis of its length.
-func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions, chars []rune, n int) ([]Completion, error) {
+func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions, stop []string, chars []rune, n int) ([]Completion, error) {
 	var stops [][]int
-	if len(o.Stop) > 0 {
-		stops = newStopper(o.Stop, chars, 0, false).stops
+	if len(stop) > 0 {
+		stops = newStopper(stop, chars, 0, false).stops
 	}
 	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.noCache, o)
 }

@@ -7,16 +7,16 @@ import (
 	"math/rand/v2"
 )
 
-// SampleSeed is the seed of sample i of a Complete call with seed seed:
-// seed + i (wrapping). Sample i draws from SampleRand(seed, i), so it is
-// the text a single-sample call gives with Rand = SampleRand(seed, i), or
-// cmd/generate's text with -seed SampleSeed(seed, i): sample 0 is the
-// single-sample run with the same seed.
+// SampleSeed is the seed of sample i of a call with GenerateOptions.Seed
+// seed: seed + i (wrapping). Sample i draws from SampleRand(seed, i), so
+// it is the text a one-sample call gives with Seed SampleSeed(seed, i),
+// or cmd/generate's text with -seed SampleSeed(seed, i): sample 0 is the
+// one-sample run with the same seed.
 func SampleSeed(seed uint64, i int) uint64 { return seed + uint64(i) }
 
-// SampleRand returns the generator sample i of a Complete call with seed
-// seed draws from: rand.New(rand.NewPCG(SampleSeed(seed, i), 0)), the
-// generator cmd/generate makes from -seed.
+// SampleRand returns the generator sample i of a call with
+// GenerateOptions.Seed seed draws from: rand.New(rand.NewPCG(SampleSeed(seed,
+// i), 0)).
 func SampleRand(seed uint64, i int) *rand.Rand {
 	return rand.New(rand.NewPCG(SampleSeed(seed, i), 0))
 }
@@ -30,7 +30,7 @@ const (
 	FinishStop   FinishReason = "stop"   // a stop string appeared
 )
 
-// Completion is one sample (or beam) of a Complete call.
+// Completion is one sample (or beam) of a Generate or Complete call.
 type Completion struct {
 	// Index is the sample's index, in [0, n); beams are ranked best first.
 	Index int
@@ -39,7 +39,7 @@ type Completion struct {
 	Seed uint64
 	// IDs are the generated tokens, the stop string excluded.
 	IDs []int
-	// Text is IDs decoded.
+	// Text is IDs decoded (Complete only).
 	Text string
 	// Finish says why the sample ended.
 	Finish FinishReason
@@ -56,7 +56,7 @@ type Completion struct {
 type Chunk struct {
 	// Sample is the sample's index.
 	Sample int
-	// IDs are the released tokens; Text is IDs decoded.
+	// IDs are the released tokens; Text is IDs decoded (Complete only).
 	IDs  []int
 	Text string
 	// Steps are the released tokens' traces when GenerateOptions.Trace is
@@ -83,45 +83,6 @@ func CharBias(vocab *Vocab, bias map[rune]float64) (map[int]float64, error) {
 	return out, nil
 }
 
-// Complete generates n continuations of prompt (1 <= n <= MaxSamples)
-// together, as one batch of n rows through the model: sample i draws from
-// SampleRand(seed, i) and is bit-identical to GenerateText with that
-// generator and the same options. With opts.NumBeams > 1 it runs beam
-// search instead and returns the n best beams (n <= NumBeams; seed is
-// unused). opts.Rand and opts.OnToken must be nil.
-//
-// stream, if not nil, receives each sample's text as it becomes final:
-// with opts.Stop, characters that may begin a stop string are held back
-// and released as soon as they cannot (beam search streams each beam
-// whole at the end). An error from stream or OnStep stops every sample and
-// is returned. Cancelling ctx stops between tokens; the completions so
-// far are returned with ctx's error.
-func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, n int, seed uint64, opts GenerateOptions, stream func(*Chunk) error) ([]Completion, error) {
-	switch {
-	case n < 1 || n > MaxSamples:
-		return nil, fmt.Errorf("%w: sample count %d is outside [1, %d]", ErrBadOption, n, MaxSamples)
-	case opts.Rand != nil:
-		return nil, fmt.Errorf("%w: Complete derives each sample's generator from the seed (Rand is set)", ErrBadOption)
-	case opts.OnToken != nil:
-		return nil, fmt.Errorf("%w: Complete streams through its stream callback (OnToken is set)", ErrBadOption)
-	case opts.beam() && n > opts.NumBeams:
-		return nil, fmt.Errorf("%w: %d beams cannot return %d sequences", ErrBadOption, opts.NumBeams, n)
-	}
-	rands := make([]*rand.Rand, n)
-	if opts.sampled() {
-		for i := range rands {
-			rands[i] = SampleRand(seed, i)
-		}
-	}
-	res, err := m.complete(ctx, vocab, prompt, n, rands, opts, stream, false)
-	if opts.sampled() {
-		for i := range res {
-			res[i].Seed = SampleSeed(seed, i)
-		}
-	}
-	return res, err
-}
-
 // checkBatchMemory refuses a batch of B sequences whose activations would
 // exceed the bound Config.Validate puts on one sequence's: B rows are
 // computed together, so they cost B times one sequence's memory.
@@ -132,53 +93,52 @@ func (m *Model) checkBatchMemory(B int) error {
 	return nil
 }
 
-// complete is Complete and GenerateText: n samples, sample i drawing from
-// rands[i]. With idsOnly, streamed chunks carry no Text.
-func (m *Model) complete(ctx context.Context, vocab *Vocab, prompt string, n int, rands []*rand.Rand, opts GenerateOptions, stream func(*Chunk) error, idsOnly bool) ([]Completion, error) {
-	if vocab == nil {
-		return nil, fmt.Errorf("%w: no vocabulary", ErrBadOption)
-	}
-	if vocab.Size() != m.cfg.VocabSize {
-		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.cfg.VocabSize)
-	}
-	if prompt == "" {
-		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
-	}
-	ids, err := vocab.Encode(prompt)
-	if err != nil {
-		return nil, fmt.Errorf("%w: prompt: %w", ErrBadOption, err)
-	}
-	if err := m.checkPrompt(ids, &opts); err != nil {
+// generate is Generate and Complete after their checks: o.samples()
+// samples continuing ids, ended at stop (with chars, the vocabulary, to
+// decode text; nil for token ids only).
+func (m *Model) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
+	n := o.samples()
+	if err := m.checkBatchMemory(max(n, o.NumBeams)); err != nil {
 		return nil, err
 	}
-	if err := m.checkBatchMemory(max(n, opts.NumBeams)); err != nil {
-		return nil, err
-	}
-	chars := vocab.Chars()
-	if opts.beam() {
-		res, err := m.beamSearch(ctx, ids, &opts, chars, n)
+	if o.beam() {
+		res, err := m.beamSearch(ctx, ids, o, stop, chars, n)
 		for i := range res {
-			res[i].Text = decodeChars(chars, res[i].IDs)
-			if stream != nil && err == nil {
-				err = stream(&Chunk{Sample: i, IDs: res[i].IDs, Text: res[i].Text, Finish: res[i].Finish})
+			if chars != nil {
+				res[i].Text = decodeChars(chars, res[i].IDs)
+			}
+			if o.Stream != nil && err == nil {
+				err = o.Stream(&Chunk{Sample: i, IDs: res[i].IDs, Text: res[i].Text, Finish: res[i].Finish})
 			}
 		}
 		return res, err
 	}
-	st := newStopper(opts.Stop, chars, n, opts.Trace)
-	st.noText = idsOnly
-	call := generation{m: m, o: &opts, prompt: ids, rands: rands}
-	err = call.run(ctx, func(b, id int, step *Step) error {
-		return st.add(b, id, step, stream)
+	rands := make([]*rand.Rand, n)
+	if o.sampled() {
+		for i := range rands {
+			rands[i] = SampleRand(o.Seed, i)
+		}
+	}
+	st := newStopper(stop, chars, n, o.Trace)
+	st.noText = chars == nil
+	call := generation{m: m, o: o, prompt: ids, rands: rands}
+	err := call.run(ctx, func(b, id int, step *Step) error {
+		return st.add(b, id, step, o.Stream)
 	})
 	if err == nil {
-		err = st.finish(stream)
+		err = st.finish(o.Stream)
 	}
 	res := make([]Completion, n)
 	for b := range res {
 		s := &st.samples[b]
-		res[b] = Completion{Index: b, IDs: s.ids[:s.released], Text: decodeChars(chars, s.ids[:s.released]), Finish: s.finish}
-		if opts.Trace {
+		res[b] = Completion{Index: b, IDs: s.ids[:s.released], Finish: s.finish}
+		if chars != nil {
+			res[b].Text = decodeChars(chars, s.ids[:s.released])
+		}
+		if o.sampled() {
+			res[b].Seed = SampleSeed(o.Seed, b)
+		}
+		if o.Trace {
 			res[b].Steps = s.steps[:s.released]
 		}
 	}

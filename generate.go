@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 )
 
@@ -39,6 +38,16 @@ type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); generation
 	// ends earlier only at a stop string or on cancellation.
 	MaxNewTokens int
+	// N is the number of samples to generate together, as one batch
+	// (0 means 1; at most MaxSamples). With beam search it is the number
+	// of best beams returned, at most NumBeams.
+	N int
+	// Seed seeds the sampling: sample i draws one Float64 per token from
+	// SampleRand(Seed, i), so sample 0 is the text cmd/generate prints
+	// with -seed Seed, and every sample is the text a one-sample call with
+	// Seed SampleSeed(Seed, i) gives. Greedy decoding and beam search
+	// draw nothing.
+	Seed uint64
 	// Greedy takes the argmax of the raw logits at every step (ties to the
 	// lowest id), the seed's greedy=True: it ignores every sampling knob
 	// and draws no random number. MaxNewTokens and Stop still apply.
@@ -79,12 +88,6 @@ type GenerateOptions struct {
 	// most probable token's (after top-p, as in Hugging Face); it must be
 	// in [0, 1]; 0 means off.
 	MinP float64
-	// Stop lists up to 4 non-empty strings: generation ends before the
-	// first of them to appear in the generated text, which is left out of
-	// the result; streamed text holds back any characters that may begin
-	// one and releases them as soon as they cannot. Only the text calls
-	// (GenerateText, Complete) accept it: a stop string is text.
-	Stop []string
 	// NumBeams > 1 runs beam search instead of sampling (Hugging Face's
 	// num_beams): deterministic, no random draws. As in Hugging Face, the
 	// logits processors (LogitBias, the penalties, NoRepeatNGramSize) act
@@ -99,16 +102,12 @@ type GenerateOptions struct {
 	// string). It must be finite; 0 means no length normalisation
 	// (Hugging Face's default is 1).
 	LengthPenalty float64
-	// Rand is the only source of randomness: one Float64 per sampled
-	// token. Required for Generate and GenerateText unless decoding is
-	// greedy or beam search; Complete derives one per sample instead
-	// (SampleRand) and refuses it.
-	Rand *rand.Rand
-	// OnToken, if not nil, is called with each new token id once it is
-	// final (with Stop set, once it cannot begin a stop string); an error
-	// stops generation and is returned. Complete refuses it (its stream
-	// callback names the sample).
-	OnToken func(id int) error
+	// Stream, if not nil, receives each sample's tokens as they become
+	// final, as Chunks (with text when the call is Complete): with stop
+	// strings, once they cannot begin one. Beam search streams each beam
+	// whole at the end, best first. An error from Stream stops every
+	// sample and is returned.
+	Stream func(*Chunk) error
 	// OnStep, if not nil, is called for every generated token with its
 	// trace: the chosen token's log-probabilities and, with TraceTopN > 0,
 	// the TraceTopN most probable candidates with their probability after
@@ -121,7 +120,7 @@ type GenerateOptions struct {
 	// size]; it has an effect only with OnStep or Trace.
 	TraceTopN int
 	// Trace records every released token's Step in Completion.Steps and
-	// in Chunk.Steps (Complete only).
+	// in Chunk.Steps.
 	Trace bool
 
 	// noCache recomputes the whole context window for every token instead
@@ -137,8 +136,7 @@ const (
 	MaxStopStrings = 4
 	// MaxBeams is the largest NumBeams.
 	MaxBeams = 64
-	// MaxSamples is the largest number of samples Complete generates
-	// together.
+	// MaxSamples is the largest N.
 	MaxSamples = 128
 )
 
@@ -155,6 +153,9 @@ var (
 )
 
 func (o *GenerateOptions) beam() bool { return o.NumBeams > 1 }
+
+// samples is the number of samples (or beams returned): N, 0 meaning 1.
+func (o *GenerateOptions) samples() int { return max(o.N, 1) }
 
 // temperature is the divisor of the logits: a zero Temperature is 1.
 func (o *GenerateOptions) temperature() float64 {
@@ -195,21 +196,18 @@ func (o GenerateOptions) Validate() error {
 		return bad("top-p %v is outside [0, 1] (0 and 1 mean off)", o.TopP)
 	case !(o.MinP >= 0 && o.MinP <= 1):
 		return bad("min-p %v is outside [0, 1] (0 means off)", o.MinP)
-	case len(o.Stop) > MaxStopStrings:
-		return bad("%d stop strings, at most %d", len(o.Stop), MaxStopStrings)
 	case o.NumBeams < 0 || o.NumBeams > MaxBeams:
 		return bad("beam count %d is outside [0, %d] (0 and 1 mean off)", o.NumBeams, MaxBeams)
 	case !finite(o.LengthPenalty):
 		return bad("length penalty %v must be finite", o.LengthPenalty)
 	case o.TraceTopN < 0:
 		return bad("trace top-n %d is negative", o.TraceTopN)
+	case o.N < 0 || o.N > MaxSamples:
+		return bad("sample count %d is outside [0, %d] (0 means 1)", o.N, MaxSamples)
+	case o.beam() && o.N > o.NumBeams:
+		return bad("%d beams cannot return %d sequences (N)", o.NumBeams, o.N)
 	case o.beam() && o.OnStep != nil:
 		return bad("beam search has no per-step trace (OnStep is set)")
-	}
-	for i, s := range o.Stop {
-		if s == "" {
-			return bad("stop string %d is empty", i)
-		}
 	}
 	for id, b := range o.LogitBias {
 		if !(b >= -100 && b <= 100) {
@@ -235,57 +233,77 @@ func (o *GenerateOptions) validateFor(V int) error {
 	return nil
 }
 
-// Generate extends prompt (token ids) by opts.MaxNewTokens tokens and
-// returns the whole sequence, whose first len(prompt) ids are the prompt.
-// Each step runs the model on the last BlockSize tokens (positions counted
-// from the window's start, as the seed's ids[-block_size:]) and chooses
-// from the last position's logits: greedy argmax, beam search, or the
-// pipeline described at GenerateOptions and one draw from opts.Rand.
-// Cancelling ctx stops between tokens and returns the sequence so far with
-// ctx's error.
-//
-// Generate is safe for concurrent use on one Model (its KV cache and
-// buffers are per call, pooled), and a call gives the same bits whether
-// or not others run at the same time.
-func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]int, error) {
-	if len(opts.Stop) > 0 {
-		return nil, fmt.Errorf("%w: stop strings need text: use GenerateText or Complete", ErrBadOption)
+// CompleteOptions are the options of Complete: every GenerateOptions
+// field, and the stop strings, which only text can have.
+type CompleteOptions struct {
+	GenerateOptions
+	// Stop lists up to 4 non-empty strings: a sample ends before the
+	// first of them to appear in its generated text, which is left out of
+	// the result; streamed text holds back any characters that may begin
+	// one and releases them as soon as they cannot. With beam search a
+	// stop string plays the part of Hugging Face's end-of-sequence token.
+	Stop []string
+}
+
+// Validate is GenerateOptions.Validate with the stop strings' checks.
+func (o CompleteOptions) Validate() error {
+	if err := o.GenerateOptions.Validate(); err != nil {
+		return err
 	}
+	if len(o.Stop) > MaxStopStrings {
+		return fmt.Errorf("%w: %d stop strings, at most %d", ErrBadOption, len(o.Stop), MaxStopStrings)
+	}
+	for i, s := range o.Stop {
+		if s == "" {
+			return fmt.Errorf("%w: stop string %d is empty", ErrBadOption, i)
+		}
+	}
+	return nil
+}
+
+// Generate continues prompt (token ids) with opts.N samples (or the N
+// best beams) generated together, and returns one Completion per sample
+// (their Text empty: the model has no vocabulary; see Complete). Each
+// step runs the model on the last BlockSize tokens of a sample (positions
+// counted from the window's start, as the lessons' ids[-block_size:]) and
+// chooses from the last position's logits: greedy argmax, beam search,
+// or the pipeline described at GenerateOptions and one draw from the
+// sample's generator. Cancelling ctx stops between tokens; the
+// completions so far are returned with ctx's error.
+//
+// Generate is safe for concurrent use on one Model, and a call gives the
+// same bits whether or not others run at the same time.
+func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]Completion, error) {
 	if err := m.checkPrompt(prompt, &opts); err != nil {
 		return nil, err
 	}
-	if opts.sampled() && opts.Rand == nil {
-		return nil, fmt.Errorf("%w: sampling needs a random generator (Rand is nil)", ErrBadOption)
+	return m.generate(ctx, prompt, &opts, nil, nil)
+}
+
+// Complete is Generate on text: it encodes prompt with vocab (an unknown
+// character is an error naming it and its position), ends samples at
+// opts.Stop, and returns each sample's text beside its ids. Sample i is
+// the text a one-sample call with Seed SampleSeed(opts.Seed, i) gives.
+func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts CompleteOptions) ([]Completion, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.beam() {
-		if err := m.checkBatchMemory(opts.NumBeams); err != nil {
-			return nil, err
-		}
-		res, err := m.beamSearch(ctx, prompt, &opts, nil, 1)
-		if len(res) == 0 {
-			return nil, err
-		}
-		if opts.OnToken != nil {
-			// The best beam is known only at the end: it streams whole.
-			for _, id := range res[0].IDs {
-				if err := opts.OnToken(id); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return append(append([]int(nil), prompt...), res[0].IDs...), err
+	switch {
+	case vocab == nil:
+		return nil, fmt.Errorf("%w: no vocabulary", ErrBadOption)
+	case vocab.Size() != m.cfg.VocabSize:
+		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.cfg.VocabSize)
+	case prompt == "":
+		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
 	}
-	ids := make([]int, len(prompt), len(prompt)+min(opts.MaxNewTokens, 1<<20))
-	copy(ids, prompt)
-	call := generation{m: m, o: &opts, prompt: prompt, rands: []*rand.Rand{opts.Rand}}
-	err := call.run(ctx, func(sample int, id int, _ *Step) error {
-		ids = append(ids, id)
-		if opts.OnToken != nil {
-			return opts.OnToken(id)
-		}
-		return nil
-	})
-	return ids, err
+	ids, err := vocab.Encode(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prompt: %w", ErrBadOption, err)
+	}
+	if err := m.checkPrompt(ids, &opts.GenerateOptions); err != nil {
+		return nil, err
+	}
+	return m.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
 }
 
 func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {
@@ -299,47 +317,6 @@ func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {
 		return fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	return nil
-}
-
-// GenerateText is Generate on text: it encodes prompt with vocab (an
-// unknown character is an error naming it and its position) and returns
-// the prompt and its continuation. With opts.Stop, the continuation ends
-// before the first stop string and OnToken holds back the tokens that may
-// begin one.
-func (m *Model) GenerateText(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) (string, error) {
-	if opts.sampled() && opts.Rand == nil {
-		if err := opts.Validate(); err != nil {
-			return "", err
-		}
-		return "", fmt.Errorf("%w: sampling needs a random generator (Rand is nil)", ErrBadOption)
-	}
-	r := opts.Rand
-	onToken := opts.OnToken
-	opts.Rand, opts.OnToken = nil, nil
-	var stream func(*Chunk) error
-	if onToken != nil {
-		stream = func(c *Chunk) error {
-			for _, id := range c.IDs {
-				if err := onToken(id); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	res, err := m.complete(ctx, vocab, prompt, 1, []*rand.Rand{r}, opts, stream, true)
-	if res == nil {
-		return "", err
-	}
-	return prompt + res[0].Text, err
-}
-
-// GreedyDecode is the seed's greedy_decode (seed lesson 000, "Greedy
-// decoding"; generate with greedy=True in seed lesson 003): it appends n
-// tokens, each the argmax (lowest id on ties) of the last position's
-// logits.
-func (m *Model) GreedyDecode(ids []int, n int) ([]int, error) {
-	return m.Generate(context.Background(), ids, GenerateOptions{MaxNewTokens: n, Greedy: true})
 }
 
 // LoopOnset returns the first index i (in characters) at which the
