@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // AdamConfig holds the optimizer's constants.
@@ -86,8 +88,8 @@ func (o *Adam) Update(params, grads []float64, lr float64) error {
 	o.Step++
 	job := adamJob{
 		o: o, params: params, grads: grads[:len(params)], lr: lr,
-		c1:     1 - powInt(o.Config.Beta1, o.Step),
-		c2:     1 - powInt(o.Config.Beta2, o.Step),
+		c1:     1 - kernels.PowInt(o.Config.Beta1, o.Step),
+		c2:     1 - kernels.PowInt(o.Config.Beta2, o.Step),
 		shrink: 1 - float64(lr*o.Config.WeightDecay),
 	}
 	if p := pool.acquire(len(params), 512, 16); p > 1 {
@@ -108,35 +110,17 @@ type adamJob struct {
 
 func (j *adamJob) run(lo, hi int) {
 	o := j.o
-	b1, b2, eps := o.Config.Beta1, o.Config.Beta2, o.Config.Eps
-	lr, c1, c2, shrink := j.lr, j.c1, j.c2, j.shrink
-	m, v, params, grads := o.M, o.V, j.params, j.grads
+	k := kernels.AdamCoefficients{Beta1: o.Config.Beta1, Beta2: o.Config.Beta2, C1: j.c1, C2: j.c2, LR: j.lr, Eps: o.Config.Eps}
 	off := 0
 	for ti, n := range o.sizes {
 		from, to := max(off, lo), min(off+n, hi)
 		off += n
-		decay := o.Config.WeightDecay > 0 && o.decays[ti]
 		if from < to {
-			// The AVX-512 loop does this loop's operations, in its order
-			// (kernels_elementwise_amd64.s); shrink 1 leaves p as it is.
-			k := [9]float64{b1, 1 - b1, b2, 1 - b2, c1, c2, lr, eps, 1}
-			if decay {
-				k[8] = shrink
+			k.Shrink = 1 // leaves p as it is
+			if o.Config.WeightDecay > 0 && o.decays[ti] {
+				k.Shrink = j.shrink
 			}
-			if adamBlocks(params[from:to], grads[from:to], m[from:to], v[from:to], &k) {
-				continue
-			}
-		}
-		for i := from; i < to; i++ {
-			g := grads[i]
-			m[i] = float64(b1*m[i]) + float64((1-b1)*g)
-			v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
-			mh, vh := m[i]/c1, v[i]/c2
-			p := params[i]
-			if decay {
-				p = float64(p * shrink)
-			}
-			params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+			kernels.Adam(j.params[from:to], j.grads[from:to], o.M[from:to], o.V[from:to], k)
 		}
 	}
 }
