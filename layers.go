@@ -223,7 +223,7 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 // is gemmNN's chain: from +0, one fused multiply-add per o in ascending
 // order, dinp[n][i] = fma(dout[n][o], weight[i][o], ·). That is the
 // forward products' order, and it keeps the matrix kernels' register
-// tiles full where dot8's lanes would have to be reduced after only
+// tiles full where Dot's lanes would have to be reduced after only
 // OC/8 steps (at the seed config, OC = 64 for half of these products:
 // gemmNT reached 62% of one core's peak there, gemmNN 80-85%). Without
 // weightT (the head) it is GemmNTSet, Dot's order. With weightT the
@@ -466,7 +466,7 @@ func (j *attentionJob) forwardHead(b, h int) {
 		t1 := min(t0+attnRows, j.t1)
 		n := t1 - t0
 		// Scores of rows [t0, t1) against keys [0, t1): every output is
-		// its own dot8, the same bits as one row at a time. The few
+		// its own Dot, the same bits as one row at a time. The few
 		// entries above the diagonal that the block computes along are
 		// zeroed again below.
 		kernels.GemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
@@ -480,7 +480,7 @@ func (j *attentionJob) forwardHead(b, h int) {
 		// the keys [0, t0] every row of the block sees in one four-row
 		// call, then each row's chain goes on over its own (t0, t].
 		// Row t0+r's own keys are t0+1..t0+r: the lower triangle of
-		// the block's scores, one gemmNNTri call.
+		// the block's scores, one GemmNNTri call.
 		kernels.GemmNNSet(j.out[(b*T+t0)*C+h*hs:], C, nil, att[t0*T:], T, 1, values, C3, n, hs, t0+1, kernels.EpiNone, nil)
 		kernels.GemmNNTri(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T+t0:], T, 1, values[t0*C3:], C3, n, hs, false)
 	}
@@ -576,7 +576,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 // that is C += Aᵀ·B over the lower triangle of A (rows t >= s of column s),
 // each output a chain over t ascending. Rows of C go in blocks of four:
 // the block's ragged start (t below the block's last row) in one
-// gemmNNTri call, then the rest of the chains together in one four-row
+// GemmNNTri call, then the rest of the chains together in one four-row
 // call.
 func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, T, hs int) {
 	const R = 4

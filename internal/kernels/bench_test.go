@@ -1,3 +1,5 @@
+// bench_test.go holds the kernels' benchmarks: the GEMMs per path and shape, the peak loops, the vector and LayerNorm loops.
+
 package kernels
 
 import (

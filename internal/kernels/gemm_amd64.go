@@ -1,8 +1,6 @@
 //go:build amd64 && gc && !purego
 
-// gemm_amd64.go owns the matrix products' hooks on amd64: their blocking
-// over the AVX-512 and AVX2 kernels, the bounds checks the assembly relies
-// on, and the kernels' stubs.
+// gemm_amd64.go owns the matrix products' hooks on amd64 (blocking, bounds checks) and their kernels' stubs.
 
 package kernels
 

@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// AVX-512 kernels for gemmNN and gemmNT (see kernels.go for the order
+// AVX-512 kernels for gemmNN and gemmNT (see doc.go for the order
 // every output must follow; these follow it exactly, so their results
 // are the bits of the portable and the AVX2 kernels). They use AVX512F
-// instructions only. Callers (kernels_amd64.go) guarantee N >= 1, K >= 1
+// instructions only. Callers (gemm_amd64.go) guarantee N >= 1, K >= 1
 // for gemmNN, K >= 0 for gemmNT, and that every element addressed below
 // is inside its slice; partial vectors are loaded and stored under an
 // opmask, so the kernels never touch memory outside the rows and
@@ -145,7 +145,7 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
 // product: the chain starts from the same value as when C was set first,
 // without a pass over C to set it. The bits 4, 8 and 16 (added to the
 // first) fuse the layer after the product into the stores, on the
-// caller's last block of k (kernels_amd64.go gives the Go loop): ReLU,
+// caller's last block of k (gemm_amd64.go gives the Go loop): ReLU,
 // then either the ReLU's backward mask against res or the residual add
 // c = res + c, res laid out as C.
 //

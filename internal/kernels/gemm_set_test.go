@@ -1,3 +1,5 @@
+// gemm_set_test.go tests the products that set C (GemmNNSet's modes and epilogues, GemmNTSet) and GemmNNTri.
+
 package kernels
 
 import (

@@ -1,3 +1,5 @@
+// gemm_test.go tests GemmNN, GemmNT and Dot against their definitions on every path.
+
 package kernels
 
 import (

@@ -1,5 +1,7 @@
 //go:build amd64 && gc && !purego
 
+// impl_amd64_test.go tests MINIGPT_KERNELS' cap on the amd64 path choice.
+
 package kernels
 
 import "testing"

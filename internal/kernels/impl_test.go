@@ -1,3 +1,5 @@
+// impl_test.go tests the path list and switch.
+
 package kernels
 
 import (

@@ -1,6 +1,4 @@
-// layernorm.go owns LayerNorm's kernels (the row statistics, the
-// normalisation, the backward row sums, the input gradient and the
-// parameter gradients' column sums) and their Go twins.
+// layernorm.go owns LayerNorm's kernels (statistics, normalisation, backward row sums, input and parameter gradients) and their Go twins.
 
 package kernels
 

@@ -1,8 +1,6 @@
 //go:build amd64 && gc && !purego
 
-// layernorm_amd64.go owns LayerNorm's hooks on amd64 and their stubs
-// (layernorm_avx512_amd64.s, layernorm_avx2_amd64.s,
-// layernorm_stats_amd64.s).
+// layernorm_amd64.go owns LayerNorm's hooks on amd64 and their stubs.
 
 package kernels
 

@@ -1,3 +1,5 @@
+// layernorm_test.go tests LayerNorm's kernels by hand and against their definitions on every path.
+
 package kernels
 
 import (

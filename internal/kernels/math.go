@@ -1,5 +1,4 @@
-// math.go owns the deterministic elementary functions: Exp, Log, PowInt
-// and the Normal sampler.
+// math.go owns the deterministic elementary functions: Exp, Log, PowInt and the Normal sampler.
 
 package kernels
 

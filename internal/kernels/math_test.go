@@ -1,3 +1,5 @@
+// math_test.go tests Exp, Log, PowInt and Normal against the platform's functions.
+
 package kernels
 
 import (

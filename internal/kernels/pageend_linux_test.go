@@ -1,5 +1,7 @@
 //go:build linux
 
+// pageend_linux_test.go tests that no kernel reads or writes past its slices, against pages that fault.
+
 package kernels
 
 import (

@@ -1,5 +1,7 @@
 //go:build amd64 && gc && !purego
 
+// softmax_amd64_test.go tests what the AVX-512 softmax kernels hand back.
+
 package kernels
 
 import (

@@ -1,3 +1,5 @@
+// softmax_test.go tests the softmax family against its definitions on every path.
+
 package kernels
 
 import (

@@ -1,6 +1,4 @@
-// vec.go owns the elementwise kernels (ReLU, its mask, the residual add,
-// scaling, attention backward's softmax step, the Adam update) and the
-// sums of squares, with their Go twins.
+// vec.go owns the elementwise kernels, Adam's update and the sums of squares, with their Go twins.
 
 package kernels
 

@@ -1,8 +1,6 @@
 //go:build amd64 && gc && !purego
 
-// vec_amd64.go owns the elementwise kernels', the sum of squares' and the
-// transpose's hooks on amd64 and their stubs (vec_avx512_amd64.s,
-// vec_avx2_amd64.s, transpose_avx512_amd64.s).
+// vec_amd64.go owns the elementwise, sum-of-squares and transpose hooks on amd64 and their stubs.
 
 package kernels
 

@@ -2,15 +2,13 @@
 
 #include "textflag.h"
 
-// AVX2+FMA twins of the AVX-512 LayerNorm, elementwise and Adam loops
-// (kernels_layernorm_amd64.s, kernels_elementwise_amd64.s), four lanes
-// to a YMM register, for CPUs without AVX-512. Each lane does what the
-// Go loop it replaces does to one element (in lnColumns, one column's
-// chain does what the Go loop does to it, row by row), with the same
-// operations in the same order and a fused multiply-add exactly where
-// the Go loop writes math.FMA, so the bits are the Go loop's. The last
-// len%4 elements go through VMASKMOVPD (masked lanes load +0 and are
-// never stored). Callers (kernels_amd64.go) check the lengths.
+// AVX2+FMA twins of the AVX-512 elementwise and Adam loops
+// (vec_avx512_amd64.s), four lanes to a YMM register, for CPUs without
+// AVX-512. Each lane does what the Go twin (vec.go) does to one element,
+// with the same operations in the same order, so the bits are the Go
+// twin's. The last len%4 elements go through VMASKMOVPD (masked lanes
+// load +0 and are never stored). The hooks (vec_amd64.go) check the
+// lengths.
 
 // vecMask<>+32-8n, 32 bytes long, is the VMASKMOVPD mask of lanes
 // 0..n-1 (n = 0..4).

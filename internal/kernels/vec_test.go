@@ -1,3 +1,5 @@
+// vec_test.go tests the elementwise kernels, Adam, the sums of squares and Transpose by hand and against their definitions on every path.
+
 package kernels
 
 import (
@@ -5,25 +7,6 @@ import (
 	"math/rand/v2"
 	"testing"
 )
-
-// elementwiseValues draws values with the cases the elementwise loops
-// treat apart: zeros of both signs, NaN and infinities among ordinary ones.
-func elementwiseValues(rng *rand.Rand, n int) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		switch rng.IntN(10) {
-		case 0:
-			s[i] = math.Copysign(0, -1)
-		case 1:
-			s[i] = 0
-		case 2:
-			s[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[rng.IntN(3)]
-		default:
-			s[i] = randomValue(rng)
-		}
-	}
-	return s
-}
 
 // adamWant is Adam's definition written out, element by element, with
 // 1-β1 and 1-β2 rounded at run time as the callers compute them.
