@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +44,12 @@ func TestImpls(t *testing.T) {
 	if Path() != start {
 		t.Errorf("a refused SetPath changed the path to %q", Path())
 	}
+}
+
+// TestReportKernelDispatch logs the path in use and the paths every
+// kernel test here runs on: .ci/run prints the line, so that a green run
+// on a CPU without the assembly's features (where only the Go twins run)
+// is not mistaken for a check of the assembly.
+func TestReportKernelDispatch(t *testing.T) {
+	t.Logf("kernel dispatch: in use %s; kernel tests run on: %s", Path(), strings.Join(Impls(), " "))
 }
