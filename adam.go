@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/par"
 )
 
 // AdamConfig holds the optimizer's constants.
@@ -97,7 +100,7 @@ func (o *Adam) clone() *Adam {
 	return &c
 }
 
-// Update applies one step with learning rate lr, exactly the seed's:
+// Update applies one step with learning rate lr, exactly the lessons':
 //
 //	m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²
 //	p -= lr · (m/(1-β1^t)) / (sqrt(v/(1-β2^t)) + ε)
@@ -106,7 +109,7 @@ func (o *Adam) clone() *Adam {
 // Every element is independent, so the slab is spread over the workers.
 //
 // params and grads must both have the length of the model's parameter
-// slab (o.M); otherwise Update changes nothing and returns an error.
+// slab; otherwise Update changes nothing and returns an error.
 func (o *Adam) Update(params, grads []float64, lr float64) error {
 	if len(params) != len(o.m) || len(grads) != len(o.m) {
 		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.m))
@@ -114,16 +117,11 @@ func (o *Adam) Update(params, grads []float64, lr float64) error {
 	o.step++
 	job := adamJob{
 		o: o, params: params, grads: grads[:len(params)], lr: lr,
-		c1:     1 - powInt(o.config.Beta1, o.step),
-		c2:     1 - powInt(o.config.Beta2, o.step),
+		c1:     1 - kernels.PowInt(o.config.Beta1, o.step),
+		c2:     1 - kernels.PowInt(o.config.Beta2, o.step),
 		shrink: 1 - float64(lr*o.config.WeightDecay),
 	}
-	if p := pool.acquire(len(params), 512, 16); p > 1 {
-		pool.adam = job
-		pool.dispatch(p, len(params), 512, &pool.adam)
-		return nil
-	}
-	job.run(0, len(params))
+	par.For(&job, len(params), 512, 16)
 	return nil
 }
 
@@ -134,37 +132,19 @@ type adamJob struct {
 	lr, c1, c2, shrink float64
 }
 
-func (j *adamJob) run(lo, hi int) {
+func (j *adamJob) Run(lo, hi int) {
 	o := j.o
-	b1, b2, eps := o.config.Beta1, o.config.Beta2, o.config.Eps
-	lr, c1, c2, shrink := j.lr, j.c1, j.c2, j.shrink
-	m, v, params, grads := o.m, o.v, j.params, j.grads
+	k := kernels.AdamCoefficients{Beta1: o.config.Beta1, Beta2: o.config.Beta2, C1: j.c1, C2: j.c2, LR: j.lr, Eps: o.config.Eps}
 	off := 0
 	for ti, n := range o.sizes {
 		from, to := max(off, lo), min(off+n, hi)
 		off += n
-		decay := o.config.WeightDecay > 0 && o.decays[ti]
 		if from < to {
-			// The AVX-512 loop does this loop's operations, in its order
-			// (kernels_elementwise_amd64.s); shrink 1 leaves p as it is.
-			k := [9]float64{b1, 1 - b1, b2, 1 - b2, c1, c2, lr, eps, 1}
-			if decay {
-				k[8] = shrink
+			k.Shrink = 1 // leaves p as it is
+			if o.config.WeightDecay > 0 && o.decays[ti] {
+				k.Shrink = j.shrink
 			}
-			if adamBlocks(params[from:to], grads[from:to], m[from:to], v[from:to], &k) {
-				continue
-			}
-		}
-		for i := from; i < to; i++ {
-			g := grads[i]
-			m[i] = float64(b1*m[i]) + float64((1-b1)*g)
-			v[i] = float64(b2*v[i]) + float64((1-b2)*float64(g*g))
-			mh, vh := m[i]/c1, v[i]/c2
-			p := params[i]
-			if decay {
-				p = float64(p * shrink)
-			}
-			params[i] = p - float64(lr*mh)/(math.Sqrt(vh)+eps)
+			kernels.Adam(j.params[from:to], j.grads[from:to], o.m[from:to], o.v[from:to], k)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // attentionRowByRow is attention forward and backward as written before
@@ -23,14 +25,14 @@ func attentionRowByRow(out, att, qkv []float64, dqkv, datt, dout []float64, B, T
 					q := qkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
 					row := att[attBase+t*T : attBase+t*T+t+1]
 					clear(row)
-					gemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
+					kernels.GemmNT(row, 0, q, hs, keys, C3, 1, t+1, hs)
 					for s, v := range row {
 						row[s] = float64(v * scale)
 					}
-					softmax(row, row)
+					kernels.Softmax(row, row)
 					o := out[(b*T+t)*C+h*hs : (b*T+t)*C+h*hs+hs]
 					clear(o)
-					gemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
+					kernels.GemmNN(o, hs, row, 0, 1, values, C3, 1, hs, t+1)
 				}
 				continue
 			}
@@ -42,7 +44,7 @@ func attentionRowByRow(out, att, qkv []float64, dqkv, datt, dout []float64, B, T
 				p, dp := a[t*T:t*T+t+1], da[t*T:t*T+t+1]
 				dq := dqkv[base+t*C3+h*hs : base+t*C3+h*hs+hs]
 				clear(dp)
-				gemmNT(dp, 0, do[t*C:t*C+hs], hs, values, C3, 1, t+1, hs)
+				kernels.GemmNT(dp, 0, do[t*C:t*C+hs], hs, values, C3, 1, t+1, hs)
 				sum := 0.0
 				for s, ps := range p {
 					sum = math.FMA(ps, dp[s], sum)
@@ -50,7 +52,7 @@ func attentionRowByRow(out, att, qkv []float64, dqkv, datt, dout []float64, B, T
 				for s, ps := range p {
 					dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
 				}
-				gemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1)
+				kernels.GemmNN(dq, hs, dp, 0, 1, keys, C3, 1, hs, t+1)
 			}
 			transposedCausalNN(dvalues, C3, a, T, do, C, T, hs)
 			transposedCausalNN(dkeys, C3, da, T, queries, C3, T, hs)
@@ -64,7 +66,7 @@ func attentionRowByRow(out, att, qkv []float64, dqkv, datt, dout []float64, B, T
 // and are not multiples of attnRows, with the lower triangle written and
 // nothing above the diagonal left non-zero.
 func TestAttentionBlocksMatchRows(t *testing.T) {
-	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+	forEachKernelPath(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		fill := func(n int, scale float64) []float64 {
 			x := make([]float64, n)
@@ -149,80 +151,4 @@ func BenchmarkAttention(b *testing.B) {
 			}
 		})
 	}
-}
-
-// triRowsGo is gemmNNTri's definition as the attention code ran it
-// before the kernel: one portable gemmNN call per row, over that row's
-// keys of the block (lower: 1..r; upper: r..n-2).
-func triRowsGo(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, n, N int, upper bool) {
-	for r := 0; r < n; r++ {
-		lo, cnt := 1, r
-		if upper {
-			lo, cnt = r, n-1-r
-		}
-		if cnt > 0 {
-			gemmNNGo(c[r*ldc:], ldc, a[r*ai+lo*ak:], 0, ak, b[lo*ldb:], ldb, 1, N, cnt)
-		}
-	}
-}
-
-// TestGemmNNTriPaths checks gemmNNTri on every kernel path against the
-// per-row loop of portable gemmNN calls, to the bit: both triangles,
-// blocks of 1-4 rows, widths 1-40 (every column tail of the AVX-512 and
-// AVX2 blocks), row and key strides of both layouts the attention uses
-// (a row-major block of scores, and its transpose), inputs with ±0,
-// NaN and ±Inf, and guard zones around C (and between its rows) that
-// must come back unchanged. The operand slices end exactly at the last
-// element the shape addresses.
-func TestGemmNNTriPaths(t *testing.T) {
-	const guard = 24
-	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
-		rng := rand.New(rand.NewPCG(7, 8))
-		special := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1)}
-		value := func(specials bool) float64 {
-			if specials && rng.IntN(12) == 0 {
-				return special[rng.IntN(len(special))]
-			}
-			return (rng.Float64() - 0.5) * 4
-		}
-		fill := func(n int, specials bool) []float64 {
-			x := make([]float64, n)
-			for i := range x {
-				x[i] = value(specials)
-			}
-			return x
-		}
-		for _, upper := range []bool{false, true} {
-			for n := 1; n <= 4; n++ {
-				for N := 1; N <= 40; N++ {
-					for trial := 0; trial < 4; trial++ {
-						specials := trial >= 2
-						ldc, ldb := N+rng.IntN(3), N+rng.IntN(3)
-						lda := n + rng.IntN(5)
-						ai, ak := lda, 1 // the scores' rows (forward, dq)
-						if trial%2 == 1 {
-							ai, ak = 1, lda // their columns (transposedCausalNN)
-						}
-						m := n - 1
-						if upper {
-							m = n - 2
-						}
-						cLen, aLen, bLen := 1, 1, 1
-						if m >= 0 {
-							cLen, aLen, bLen = m*ldc+N, m*ai+m*ak+1, m*ldb+N
-						}
-						buf := fill(guard+cLen+guard, specials)
-						a, b := fill(aLen, specials), fill(bLen+guard, specials)[:bLen]
-						want := append([]float64(nil), buf...)
-						triRowsGo(want[guard:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
-						gemmNNTri(buf[guard:guard+cLen:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
-						if i, ok := sameBits(buf, want); !ok {
-							t.Fatalf("upper %v n %d N %d ldc %d ai %d ak %d ldb %d: c[%d] = %v, per-row loop %v (guard %d)",
-								upper, n, N, ldc, ai, ak, ldb, i-guard, buf[i], want[i], guard)
-						}
-					}
-				}
-			}
-		}
-	})
 }

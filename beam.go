@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // beamSearch runs Hugging Face's beam search (num_beams = o.NumBeams,
@@ -114,9 +116,9 @@ func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, le
 				maxv = max(maxv, v)
 			}
 			for _, v := range row {
-				sum += expDet(v - maxv)
+				sum += kernels.Exp(v - maxv)
 			}
-			lse := logDet(sum)
+			lse := kernels.Log(sum)
 			lp := logp[b*V : (b+1)*V]
 			for v, x := range row {
 				lp[v] = float64(x-maxv) - lse

@@ -7,6 +7,8 @@ import (
 	"math"
 	"runtime"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // pinnedWeightsSHA256 is the SHA-256 of the little-endian bits of every
@@ -51,9 +53,9 @@ func TestPinnedTrainingHash(t *testing.T) {
 	if testing.Short() {
 		procs = []int{1, 2}
 	}
-	for _, k := range kernelImpls() {
+	for _, path := range kernels.Impls() {
 		for _, p := range procs {
-			pinnedRun(t, k.name, p)
+			pinnedRun(t, path, p)
 		}
 	}
 }
@@ -75,9 +77,9 @@ func TestPinnedTrainingHashWithHalves(t *testing.T) {
 	if testing.Short() {
 		procs = []int{1, 2}
 	}
-	for _, k := range kernelImpls() {
+	for _, path := range kernels.Impls() {
 		for _, p := range procs {
-			pinnedRun(t, k.name, p)
+			pinnedRun(t, path, p)
 		}
 	}
 }
@@ -86,7 +88,7 @@ func TestPinnedTrainingHashWithHalves(t *testing.T) {
 // GOMAXPROCS p and compares their hashes with the pinned ones.
 func pinnedRun(t *testing.T, path string, p int) {
 	t.Helper()
-	defer setKernelPath(path)()
+	defer kernels.SetPath(path)()
 	saved := minParallelWork
 	defer func() { minParallelWork = saved }()
 	runtime.GOMAXPROCS(p)
@@ -97,9 +99,9 @@ func pinnedRun(t *testing.T, path string, p int) {
 	opts, _ := trainTinyWith(t, 42, 20, editOptions)
 	minParallelWork = saved
 	if got := weightsHash(tr.Model().Params()); got != pinnedWeightsSHA256 {
-		t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernelPath(), got, pinnedWeightsSHA256)
+		t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernels.Path(), got, pinnedWeightsSHA256)
 	}
 	if got := weightsHash(opts.Model().Params()); got != pinnedOptionsSHA256 {
-		t.Errorf("GOMAXPROCS=%d, kernels %s, every training option: weights hash %s, pinned %s", p, kernelPath(), got, pinnedOptionsSHA256)
+		t.Errorf("GOMAXPROCS=%d, kernels %s, every training option: weights hash %s, pinned %s", p, kernels.Path(), got, pinnedOptionsSHA256)
 	}
 }

@@ -62,13 +62,14 @@
 //
 // The same seed gives the same weights, loss curve and text, to the bit,
 // at any GOMAXPROCS, on amd64 and arm64, with or without assembly (build
-// tag purego). Three rules make it so: every long sum has one defined order
-// (the two matrix kernels in kernels.go; work is split between goroutines
-// only across independent outputs, never inside a sum); every product that
-// feeds a sum is an explicit math.FMA or explicitly rounded with
-// float64(x*y), so no compiler can fuse differently per architecture; exp
-// and log are this package's own (mathdet.go) and the learning rate's
-// cosine is a rounded Taylor series (cosDet), not the platform's. Random
+// tag purego). Three rules make it so: every sum has one fixed order
+// (internal/kernels' package doc states each; work is split between
+// goroutines only across independent outputs, never inside a sum); every
+// product that feeds a sum is an explicit math.FMA or explicitly rounded
+// with float64(x*y), so no compiler can fuse differently per architecture;
+// exp and log are the module's own (internal/kernels' Exp and Log) and the
+// learning rate's cosine is a rounded Taylor series (cosDet), not the
+// platform's. Random
 // draws come from math/rand/v2 PCG sources with fixed streams:
 // initialisation from NewModel's seed, batches and validation batches from
 // TrainConfig.Seed, sampling from GenerateOptions.Rand. TestPinnedTrainingHash
@@ -77,9 +78,9 @@
 // # Kernel dispatch
 //
 // The matrix kernels and the vector loops (softmax, LayerNorm, ReLU,
-// residual adds, Adam) have a portable Go implementation, always compiled
-// and the reference, and on amd64 AVX2 and AVX-512 assembly versions
-// chosen once at start-up from CPUID and XGETBV (kernels_amd64.go; the
+// residual adds, Adam) live in internal/kernels: a portable Go twin of
+// each, always compiled and the reference, and on amd64 AVX2 and AVX-512
+// assembly versions chosen once at start-up from CPUID and XGETBV (the
 // build tag purego or a CPU without the features selects Go). Every path
 // computes the same order of operations, and the kernel tests check that
 // they agree to the bit.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // survivors returns the ids whose filtered logit is finite.
@@ -53,7 +55,7 @@ func TestTopKKeepsExactlyKWithTieRule(t *testing.T) {
 func TestTopPBoundaries(t *testing.T) {
 	logits := []float64{0.3, 2, 1, -1}
 	probs := make([]float64, 4)
-	softmax(probs, logits)
+	kernels.Softmax(probs, logits)
 	// Descending probability: ids 1, 2, 0, 3.
 	exact := probs[1] + probs[2] // the mass of the first two, summed as the filter sums it
 	for _, tc := range []struct {
@@ -152,7 +154,7 @@ func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
 		s := newSampler(4)
 		row, _ := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, 4)}, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty}, false)
 		p := make([]float64, 4)
-		softmax(p, row)
+		kernels.Softmax(p, row)
 		return p
 	}
 	off, on := probsOf(1), probsOf(1.5)
@@ -175,7 +177,7 @@ func TestSamplingFrequencies(t *testing.T) {
 		logits[i] = math.Log(p) // log 0 = -Inf: must never be drawn
 	}
 	probs := make([]float64, len(logits))
-	softmax(probs, logits)
+	kernels.Softmax(probs, logits)
 	rng := seeded(2026)
 	const n = 100000
 	counts := make([]int, len(target))

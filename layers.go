@@ -1,6 +1,10 @@
 package minigpt
 
-import "math"
+import (
+	"math"
+
+	"example.org/minigpt/internal/kernels"
+)
 
 // The layers of the model as forward/backward pairs over flat row-major
 // slices, llm.c style: outputs first, then inputs, then sizes. N is a
@@ -154,211 +158,49 @@ func (j *layernormJob) run(lo, hi int) {
 	}
 }
 
-// The LayerNorm loops below are chains of dependent additions (a mean,
-// a variance, two sums per row in backward, two per column), each as
-// long as a row or a column and bound by the adder's latency. They are
-// run four rows (or columns) at a time, as independent chains the CPU
-// overlaps; every chain keeps its own order, so the bits are those of
-// one row (column) at a time, which the single-row loops still compute
-// for the remainder.
+// lnRows is the number of rows LayerNorm's row loops hand to the kernels
+// at a time: their statistics (or row sums) and then their normalised
+// rows (input gradients), while the rows are in L1. The kernels keep
+// every row's chains in order, so the block changes no bit.
+const lnRows = 8
 
-// forwardRows normalises rows [lo, hi). On AVX-512 (AVX2) the statistics
-// of 8 (4) rows at a time come from lnStatsBlock, whose lanes run these
-// chains, one row to a lane, in the same order.
+// forwardRows normalises rows [lo, hi).
 func (j *layernormJob) forwardRows(lo, hi int) {
 	C := j.C
-	n := lo
-	for n < hi {
-		k := lnStatsBlock(j.mean[n:hi], j.rstd[n:hi], j.inp[n*C:hi*C], C)
-		if k == 0 {
-			break
-		}
-		for r := n; r < n+k; r++ {
-			j.normalizeRow(r)
-		}
-		n += k
-	}
-	for ; n+4 <= hi; n += 4 {
-		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
-		var s0, s1, s2, s3 float64
-		for i := range x0 {
-			s0 += x0[i]
-			s1 += x1[i]
-			s2 += x2[i]
-			s3 += x3[i]
-		}
-		fc := float64(C)
-		m0, m1, m2, m3 := s0/fc, s1/fc, s2/fc, s3/fc
-		var v0, v1, v2, v3 float64
-		for i := range x0 {
-			d0, d1, d2, d3 := x0[i]-m0, x1[i]-m1, x2[i]-m2, x3[i]-m3
-			v0 = math.FMA(d0, d0, v0)
-			v1 = math.FMA(d1, d1, v1)
-			v2 = math.FMA(d2, d2, v2)
-			v3 = math.FMA(d3, d3, v3)
-		}
-		j.mean[n], j.mean[n+1], j.mean[n+2], j.mean[n+3] = m0, m1, m2, m3
-		j.rstd[n] = 1 / math.Sqrt(v0/fc+layerNormEps)
-		j.rstd[n+1] = 1 / math.Sqrt(v1/fc+layerNormEps)
-		j.rstd[n+2] = 1 / math.Sqrt(v2/fc+layerNormEps)
-		j.rstd[n+3] = 1 / math.Sqrt(v3/fc+layerNormEps)
-		for r := n; r < n+4; r++ {
-			j.normalizeRow(r)
-		}
-	}
-	for ; n < hi; n++ {
-		x := j.inp[n*C : n*C+C]
-		s := 0.0
-		for _, v := range x {
-			s += v
-		}
-		mu := s / float64(C)
-		v := 0.0
-		for _, xi := range x {
-			d := xi - mu
-			v = math.FMA(d, d, v)
-		}
-		j.mean[n], j.rstd[n] = mu, 1/math.Sqrt(v/float64(C)+layerNormEps)
-		j.normalizeRow(n)
+	for n := lo; n < hi; n += lnRows {
+		e := min(n+lnRows, hi)
+		kernels.LayerNormStats(j.mean[n:e], j.rstd[n:e], j.inp[n*C:e*C], e-n, C, layerNormEps)
+		kernels.LayerNormApply(j.out[n*C:e*C], j.inp[n*C:e*C], j.weight, j.bias, j.mean[n:e], j.rstd[n:e], e-n, C)
 	}
 }
 
-// normalizeRow writes row n of out from its mean and rstd.
-func (j *layernormJob) normalizeRow(n int) {
-	C := j.C
-	x, o := j.inp[n*C:n*C+C], j.out[n*C:n*C+C]
-	weight, bias := j.weight[:C], j.bias[:C]
-	mu, r := j.mean[n], j.rstd[n]
-	if lnNormalizeBlocks(o, x, weight, bias, mu, r) {
-		return
-	}
-	for i, xi := range x {
-		o[i] = math.FMA(float64((xi-mu)*r), weight[i], bias[i])
-	}
-}
-
-// backwardRows adds the input gradients of rows [lo, hi). On AVX-512
-// (AVX2) the row sums of 8 (4) rows at a time come from lnRowSumsBlock,
-// whose lanes run these chains, one row to a lane, in the same order.
+// backwardRows adds the input gradients of rows [lo, hi): to dinp's
+// rows, or, when the job sets dinp from start, to start's rows (the bits
+// of copying them first).
 func (j *layernormJob) backwardRows(lo, hi int) {
-	C, weight := j.C, j.weight[:j.C]
+	C := j.C
 	if j.set && j.start == nil {
 		clear(j.dinp[lo*C : hi*C])
-	} // with start, backwardRow starts each row from it instead of a copy
-	fc := float64(C)
-	n := lo
-	var a, b [8]float64 // sums of dxhat, of dxhat·xhat
-	for n < hi {
-		k := lnRowSumsBlock(&a, &b, j.inp[n*C:hi*C], j.dout[n*C:hi*C], weight, j.mean[n:hi], j.rstd[n:hi], C)
-		if k == 0 {
-			break
+	} // with start, each row starts from it instead of a copy
+	var s1, s2 [lnRows]float64 // sums of dxhat, of dxhat·xhat
+	for n := lo; n < hi; n += lnRows {
+		e := min(n+lnRows, hi)
+		inp, dout, di := j.inp[n*C:e*C], j.dout[n*C:e*C], j.dinp[n*C:e*C]
+		src := di
+		if j.set && j.start != nil {
+			src = j.start[n*C : e*C]
 		}
-		for r := range k {
-			j.backwardRow(n+r, a[r]/fc, b[r]/fc)
-		}
-		n += k
-	}
-	for ; n+4 <= hi; n += 4 {
-		x0, x1, x2, x3 := j.inp[n*C:n*C+C], j.inp[(n+1)*C:(n+1)*C+C], j.inp[(n+2)*C:(n+2)*C+C], j.inp[(n+3)*C:(n+3)*C+C]
-		d0, d1, d2, d3 := j.dout[n*C:n*C+C], j.dout[(n+1)*C:(n+1)*C+C], j.dout[(n+2)*C:(n+2)*C+C], j.dout[(n+3)*C:(n+3)*C+C]
-		mu0, mu1, mu2, mu3 := j.mean[n], j.mean[n+1], j.mean[n+2], j.mean[n+3]
-		r0, r1, r2, r3 := j.rstd[n], j.rstd[n+1], j.rstd[n+2], j.rstd[n+3]
-		var a0, a1, a2, a3, b0, b1, b2, b3 float64 // sums of dxhat, of dxhat·xhat
-		for i, w := range weight {
-			xh0, xh1, xh2, xh3 := float64((x0[i]-mu0)*r0), float64((x1[i]-mu1)*r1), float64((x2[i]-mu2)*r2), float64((x3[i]-mu3)*r3)
-			g0, g1, g2, g3 := float64(w*d0[i]), float64(w*d1[i]), float64(w*d2[i]), float64(w*d3[i])
-			a0 += g0
-			a1 += g1
-			a2 += g2
-			a3 += g3
-			b0 = math.FMA(g0, xh0, b0)
-			b1 = math.FMA(g1, xh1, b1)
-			b2 = math.FMA(g2, xh2, b2)
-			b3 = math.FMA(g3, xh3, b3)
-		}
-		j.backwardRow(n, a0/fc, b0/fc)
-		j.backwardRow(n+1, a1/fc, b1/fc)
-		j.backwardRow(n+2, a2/fc, b2/fc)
-		j.backwardRow(n+3, a3/fc, b3/fc)
-	}
-	for ; n < hi; n++ {
-		x := j.inp[n*C : n*C+C]
-		d := j.dout[n*C : n*C+C]
-		mu, r := j.mean[n], j.rstd[n]
-		s1, s2 := 0.0, 0.0
-		for i, xi := range x {
-			xhat := float64((xi - mu) * r)
-			dxhat := float64(weight[i] * d[i])
-			s1 += dxhat
-			s2 = math.FMA(dxhat, xhat, s2)
-		}
-		j.backwardRow(n, s1/fc, s2/fc)
-	}
-}
-
-// backwardRow adds row n's input gradient given the row means m1 of
-// dxhat and m2 of dxhat·xhat: to dinp's row, or, when the job sets
-// dinp from start, to start's row (the bits of copying it first).
-func (j *layernormJob) backwardRow(n int, m1, m2 float64) {
-	C := j.C
-	x, d, di := j.inp[n*C:n*C+C], j.dout[n*C:n*C+C], j.dinp[n*C:n*C+C]
-	src := di
-	if j.set && j.start != nil {
-		src = j.start[n*C : n*C+C]
-	}
-	weight := j.weight[:C]
-	mu, r := j.mean[n], j.rstd[n]
-	if lnBackwardRowBlocks(di, src, x, d, weight, mu, r, m1, m2) {
-		return
-	}
-	for i, xi := range x {
-		xhat := float64((xi - mu) * r)
-		dxhat := float64(weight[i] * d[i])
-		di[i] = src[i] + float64(r*(dxhat-m1-float64(xhat*m2)))
+		kernels.LayerNormRowSums(s1[:e-n], s2[:e-n], inp, dout, j.weight, j.mean[n:e], j.rstd[n:e], e-n, C)
+		kernels.LayerNormInputGrad(di, src, inp, dout, j.weight, j.mean[n:e], j.rstd[n:e], s1[:e-n], s2[:e-n], e-n, C)
 	}
 }
 
 func (j *layernormJob) backwardColumns(lo, hi int) {
-	C := j.C
 	if j.set {
 		clear(j.dweight[lo:hi])
 		clear(j.dbias[lo:hi])
 	}
-	// The AVX-512 loops run 32 (then 8) columns' chains side by side,
-	// the AVX2 loops 16 (then 4), each in row order; the loops below do
-	// the rest.
-	i := lnColumnsBlocks(j.dweight, j.dbias, j.dout, j.inp, j.mean, j.rstd, j.N, C, lo, hi)
-	for ; i+4 <= hi; i += 4 {
-		dw := (*[4]float64)(j.dweight[i : i+4])
-		db := (*[4]float64)(j.dbias[i : i+4])
-		w0, w1, w2, w3 := dw[0], dw[1], dw[2], dw[3]
-		b0, b1, b2, b3 := db[0], db[1], db[2], db[3]
-		for n := 0; n < j.N; n++ {
-			d := (*[4]float64)(j.dout[n*C+i : n*C+i+4])
-			x := (*[4]float64)(j.inp[n*C+i : n*C+i+4])
-			mu, r := j.mean[n], j.rstd[n]
-			w0 = math.FMA(d[0], float64((x[0]-mu)*r), w0)
-			w1 = math.FMA(d[1], float64((x[1]-mu)*r), w1)
-			w2 = math.FMA(d[2], float64((x[2]-mu)*r), w2)
-			w3 = math.FMA(d[3], float64((x[3]-mu)*r), w3)
-			b0 += d[0]
-			b1 += d[1]
-			b2 += d[2]
-			b3 += d[3]
-		}
-		dw[0], dw[1], dw[2], dw[3] = w0, w1, w2, w3
-		db[0], db[1], db[2], db[3] = b0, b1, b2, b3
-	}
-	for ; i < hi; i++ {
-		dw, db := j.dweight[i], j.dbias[i]
-		for n := 0; n < j.N; n++ {
-			d := j.dout[n*C+i]
-			xhat := float64((j.inp[n*C+i] - j.mean[n]) * j.rstd[n])
-			dw = math.FMA(d, xhat, dw)
-			db += d
-		}
-		j.dweight[i], j.dbias[i] = dw, db
-	}
+	kernels.LayerNormParamGrads(j.dweight[lo:hi], j.dbias[lo:hi], j.dout[lo:], j.inp[lo:], j.mean, j.rstd, j.N, hi-lo, j.C)
 }
 
 // matmulForward: out (N, OC) = inp (N, C) · weight (C, OC) + bias (OC);
@@ -381,12 +223,12 @@ func matmulForward(out, inp, weight, bias []float64, N, C, OC int) {
 // is gemmNN's chain: from +0, one fused multiply-add per o in ascending
 // order, dinp[n][i] = fma(dout[n][o], weight[i][o], ·). That is the
 // forward products' order, and it keeps the matrix kernels' register
-// tiles full where dot8's lanes would have to be reduced after only
+// tiles full where Dot's lanes would have to be reduced after only
 // OC/8 steps (at the seed config, OC = 64 for half of these products:
 // gemmNT reached 62% of one core's peak there, gemmNN 80-85%). Without
-// weightT (the head) it is gemmNTSet, dot8's order. With weightT the
-// AVX-512 kernels apply the ReLU's mask as they store dinp
-// (gemmNNSetMask), which saves a second pass over it.
+// weightT (the head) it is GemmNTSet, Dot's order. With weightT the
+// mask is GemmNNSet's epilogue, which the AVX-512 kernels apply as they
+// store dinp, saving a second pass over it.
 type inputGradJob struct {
 	dinp, dout, weight, weightT, relu []float64
 	C, OC                             int
@@ -399,12 +241,16 @@ func (j *inputGradJob) run(lo, hi int) {
 		mask = j.relu[lo*j.C : hi*j.C]
 	}
 	if j.weightT != nil {
-		gemmNNSetMask(d, j.C, j.dout[lo*j.OC:], j.OC, 1, j.weightT, j.C, hi-lo, j.C, j.OC, mask)
+		epi := kernels.EpiNone
+		if mask != nil {
+			epi = kernels.EpiMask
+		}
+		kernels.GemmNNSet(d, j.C, nil, j.dout[lo*j.OC:], j.OC, 1, j.weightT, j.C, hi-lo, j.C, j.OC, epi, mask)
 		return
 	}
-	gemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
+	kernels.GemmNTSet(d, j.C, j.dout[lo*j.OC:], j.OC, j.weight, j.OC, hi-lo, j.C, j.OC)
 	if mask != nil {
-		reluMask(d, mask)
+		kernels.ReLUMask(d, mask)
 	}
 }
 
@@ -449,50 +295,7 @@ func (j *transposeJob) run(lo, hi int) {
 		o0, o1 := max(lo-first, 0), min(hi-first, p.W)
 		first += p.W
 		if o0 < o1 {
-			transpose(p.dst, p.src, p.R, p.W, o0, o1)
-		}
-	}
-}
-
-// transpose writes rows [o0, o1) of dst = srcᵀ (src of R rows of W).
-// It goes in blocks of 8×8: each of eight source rows gives eight values
-// in one read, and each of eight destination rows receives eight in a
-// run, so every cache line is used whole while it is in L1. A loop over
-// single elements ran at 1.7 ns an element (seed config's weights, in
-// the cache), these loops at 0.8 ns, the AVX-512 kernel (transposeBlocks,
-// the block in registers) at half that again in a training step.
-func transpose(dst, src []float64, R, W, o0, o1 int) {
-	i := 0
-	for ; i+8 <= R; i += 8 {
-		o := o0
-		if oe := o0 + (o1-o0)/8*8; transposeBlocks(dst, src, R, W, i, o0, oe) {
-			o = oe
-		}
-		for ; o+8 <= o1; o += 8 {
-			d0 := (*[8]float64)(dst[o*R+i:])
-			d1 := (*[8]float64)(dst[(o+1)*R+i:])
-			d2 := (*[8]float64)(dst[(o+2)*R+i:])
-			d3 := (*[8]float64)(dst[(o+3)*R+i:])
-			d4 := (*[8]float64)(dst[(o+4)*R+i:])
-			d5 := (*[8]float64)(dst[(o+5)*R+i:])
-			d6 := (*[8]float64)(dst[(o+6)*R+i:])
-			d7 := (*[8]float64)(dst[(o+7)*R+i:])
-			for r := 0; r < 8; r++ {
-				s := (*[8]float64)(src[(i+r)*W+o:])
-				d0[r], d1[r], d2[r], d3[r] = s[0], s[1], s[2], s[3]
-				d4[r], d5[r], d6[r], d7[r] = s[4], s[5], s[6], s[7]
-			}
-		}
-		for ; o < o1; o++ {
-			d := dst[o*R+i : o*R+i+8]
-			for r := range d {
-				d[r] = src[(i+r)*W+o]
-			}
-		}
-	}
-	for ; i < R; i++ {
-		for o := o0; o < o1; o++ {
-			dst[o*R+i] = src[i*W+o]
+			kernels.Transpose(p.dst, p.src, p.R, p.W, o0, o1)
 		}
 	}
 }
@@ -512,14 +315,8 @@ func (j *columnSumJob) run(lo, hi int) {
 	}
 	for n := 0; n < j.N; n++ {
 		row := j.rows[n*j.W+lo : n*j.W+hi]
-		// Row by row, every column's chain advances by one add: the
-		// same additions as the loop below, eight columns at a time.
-		if addBlocks(s, s, row) {
-			continue
-		}
-		for o, v := range row {
-			s[o] += v
-		}
+		// Row by row, every column's chain advances by one add.
+		kernels.Add(s, s, row)
 	}
 }
 
@@ -576,45 +373,17 @@ func elementwise(job elementwiseJob) {
 
 func (j *elementwiseJob) run(lo, hi int) {
 	if j.op == opScale {
-		for i := range j.out[lo:hi] {
-			j.out[lo+i] *= j.s
-		}
+		kernels.Scale(j.out[lo:hi], j.s)
 		return
 	}
 	out, a := j.out[lo:hi], j.a[lo:hi]
 	switch j.op {
 	case opRelu:
-		if reluBlocks(out, a) {
-			return
-		}
-		for i, v := range a {
-			out[i] = max(v, 0)
-		}
+		kernels.ReLU(out, a)
 	case opReluBackward:
-		reluMask(out, a)
+		kernels.ReLUMask(out, a)
 	default:
-		b := j.b[lo:hi]
-		if addBlocks(out, a, b) {
-			return
-		}
-		for i := range out {
-			out[i] = a[i] + b[i]
-		}
-	}
-}
-
-// reluMask sets d[i] to +0 where inp[i] <= 0 (reluBackward's loop).
-func reluMask(d, inp []float64) {
-	inp = inp[:len(d)]
-	if reluMaskBlocks(d, inp) {
-		return
-	}
-	for i := range d {
-		var keep uint64
-		if inp[i] > 0 {
-			keep = ^uint64(0)
-		}
-		d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
+		kernels.Add(out, a, j.b[lo:hi])
 	}
 }
 
@@ -693,35 +462,27 @@ func (j *attentionJob) forwardHead(b, h int) {
 	keys := j.qkv[base+C+h*hs:]     // k[b, s, h] at s*C3
 	values := j.qkv[base+2*C+h*hs:] // v[b, s, h] at s*C3
 	att := j.att[(b*NH+h)*T*T:]
-	var scratch [128]float64 // softmaxScaled4Blocks's, on the stack
 	for t0 := j.t0; t0 < j.t1; t0 += attnRows {
 		t1 := min(t0+attnRows, j.t1)
 		n := t1 - t0
 		// Scores of rows [t0, t1) against keys [0, t1): every output is
-		// its own dot8, the same bits as one row at a time. The few
+		// its own Dot, the same bits as one row at a time. The few
 		// entries above the diagonal that the block computes along are
 		// zeroed again below.
-		gemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
-		// A full block's four softmaxes run side by side on AVX-512
-		// (each row's chains wait on latency alone); a row the kernel
-		// hands back, or any row elsewhere, runs alone. Same bits.
-		done := 0
-		if n == attnRows {
-			done = softmaxScaled4Blocks(att[t0*T:], T, t0+1, scale, &scratch)
-		}
+		kernels.GemmNTSet(att[t0*T:], T, j.qkv[base+t0*C3+h*hs:], C3, keys, C3, n, t1, hs)
+		// The block's softmaxes (on AVX-512 four side by side). Same
+		// bits as one row at a time.
+		kernels.SoftmaxScaledRows(att[t0*T:], T, n, t0+1, scale)
 		for t := t0; t < t1; t++ {
-			if done&(1<<(t-t0)) == 0 {
-				softmaxScaled(att[t*T:t*T+t+1], scale)
-			}
 			clear(att[t*T+t+1 : t*T+t1])
 		}
 		// out[t] = Σ_s≤t att[t,s]·v[s], each a chain over s ascending:
 		// the keys [0, t0] every row of the block sees in one four-row
 		// call, then each row's chain goes on over its own (t0, t].
 		// Row t0+r's own keys are t0+1..t0+r: the lower triangle of
-		// the block's scores, one gemmNNTri call.
-		gemmNNSmall(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T:], T, 1, values, C3, n, hs, t0+1, true)
-		gemmNNTri(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T+t0:], T, 1, values[t0*C3:], C3, n, hs, false)
+		// the block's scores, one GemmNNTri call.
+		kernels.GemmNNSet(j.out[(b*T+t0)*C+h*hs:], C, nil, att[t0*T:], T, 1, values, C3, n, hs, t0+1, kernels.EpiNone, nil)
+		kernels.GemmNNTri(j.out[(b*T+t0)*C+h*hs:], C, att[t0*T+t0:], T, 1, values[t0*C3:], C3, n, hs, false)
 	}
 }
 
@@ -753,7 +514,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 	for t0 := 0; t0 < T; t0 += attnRows {
 		t1 := min(t0+attnRows, T)
 		n := t1 - t0
-		gemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
+		kernels.GemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
 		// sum[t] = Σ_s≤t att[t,s]·datt[t,s], a chain over s ascending
 		// from +0 for each row: the block's chains side by side over
 		// the keys [0, t0] all its rows see (four independent chains
@@ -789,16 +550,16 @@ func (j *attentionJob) backwardHead(b, h int) {
 			for s := t0 + 1; s <= t; s++ {
 				sum = math.FMA(p[s], dp[s], sum)
 			}
-			if !softmaxBackwardBlocks(dp, p, sum, scale) {
-				for s, ps := range p {
-					dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
-				}
-			}
+			kernels.SoftmaxBackward(dp, p, sum, scale)
 			clear(datt[t*T+t+1 : t*T+t1])
 		}
 		// dq[t] += dpre[t]·k: keys [0, t0] for the block, then each row's own.
-		gemmNNSmall(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, j.set)
-		gemmNNTri(dq[t0*C3:], C3, datt[t0*T+t0:], T, 1, keys[t0*C3:], C3, n, hs, false)
+		if j.set {
+			kernels.GemmNNSet(dq[t0*C3:], C3, nil, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1, kernels.EpiNone, nil)
+		} else {
+			kernels.GemmNN(dq[t0*C3:], C3, datt[t0*T:], T, 1, keys, C3, n, hs, t0+1)
+		}
+		kernels.GemmNNTri(dq[t0*C3:], C3, datt[t0*T+t0:], T, 1, keys[t0*C3:], C3, n, hs, false)
 	}
 	// dv[s] += Σ_t≥s att[t,s]·dout[t] and dk[s] += Σ_t≥s dpre[t,s]·q[t],
 	// each a chain over t ascending from s: the transposed products, with
@@ -815,7 +576,7 @@ func (j *attentionJob) backwardHead(b, h int) {
 // that is C += Aᵀ·B over the lower triangle of A (rows t >= s of column s),
 // each output a chain over t ascending. Rows of C go in blocks of four:
 // the block's ragged start (t below the block's last row) in one
-// gemmNNTri call, then the rest of the chains together in one four-row
+// GemmNNTri call, then the rest of the chains together in one four-row
 // call.
 func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, T, hs int) {
 	const R = 4
@@ -823,9 +584,9 @@ func transposedCausalNN(c []float64, ldc int, a []float64, lda int, b []float64,
 		s1 := min(s0+R, T)
 		// Row s0+r's chain starts at t = s0+r and runs to s1-2: the
 		// upper triangle, a[(s0+k)*lda+s0+r] for keys k = r..n-2.
-		gemmNNTri(c[s0*ldc:], ldc, a[s0*lda+s0:], 1, lda, b[s0*ldb:], ldb, s1-s0, hs, true)
+		kernels.GemmNNTri(c[s0*ldc:], ldc, a[s0*lda+s0:], 1, lda, b[s0*ldb:], ldb, s1-s0, hs, true)
 		t := s1 - 1
-		gemmNNSmall(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t, false)
+		kernels.GemmNN(c[s0*ldc:], ldc, a[t*lda+s0:], 1, lda, b[t*ldb:], ldb, s1-s0, hs, T-t)
 	}
 }
 
@@ -844,9 +605,9 @@ func (j *crossEntropyJob) run(lo, hi int) {
 	for n := lo; n < hi; n++ {
 		l := logits[n*V : n*V+V]
 		d := dlogits[n*V : n*V+V]
-		maxv, sum := expShifted(d, l)
+		maxv, sum := kernels.ExpShifted(d, l)
 		tgt := targets[n]
-		losses[n] = maxv + logDet(sum) - l[tgt]
+		losses[n] = maxv + kernels.Log(sum) - l[tgt]
 		for i := range d {
 			d[i] /= sum
 		}

@@ -11,7 +11,7 @@ import (
 // rows against the definition dst[o*R+i] = src[i*W+o], with src values
 // unique so that a misplaced copy shows.
 func TestTransposeJob(t *testing.T) {
-	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) { testTransposeJob(t) })
+	forEachKernelPath(t, func(t *testing.T, _ string) { testTransposeJob(t) })
 }
 
 func testTransposeJob(t *testing.T) {

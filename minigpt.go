@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // Config is the shape of a MiniGPT.
@@ -255,14 +257,14 @@ func NewModel(cfg Config, seed uint64) (*Model, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, streamInit))
-	normal := normalSource{uniform: rng.Float64}
+	normal := kernels.Normal{Uniform: rng.Float64}
 	off := 0
 	for _, t := range cfg.layout() {
 		w := m.slab[off : off+t.size()]
 		switch t.init {
 		case initNormal:
 			for i := range w {
-				w[i] = float64(0.02 * normal.next())
+				w[i] = float64(0.02 * normal.Next())
 			}
 		case initOnes:
 			for i := range w {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 func TestDefaultConfigParamCount(t *testing.T) {
@@ -144,7 +146,7 @@ func TestReluMaskFromOutput(t *testing.T) {
 	for len(xs) < 37 {
 		xs = append(xs, float64(len(xs)%7)-3.5)
 	}
-	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+	forEachKernelPath(t, func(t *testing.T, _ string) {
 		act := make([]float64, len(xs))
 		reluForward(act, xs)
 		fromIn, fromOut := make([]float64, len(xs)), make([]float64, len(xs))
@@ -303,14 +305,11 @@ func TestLoadedModelTrains(t *testing.T) {
 // not mistaken for a check of the assembly. The names are whatever the
 // dispatch reports, so a new path shows up without a change here.
 func TestReportKernelDispatch(t *testing.T) {
-	var names []string
-	for _, k := range kernelImpls() {
-		names = append(names, k.name)
-	}
+	names := kernels.Impls()
 	if len(names) == 0 || names[0] != "go" {
 		t.Fatalf("kernel implementations %v: the portable Go kernel must come first, as the reference", names)
 	}
-	t.Logf("kernel dispatch: in use %s; compared against Go: %s", kernelPath(), strings.Join(names, " "))
+	t.Logf("kernel dispatch: in use %s; compared against Go: %s", kernels.Path(), strings.Join(names, " "))
 }
 
 // TestConcurrentLogitsAndLossMatchSerial runs Logits, Loss and Gradients

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // Parallel sections split a range of independent outputs (rows of a
@@ -360,38 +362,27 @@ type gemmNNJob struct {
 }
 
 func (j *gemmNNJob) run(lo, hi int) {
-	if j.init {
-		// The kernels start the chains from the bias themselves and, on
-		// AVX-512, apply the layer after the product as they store C
-		// (the ReLU only when it writes C itself, in place).
-		epi, res := 0, []float64(nil)
-		if j.act == nil || &j.act[0] == &j.c[0] && j.ldc == j.n {
-			if j.act != nil {
-				epi |= epiRelu
-			}
-			if j.res != nil && j.ldc == j.n {
-				epi, res = epi|epiResidual, j.res[lo*j.n:]
-			}
-		}
-		if ok, fused := gemmNNInitBlocks(j.c[lo*j.ldc:], j.ldc, j.bias, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k, epi, res); ok {
-			if !fused {
-				j.post(lo, hi)
-			}
-			return
-		}
+	c, a := j.c[lo*j.ldc:], j.a[lo*j.ai:]
+	if !j.init {
+		kernels.GemmNN(c, j.ldc, a, j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
+		j.post(lo, hi)
+		return
 	}
-	if j.init {
-		for i := lo; i < hi; i++ {
-			row := j.c[i*j.ldc : i*j.ldc+j.n]
-			if j.bias != nil {
-				copy(row, j.bias)
-			} else {
-				clear(row)
-			}
-		}
+	// The layer after the product is GemmNNSet's epilogue (the AVX-512
+	// kernels apply it as they store C) when it works on C in place.
+	if j.act != nil && &j.act[0] != &j.c[0] || j.ldc != j.n && (j.act != nil || j.res != nil) {
+		kernels.GemmNNSet(c, j.ldc, j.bias, a, j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k, kernels.EpiNone, nil)
+		j.post(lo, hi)
+		return
 	}
-	gemmNN(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.ai:], j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k)
-	j.post(lo, hi)
+	epi, res := kernels.EpiNone, []float64(nil)
+	if j.act != nil {
+		epi |= kernels.EpiReLU
+	}
+	if j.res != nil {
+		epi, res = epi|kernels.EpiResidual, j.res[lo*j.n:]
+	}
+	kernels.GemmNNSet(c, j.ldc, j.bias, a, j.ai, j.ak, j.b, j.ldb, hi-lo, j.n, j.k, epi, res)
 }
 
 // post applies the fused elementwise layer to rows [lo, hi).
@@ -541,10 +532,10 @@ type gemmNTJob struct {
 
 func (j *gemmNTJob) run(lo, hi int) {
 	if j.set {
-		gemmNTSet(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
+		kernels.GemmNTSet(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
 		return
 	}
-	gemmNT(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
+	kernels.GemmNT(j.c[lo*j.ldc:], j.ldc, j.a[lo*j.lda:], j.lda, j.b, j.ldb, hi-lo, j.n, j.k)
 }
 
 // gemmNNParallelInit is gemmNN with the rows of C spread over the
@@ -570,7 +561,7 @@ func runGemmNN(job gemmNNJob, M int) {
 func gemmNTParallel(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
 	p := pool.acquire(M, 4, N*K)
 	if p <= 1 {
-		gemmNT(c, ldc, a, lda, b, ldb, M, N, K)
+		kernels.GemmNT(c, ldc, a, lda, b, ldb, M, N, K)
 		return
 	}
 	pool.nt = gemmNTJob{c: c, ldc: ldc, a: a, lda: lda, b: b, ldb: ldb, n: N, k: K}

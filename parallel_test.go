@@ -377,7 +377,7 @@ func nanSlice(n int) []float64 {
 }
 
 func TestWeightGradJobSplits(t *testing.T) {
-	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+	forEachKernelPath(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(21, 22))
 		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}, {9, 6, 300}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]
@@ -463,7 +463,7 @@ func TestWeightGradHalvesKeepBits(t *testing.T) {
 	saved := minParallelWork
 	defer func() { minParallelWork = saved }()
 	minParallelWork = 0
-	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
+	forEachKernelPath(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(23, 24))
 		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {3, 6, 40}, {2, 9, 64}, {33, 10, 384}} {
 			N, C, OC := shape[0], shape[1], shape[2]

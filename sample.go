@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // sampler turns one row of logits into a token id. Its buffers are
@@ -63,14 +65,14 @@ func (s *sampler) choose(logits []float64, seq []int, st *seqState, o *GenerateO
 	if err != nil {
 		return 0, err
 	}
-	maxv, sum := expShifted(s.probs, row) // softmax, spelled out for the log-probability
+	maxv, sum := kernels.ExpShifted(s.probs, row) // softmax, spelled out for the log-probability
 	probs := s.probs[:len(row)]
 	for i := range probs {
 		probs[i] /= sum
 	}
 	id := sampleIndex(probs, r.Float64())
 	if tr != nil {
-		s.trace(logits, id, float64(row[id]-maxv)-logDet(sum), o.TraceTopN, tr)
+		s.trace(logits, id, float64(row[id]-maxv)-kernels.Log(sum), o.TraceTopN, tr)
 	}
 	return id, nil
 }
@@ -260,7 +262,7 @@ func applyTopK(row []float64, k int, order []int) {
 func applyTopP(row []float64, p float64, order []int, probs []float64) {
 	sortByValue(order, row)
 	probs = probs[:len(row)]
-	softmax(probs, row)
+	kernels.Softmax(probs, row)
 	cum := 0.0
 	keep := len(row)
 	for i, id := range order[:len(row)] {
@@ -280,7 +282,7 @@ func applyTopP(row []float64, p float64, order []int, probs []float64) {
 // max prob), which always keeps the most probable token.
 func applyMinP(row []float64, minP float64, probs []float64) {
 	probs = probs[:len(row)]
-	softmax(probs, row)
+	kernels.Softmax(probs, row)
 	top := 0.0
 	for _, p := range probs {
 		top = max(top, p)
@@ -327,7 +329,7 @@ func (s *sampler) startTrace(logits []float64) {
 		s.cut = make([]Stage, V)
 		s.picked = make([]bool, V)
 	}
-	softmax(s.raw, logits)
+	kernels.Softmax(s.raw, logits)
 	s.at[StageRaw] = s.raw
 	s.active = [NumStages]bool{StageRaw: true}
 	clear(s.cut)
@@ -341,7 +343,7 @@ func (s *sampler) mark(stage Stage, on bool, row []float64) {
 		s.at[stage] = s.at[stage-1]
 		return
 	}
-	softmax(s.stages[stage], row)
+	kernels.Softmax(s.stages[stage], row)
 	s.at[stage] = s.stages[stage]
 	for id, v := range row {
 		if math.IsInf(v, -1) && s.cut[id] == StageRaw {
@@ -402,9 +404,9 @@ func logNormalizer(logits []float64) (maxv, lse float64) {
 	}
 	sum := 0.0
 	for _, v := range logits {
-		sum += expDet(v - maxv)
+		sum += kernels.Exp(v - maxv)
 	}
-	return maxv, logDet(sum)
+	return maxv, kernels.Log(sum)
 }
 
 // candidates fills tr.Chosen and tr.Top (the topN most probable ids under

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // filtered runs the pipeline on hand-made logits with the given
@@ -217,7 +219,7 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 			t.Errorf("exp(logprob) %v, final probability %v", math.Exp(tr.Logprob), p)
 		}
 		raw := make([]float64, V)
-		softmax(raw, logits)
+		kernels.Softmax(raw, logits)
 		if math.Abs(math.Exp(tr.RawLogprob)-raw[id]) > 1e-12 {
 			t.Errorf("exp(raw logprob) %v, raw probability %v", math.Exp(tr.RawLogprob), raw[id])
 		}

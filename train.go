@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // TrainConfig describes a training run. The zero values of the optional
@@ -281,7 +283,7 @@ func (t *Trainer) TrainStep() (float64, error) {
 // clip_grad_norm_ (which scales by clip/norm only above 1). A non-finite
 // norm is returned unclipped for the caller to refuse.
 //
-// The norm that scales is the serial chain of sumSquares, one fused
+// The norm that scales is the serial chain of kernels.SumSquares, one fused
 // multiply-add after another in slab order: the weights' bits depend on
 // it. That chain is bound by the adder's latency (about 1 ms for the
 // baby config, with the other cores idle), and most steps do not need
@@ -305,7 +307,7 @@ func clipGradients(grads []float64, clip float64, parts []float64) (norm float64
 			return math.Sqrt(q), false
 		}
 	}
-	norm = math.Sqrt(sumSquares(grads))
+	norm = math.Sqrt(kernels.SumSquares(grads))
 	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
 		return norm, false
 	}
@@ -328,7 +330,7 @@ func quickSumSquares(xs []float64, parts []float64) float64 {
 	if len(parts) < n {
 		s := 0.0
 		for b := range n {
-			s += sumSquares8(xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(xs))])
+			s += kernels.SumSquares8(xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(xs))])
 		}
 		return s
 	}
@@ -353,38 +355,8 @@ type sumSquaresJob struct {
 
 func (j *sumSquaresJob) run(lo, hi int) {
 	for b := lo; b < hi; b++ {
-		j.parts[b] = sumSquares8(j.xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(j.xs))])
+		j.parts[b] = kernels.SumSquares8(j.xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(j.xs))])
 	}
-}
-
-// sumSquares8 is Σ x² as eight interleaved chains, added pairwise: eight
-// fused multiply-adds in flight instead of one.
-func sumSquares8(xs []float64) float64 {
-	var s [8]float64
-	i := sumSquaresLanes(xs, &s) // the same chains, one vector lane each
-	for ; i+8 <= len(xs); i += 8 {
-		x := (*[8]float64)(xs[i : i+8])
-		s[0] = math.FMA(x[0], x[0], s[0])
-		s[1] = math.FMA(x[1], x[1], s[1])
-		s[2] = math.FMA(x[2], x[2], s[2])
-		s[3] = math.FMA(x[3], x[3], s[3])
-		s[4] = math.FMA(x[4], x[4], s[4])
-		s[5] = math.FMA(x[5], x[5], s[5])
-		s[6] = math.FMA(x[6], x[6], s[6])
-		s[7] = math.FMA(x[7], x[7], s[7])
-	}
-	for ; i < len(xs); i++ {
-		s[i%8] = math.FMA(xs[i], xs[i], s[i%8])
-	}
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
-}
-
-func sumSquares(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s = math.FMA(x, x, s)
-	}
-	return s
 }
 
 // Evaluate returns the mean loss over the fixed validation batches.
@@ -462,7 +434,7 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 // rounding: cos(x) = -sin(x - π/2), by the Taylor series of sin around 0
 // (|x - π/2| <= π/2, so 13 terms reach full precision), every product
 // rounded explicitly. It lives here, next to its one caller (the cosine
-// schedule), not in mathdet.go with expDet and logDet.
+// schedule), not in internal/kernels with Exp and Log.
 func cosDet(x float64) float64 {
 	y := float64(x) - math.Pi/2 // callers pass products: keep them rounded
 	y2 := float64(y * y)

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// LayerNorm's per-row statistics (layernormJob.forwardRows and
-// backwardRows in layers.go) for a block of rows at once: 8 rows to a ZMM
+// LayerNorm's per-row statistics (LayerNormStats and LayerNormRowSums
+// in layernorm.go) for a block of rows at once: 8 rows to a ZMM
 // register on AVX-512, 4 to a YMM register on AVX2, one row per lane.
 // A row's statistics are chains of dependent adds (or fused
 // multiply-adds) over its C elements in order, bound by the adder's
@@ -20,7 +20,7 @@
 // lanes read +0 and never fault), the last C%4 on AVX2 two and then one
 // at a time with loads of exactly those elements; the chains stop after
 // the last real column (padding cannot stand in for a column: s + 0 is
-// not s when s is -0). Callers (kernels_amd64.go) check the lengths.
+// not s when s is -0). The hooks (layernorm_amd64.go) check the lengths.
 //
 // The rows of a block sit S bytes apart (DX, S = 8C). Their addresses are
 // formed from three bases P, Q = P+3S, R = P+6S and the stride:
@@ -160,7 +160,7 @@
 
 // func lnStatsAVX512(mean, rstd, x []float64, C int, eps float64)
 //
-// For the 8 rows k of x (C wide), as forwardRows computes them:
+// For the 8 rows k of x (C wide), as lnStatsGo computes them:
 //
 //	s := 0.0
 //	for _, xi := range x[k*C : k*C+C] {
@@ -275,7 +275,7 @@ lns_rstd:
 
 // func lnRowSumsAVX512(a, b, x, d, w, mean, rstd []float64, C int)
 //
-// For the 8 rows k of x and d (C wide), as backwardRows computes them:
+// For the 8 rows k of x and d (C wide), as lnRowSumsGo computes them:
 //
 //	a[k], b[k] = 0, 0
 //	for i := range w {

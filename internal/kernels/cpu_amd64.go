@@ -1,6 +1,8 @@
 //go:build amd64 && gc && !purego
 
-package minigpt
+// cpu_amd64.go owns the CPU feature detection (CPUID, XGETBV) that picks the kernel paths.
+
+package kernels
 
 // cpuid executes CPUID with EAX=leaf and ECX=subleaf.
 func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// AVX2+FMA kernels for gemmNN and gemmNT (see kernels.go for the order
-// every output must follow). Callers (kernels_amd64.go) guarantee
+// AVX2+FMA kernels for gemmNN and gemmNT (see doc.go for the order
+// every output must follow). Callers (gemm_amd64.go) guarantee
 // N >= 1, K >= 1 for gemmNN (its k loops run at least once), K >= 0 for
 // gemmNT (K = 0 adds dot8's +0 to every output, as the Go kernel does),
 // and that every element addressed below is inside its slice; the

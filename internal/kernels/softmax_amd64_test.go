@@ -1,64 +1,21 @@
 //go:build amd64 && gc && !purego
 
-package minigpt
+// softmax_amd64_test.go tests what the AVX-512 softmax kernels hand back.
+
+package kernels
 
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
-
-// TestKernelLevelLimit checks MINIGPT_KERNELS: it caps the path, never
-// raises it past what the CPU and OS support, and is ignored when unknown.
-func TestKernelLevelLimit(t *testing.T) {
-	best := levelGo
-	if hasAVX2FMA {
-		best = levelAVX2
-	}
-	if hasAVX512 {
-		best = levelAVX512
-	}
-	for _, tc := range []struct {
-		limit string
-		want  int
-	}{
-		{"", best}, {"avx512", best}, {"bogus", best},
-		{"avx2", min(best, levelAVX2)}, {"go", levelGo},
-	} {
-		if got := chooseKernelLevel(tc.limit); got != tc.want {
-			t.Errorf("MINIGPT_KERNELS=%q: level %d, want %d", tc.limit, got, tc.want)
-		}
-	}
-	if hasAVX512 && !hasAVX2FMA {
-		t.Error("AVX-512 detected without AVX2+FMA")
-	}
-}
-
-// TestGemmNNMaskAlone checks that the AVX-512 driver refuses epiMask
-// with another layer: the kernels would read the mask as the residual
-// (or mask the ReLU's output), a wrong result instead of an error.
-func TestGemmNNMaskAlone(t *testing.T) {
-	if !hasAVX512 {
-		t.Skip("no AVX-512")
-	}
-	one := []float64{1}
-	for _, epi := range []int{epiMask | epiResidual, epiMask | epiRelu} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("epi %d: no panic", epi)
-				}
-			}()
-			gemmNNAVX512Init(make([]float64, 1), 1, nil, 2, one, 1, 1, one, 1, 1, 1, 1, epi, one)
-		}()
-	}
-}
 
 // TestSoftmaxScaledKernel checks what the AVX-512 kernel hands over
 // when it stops, which TestSoftmaxScaledPaths sees only through the
 // result: declined (-1) exactly when the scaled row has a NaN or a zero
 // maximum, with the row scaled; otherwise stopped at the start of the
-// first block of eight holding a lane expDet treats apart, with the
+// first block of eight holding a lane Exp treats apart, with the
 // exponentials before it and the scaled values from it on.
 func TestSoftmaxScaledKernel(t *testing.T) {
 	if !hasAVX512 {
@@ -89,8 +46,8 @@ func TestSoftmaxScaledKernel(t *testing.T) {
 		got := append([]float64(nil), row...)
 		gotMax, done := softmaxScaledAVX512(got, scale)
 		if nan || m == 0 {
-			if done != maxDeclined {
-				t.Fatalf("row %v: done %d, want %d (NaN or zero maximum)", row, done, maxDeclined)
+			if done != -1 {
+				t.Fatalf("row %v: done %d, want -1 (NaN or zero maximum)", row, done)
 			}
 			if i, ok := sameBits(got, scaled); !ok {
 				t.Fatalf("row %v: declined with row[%d] = %v, want the scaled %v", row, i, got[i], scaled[i])
@@ -116,10 +73,47 @@ func TestSoftmaxScaledKernel(t *testing.T) {
 		for i := range row {
 			want := scaled[i]
 			if i < stop {
-				want = expDet(scaled[i] - m)
+				want = Exp(scaled[i] - m)
 			}
 			if math.Float64bits(got[i]) != math.Float64bits(want) {
 				t.Fatalf("row %v: stopped at %d with row[%d] = %v, want %v", row, done, i, got[i], want)
+			}
+		}
+	}
+}
+
+// TestSoftmaxScaled4Kernel checks the AVX-512 four-row kernel alone: a
+// row it finishes (bit r of its answer) has softmaxWant's bits, a row it
+// does not finish is left exactly as it was, the values around the rows
+// are never touched, and every row of ordinary values is finished (else
+// SoftmaxScaledRows would pass with a kernel that declines everything).
+func TestSoftmaxScaled4Kernel(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512")
+	}
+	scales := []float64{0.25, 1 / math.Sqrt(16), 1, 3}
+	rng := rand.New(rand.NewPCG(17, 18))
+	var scratch [128]float64
+	for trial := 0; trial < 3000; trial++ {
+		n0 := 1 + rng.IntN(29)
+		ld := n0 + 3 + rng.IntN(3)*rng.IntN(9)
+		rows, kinds := softmaxRows(rng, 4, ld, n0)
+		scale := scales[rng.IntN(len(scales))]
+		before, want := slices.Clone(rows), slices.Clone(rows)
+		for r := range 4 {
+			softmaxWant(want[r*ld:r*ld+n0+r], scale)
+		}
+		done := softmaxScaled4AVX512(rows, ld, n0, scale, &scratch)
+		for r := range 4 {
+			expect := want
+			if done&(1<<r) == 0 {
+				expect = before // handed back untouched
+				if kinds[r] >= 4 {
+					t.Fatalf("n0 %d, row %d (ordinary values %v): not finished", n0, r, before[r*ld:r*ld+n0+r])
+				}
+			}
+			if i, ok := sameBits(rows[r*ld:(r+1)*ld], expect[r*ld:(r+1)*ld]); !ok {
+				t.Fatalf("n0 %d, ld %d, scale %v, row %d (done %04b): element %d is %v, want %v", n0, ld, scale, r, done, i, rows[r*ld+i], expect[r*ld+i])
 			}
 		}
 	}

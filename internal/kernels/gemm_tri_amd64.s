@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// gemmNNTri's kernels (kernels_amd64.go): the triangle of short chains
+// GemmNNTri's kernels (gemm_amd64.go): the triangle of short chains
 // that a block of attention rows leaves after its shared product, in one
 // call instead of one gemmNN call per row. Every output is the same
 // k-ascending chain of fused multiply-adds, from the value in C, as the

@@ -2,11 +2,12 @@
 
 #include "textflag.h"
 
-// AVX-512 loops for the elementwise layers, attention backward's softmax
-// step and Adam. Each lane does what the Go loop it replaces does to one
-// element, with the same operations in the same order (and no fused
-// multiply-add), so the bits are the Go loop's. The last len%8 elements go under an opmask. Callers
-// (kernels_amd64.go) check the lengths.
+// AVX-512 loops for the elementwise kernels, attention backward's softmax
+// step, Adam and the sum of squares' lanes. Each lane does what the Go
+// twin (vec.go) does to one element, with the same operations in the same
+// order (and no fused multiply-add but where the Go twin writes
+// math.FMA), so the bits are the Go twin's. The last len%8 elements go
+// under an opmask. The hooks (vec_amd64.go) check the lengths.
 
 // ewMask<>+2n is the opmask of lanes 0..n-1.
 DATA ewMask<>+0x00(SB)/2, $0x00
@@ -249,7 +250,7 @@ adam_tail:
 
 // func sumSquaresLanesAVX512(xs []float64, s *[8]float64)
 //
-// sumSquares8's eight chains over the whole groups of eight of xs, each
+// SumSquares8's eight chains over the whole groups of eight of xs, each
 // lane of one register one chain, continued from s and stored back:
 //
 //	for i := 0; i+8 <= len(xs); i += 8 {

@@ -2,14 +2,14 @@
 
 #include "textflag.h"
 
-// AVX2+FMA twins of mathdet_amd64.s's softmax loops, four lanes to a YMM
+// AVX2+FMA twins of softmax_avx512_amd64.s's softmax loops, four lanes to a YMM
 // register, for CPUs without AVX-512. Each lane does what the AVX-512
 // lane does (and so what the Go loop does) to one element: the same
 // operations in the same order, with the same explicit roundings and no
 // fused multiply-add. The last len%4 elements go through VMASKMOVPD
 // (masked lanes load +0 and are never stored).
 
-// Constants of expDet (mathdet.go), each four times over (32 bytes), so
+// Constants of Exp (math.go), each four times over (32 bytes), so
 // that an instruction can take one as its memory operand.
 #define EXPC(i, v) \
 	DATA expC4<>+(32*i)(SB)/8, v; \
@@ -58,10 +58,10 @@ GLOBL sdMask<>(SB), RODATA|NOPTR, $64
 	VMOVDQU (R8)(DX*8), Y14
 
 // EXP_SPECIAL computes, from src - shift in Y0, the mask BX (bit l for
-// lane l) of the lanes expDet treats apart (NaN, or k outside
+// lane l) of the lanes Exp treats apart (NaN, or k outside
 // (-1020, 1020), which covers ±Inf, overflow and results below the
 // normal range), with k in X3 (int32) and Y4 (float64), and Y12 the
-// lanes with |x| < nearZero, which get expDet's 1 + x.
+// lanes with |x| < nearZero, which get Exp's 1 + x.
 #define EXP_SPECIAL \
 	VANDPD      C4(15), Y0, Y5; \
 	VCMPPD      $1, C4(11), Y5, Y12; \
@@ -78,7 +78,7 @@ GLOBL sdMask<>(SB), RODATA|NOPTR, $64
 	VORPD       Y7, Y6, Y6; \
 	VMOVMSKPD   Y6, BX
 
-// EXP_VALUE computes expDet's ordinary path into Y10 from EXP_SPECIAL's
+// EXP_VALUE computes Exp's ordinary path into Y10 from EXP_SPECIAL's
 // registers, and 1 + x in the lanes of Y12.
 #define EXP_VALUE \
 	VMULPD    C4(2), Y4, Y5; \
@@ -113,14 +113,14 @@ GLOBL sdMask<>(SB), RODATA|NOPTR, $64
 // func expShiftedAVX2(dst, src []float64, shift float64) int
 //
 // expShiftedAVX512 four lanes at a time: from the start, while no element
-// needs expDet's special cases,
+// needs Exp's special cases,
 //
 //	for i := range src[:n] {
-//		dst[i] = expDet(src[i] - shift)
+//		dst[i] = Exp(src[i] - shift)
 //	}
 //
 // and it returns n: len(src), or the start of the first block of four
-// (or of the last 1-3) with a lane that expDet treats apart. In expDet's
+// (or of the last 1-3) with a lane that Exp treats apart. In Exp's
 // terms (see expShiftedAVX512 for the steps):
 //
 //	x = src - shift

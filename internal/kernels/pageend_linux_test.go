@@ -1,6 +1,8 @@
 //go:build linux
 
-package minigpt
+// pageend_linux_test.go tests that no kernel reads or writes past its slices, against pages that fault.
+
+package kernels
 
 import (
 	"math/rand/v2"
@@ -46,12 +48,12 @@ func (f *pageFence) slice(vals []float64, n int, atEnd bool) []float64 {
 	return s
 }
 
-// TestVectorLoopsStayInsideTheirSlices runs every one-dimensional vector
-// loop (the elementwise layers, attention backward's softmax step, Adam,
-// the gradient norm's sum, the exponentials and softmax rows, LayerNorm's
-// row loops) on operands flush against pages that may not be read or
-// written, at every length up to 33 (every tail of the 8- and 4-lane
-// blocks) and on every kernel path. A load or store outside a slice,
+// TestVectorLoopsStayInsideTheirSlices runs every vector kernel (the
+// elementwise ones, attention backward's softmax step, Adam, the sum of
+// squares, the exponentials, maximum, division and softmax rows, and
+// LayerNorm's kernels on one row) on operands flush against pages that
+// may not be read or written, at every length up to 33 (every tail of
+// the 8- and 4-lane blocks) and on every path. A load or store outside a slice,
 // even one whose lanes a mask would discard, faults and kills the test
 // binary: the masked loads the assembly uses suppress faults only on
 // the lanes they mask off.
@@ -65,28 +67,34 @@ func TestVectorLoopsStayInsideTheirSlices(t *testing.T) {
 	for i := range pos {
 		pos[i] = rng.Float64() + 0.5
 	}
-	forEachKernelPath(t, func(t *testing.T, _ kernelImpl) {
-		var fences [6]*pageFence
+	forEachImpl(t, func(t *testing.T, _ string) {
+		var fences [9]*pageFence
 		for i := range fences {
 			fences[i] = newPageFence(t)
 		}
 		for n := 0; n <= 33; n++ {
 			for _, atEnd := range []bool{true, false} {
 				op := func(i int, v []float64) []float64 { return fences[i].slice(v, n, atEnd) }
-				reluBlocks(op(0, vals), op(1, vals))
-				addBlocks(op(0, vals), op(1, vals), op(2, vals))
-				reluMaskBlocks(op(0, vals), op(1, vals))
-				softmaxBackwardBlocks(op(0, vals), op(1, vals), 0.25, 0.5)
-				k := [9]float64{0.9, 0.1, 0.95, 0.05, 0.1, 0.05, 1e-3, 1e-8, 1}
-				adamBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, pos), &k)
-				sumSquares8(op(0, vals))
-				expShiftedBlocks(op(0, vals), op(1, vals), 0.5)
-				maxBlocks(op(0, vals))
-				divBlocks(op(0, vals), 3)
-				lnNormalizeBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, vals), 0.1, 2)
-				lnBackwardRowBlocks(op(0, vals), op(1, vals), op(2, vals), op(3, vals), op(4, vals), 0.1, 2, 0.3, 0.4)
+				ReLU(op(0, vals), op(1, vals))
+				Add(op(0, vals), op(1, vals), op(2, vals))
+				ReLUMask(op(0, vals), op(1, vals))
+				SoftmaxBackward(op(0, vals), op(1, vals), 0.25, 0.5)
+				k := AdamCoefficients{Beta1: 0.9, Beta2: 0.95, C1: 0.1, C2: 0.05, LR: 1e-3, Eps: 1e-8, Shrink: 1}
+				Adam(op(0, vals), op(1, vals), op(2, vals), op(3, pos), k)
+				SumSquares8(op(0, vals))
+				ExpShifted(op(0, vals), op(1, vals))
+				rowMax(op(0, vals))
+				divideBy(op(0, vals), 3)
 				if n > 0 {
-					softmaxScaled(op(0, vals), 0.25)
+					// One row of n columns: its statistics are one
+					// element each, its weights n.
+					one := func(i int, v []float64) []float64 { return fences[i].slice(v, 1, atEnd) }
+					LayerNormStats(one(5, vals), one(6, pos), op(1, vals), 1, n, 1e-5)
+					LayerNormApply(op(0, vals), op(1, vals), op(2, vals), op(3, vals), one(5, vals), one(6, pos), 1, n)
+					LayerNormRowSums(one(7, vals), one(8, vals), op(1, vals), op(2, vals), op(3, vals), one(5, vals), one(6, pos), 1, n)
+					LayerNormInputGrad(op(0, vals), op(4, vals), op(1, vals), op(2, vals), op(3, vals), one(5, vals), one(6, pos), one(7, vals), one(8, vals), 1, n)
+					LayerNormParamGrads(op(0, vals), op(4, vals), op(1, vals), op(2, vals), one(5, vals), one(6, pos), 1, n, n)
+					SoftmaxScaled(op(0, vals), 0.25)
 				}
 			}
 		}
@@ -94,9 +102,9 @@ func TestVectorLoopsStayInsideTheirSlices(t *testing.T) {
 }
 
 // TestGemmStaysInsideItsOperands does the same for the matrix kernels:
-// gemmNN (A row-major and transposed), its bias, +0 and epilogue modes
-// (gemmNNInitBlocks: ReLU and residual add, the ReLU's mask) and gemmNT
-// from C or from +0, with A, B, C, the bias and the epilogue's operand
+// GemmNN (A row-major and transposed), GemmNNSet from the bias or +0 with
+// its epilogues (ReLU and residual add, the ReLU's mask), and GemmNT and
+// GemmNTSet, with A, B, C, the bias and the epilogue's operand
 // each flush against a page that faults. The row counts reach every
 // row block of the kernels (six, four, two and one rows), the column
 // counts every masked tail of their column blocks.
@@ -106,7 +114,7 @@ func TestGemmStaysInsideItsOperands(t *testing.T) {
 	for i := range vals {
 		vals[i] = rng.Float64() - 0.5
 	}
-	forEachKernelPath(t, func(t *testing.T, k kernelImpl) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		var fences [5]*pageFence
 		for i := range fences {
 			fences[i] = newPageFence(t)
@@ -118,15 +126,15 @@ func TestGemmStaysInsideItsOperands(t *testing.T) {
 						op := func(i, n int) []float64 { return fences[i].slice(vals, n, atEnd) }
 						a, b, c := op(0, M*K), op(1, K*N), op(2, M*N)
 						bias, res := op(3, N), op(4, M*N)
-						k.nn(c, N, a, K, 1, b, N, M, N, K)
-						k.nn(c, N, a, 1, M, b, N, M, N, K)
-						for _, epi := range []int{0, epiRelu | epiResidual, epiMask} {
-							gemmNNInitBlocks(c, N, bias, a, K, 1, b, N, M, N, K, epi, res)
-							gemmNNInitBlocks(c, N, nil, a, 1, M, b, N, M, N, K, epi, res)
+						GemmNN(c, N, a, K, 1, b, N, M, N, K)
+						GemmNN(c, N, a, 1, M, b, N, M, N, K)
+						for _, epi := range []Epilogue{EpiNone, EpiReLU | EpiResidual, EpiMask} {
+							GemmNNSet(c, N, bias, a, K, 1, b, N, M, N, K, epi, res)
+							GemmNNSet(c, N, nil, a, 1, M, b, N, M, N, K, epi, res)
 						}
-						bnt := op(1, N*K) // gemmNT's B: N rows of K
-						k.nt(c, N, a, K, bnt, K, M, N, K)
-						gemmNTSetBlocks(c, N, a, K, bnt, K, M, N, K)
+						bnt := op(1, N*K) // GemmNT's B: N rows of K
+						GemmNT(c, N, a, K, bnt, K, M, N, K)
+						GemmNTSet(c, N, a, K, bnt, K, M, N, K)
 					}
 				}
 			}

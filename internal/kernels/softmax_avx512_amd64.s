@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Constants of expDet (mathdet.go), one ZMM-broadcastable float64 each.
+// Constants of Exp (math.go), one ZMM-broadcastable float64 each.
 DATA expConst<>+0x00(SB)/8, $1.44269504088896338700e+00  // log2e
 DATA expConst<>+0x08(SB)/8, $0.5
 DATA expConst<>+0x10(SB)/8, $6.93147180369123816490e-01  // ln2Hi
@@ -35,12 +35,12 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 
 #define C(off) expConst<>+off(SB)
 
-// EXP_BLOCK computes, from src - shift in Z0, expDet's ordinary path in
+// EXP_BLOCK computes, from src - shift in Z0, Exp's ordinary path in
 // Z10 for eight lanes, and sets the flags for JNZ if any lane is special
 // (K1: NaN, k outside (-1020, 1020)). The lanes with |x| < nearZero
-// (K4), which include the row's maximum itself, get expDet's 1 + x in
+// (K4), which include the row's maximum itself, get Exp's 1 + x in
 // place of the polynomial, so they need no detour through the scalar
-// expDet. EXP_BLOCK_MASKED counts only the lanes of K3. EXP_SPECIAL
+// Exp. EXP_BLOCK_MASKED counts only the lanes of K3. EXP_SPECIAL
 // finds the special lanes and EXP_POLY computes every lane; neither
 // touches the flags KORTESTW sets between them.
 #define EXP_SPECIAL \
@@ -102,19 +102,19 @@ GLOBL expTail<>(SB), RODATA|NOPTR, $16
 // func expShiftedAVX512(dst, src []float64, shift float64) int
 //
 // From the start, eight elements at a time and then the last 1-7 under
-// a mask, while no element needs expDet's special cases:
+// a mask, while no element needs Exp's special cases:
 //
 //	for i := range src[:n] {
-//		dst[i] = expDet(src[i] - shift)
+//		dst[i] = Exp(src[i] - shift)
 //	}
 //
 // and it returns n: len(src), or the start of the first block with a
-// lane that expDet treats apart (NaN, ±Inf, or a result outside the
-// normal range, where expDet calls Ldexp); lanes with |x| < 2^-28 get
-// expDet's 1 + x right here. Each lane performs
-// expDet's operations in expDet's order, with the same explicit roundings
-// (no fused multiply-add), so its bits are expDet's; the caller finishes
-// the rest with expDet itself. EXP_BLOCK's steps, in expDet's terms:
+// lane that Exp treats apart (NaN, ±Inf, or a result outside the
+// normal range, where Exp calls Ldexp); lanes with |x| < 2^-28 get
+// Exp's 1 + x right here. Each lane performs
+// Exp's operations in Exp's order, with the same explicit roundings
+// (no fused multiply-add), so its bits are Exp's; the caller finishes
+// the rest with Exp itself. EXP_BLOCK's steps, in Exp's terms:
 //
 //	x = src - shift
 //	k = int(float64(log2e*x) ± 0.5)   (the sign of 0.5 that of x)
@@ -268,7 +268,7 @@ div_done:
 
 // func softmaxScaledAVX512(row []float64, scale float64) (m float64, done int)
 //
-// softmaxScaled in one call, for the attention's short rows, where four
+// SoftmaxScaled in one call, for the attention's short rows, where four
 // calls and three Go loops a row cost more than the arithmetic:
 //
 //	for s, v := range row {
@@ -276,7 +276,7 @@ div_done:
 //	}
 //	m = max(row...)                  // maxAVX512's, declined as there
 //	for s := range row {
-//		row[s] = expDet(row[s] - m) // expShiftedAVX512's blocks
+//		row[s] = Exp(row[s] - m) // expShiftedAVX512's blocks
 //	}
 //	sum := 0.0
 //	for _, e := range row {
@@ -290,8 +290,8 @@ div_done:
 // declined (a NaN, or a zero maximum whose sign VMAXPD might get wrong):
 // row is scaled and nothing more. Otherwise row[:done] holds the
 // exponentials, row[done:] the scaled values, and done is the start of
-// the first block with a lane expDet treats apart: the caller finishes
-// from there with expDet, the sum and the division.
+// the first block with a lane Exp treats apart: the caller finishes
+// from there with Exp, the sum and the division.
 TEXT ·softmaxScaledAVX512(SB), NOSPLIT, $0-48
 	MOVQ         row_base+0(FP), DI
 	MOVQ         row_len+8(FP), CX
@@ -472,18 +472,18 @@ sms_done:
 
 // func softmaxScaled4AVX512(rows []float64, ld, n0 int, scale float64, scratch *[128]float64) (done int)
 //
-// softmaxScaled on the four rows rows[r*ld : r*ld+n0+r], r = 0..3 (the
+// SoftmaxScaled on the four rows rows[r*ld : r*ld+n0+r], r = 0..3 (the
 // rows of one four-row block of attention, each one longer than the
 // last; n0+3 <= 32), with the same bits: the four rows' independent
 // chains interleaved, where one row at a time waits on each step's
 // latency. done has bit r set for each row it finished; a row with an
-// exponential off expDet's ordinary path is left exactly as it was (its
-// work stays in scratch), for the caller's softmaxScaled. Per row, in
+// exponential off Exp's ordinary path is left exactly as it was (its
+// work stays in scratch), for the caller's SoftmaxScaled. Per row, in
 // softmaxScaledAVX512's operations:
 //
 //	x[s] = float64(row[s] * scale)          (scratch; lanes past the row +0)
 //	m = max(x)                              (VMAXPD)
-//	e[s] = expDet(x[s] - m)                 (EXP_BLOCK_MASKED)
+//	e[s] = Exp(x[s] - m)                 (EXP_BLOCK_MASKED)
 //	sum = ((+0 + e[0]) + e[1]) + ...        (index order; +0 past the row
 //	                                         changes no bit of a sum >= +0)
 //	row[s] = e[s] / sum

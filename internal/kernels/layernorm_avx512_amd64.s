@@ -2,12 +2,12 @@
 
 #include "textflag.h"
 
-// AVX-512 loops for LayerNorm (layers.go). Each lane does what the Go
-// loop it replaces does to one element (or, in lnColumns, one column's
-// chain does what the Go loop does to it, row by row), with the same
-// operations in the same order and a fused multiply-add exactly where the
-// Go loop writes math.FMA, so the bits are the Go loop's. The last
-// len%8 elements go under an opmask; callers (kernels_amd64.go) check
+// AVX-512 loops for LayerNorm (layernorm.go). Each lane does what the Go
+// twin does to one element (or, in lnColumns, one column's chain does
+// what the Go twin does to it, row by row), with the same operations in
+// the same order and a fused multiply-add exactly where the Go twin
+// writes math.FMA, so the bits are the Go twin's. The last
+// len%8 elements go under an opmask; the hooks (layernorm_amd64.go) check
 // the lengths.
 
 // lnMask<>+2n is the opmask of lanes 0..n-1.
