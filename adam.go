@@ -59,6 +59,7 @@ type Adam struct {
 	step   int       // updates applied so far (t)
 	decays []bool    // per tensor of the layout: weight decay applies
 	sizes  []int     // per tensor: element count
+	job    adamJob   // Update's, kept so that an update allocates nothing
 }
 
 // NewAdam returns an optimizer with zero state for model m.
@@ -96,7 +97,7 @@ func (o *Adam) Moments() (m, v []float64) {
 // clone returns an independent copy of the optimizer.
 func (o *Adam) clone() *Adam {
 	c := *o
-	c.m, c.v = slices.Clone(o.m), slices.Clone(o.v)
+	c.m, c.v, c.job = slices.Clone(o.m), slices.Clone(o.v), adamJob{}
 	return &c
 }
 
@@ -115,13 +116,13 @@ func (o *Adam) Update(params, grads []float64, lr float64) error {
 		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.m))
 	}
 	o.step++
-	job := adamJob{
+	o.job = adamJob{
 		o: o, params: params, grads: grads[:len(params)], lr: lr,
 		c1:     1 - kernels.PowInt(o.config.Beta1, o.step),
 		c2:     1 - kernels.PowInt(o.config.Beta2, o.step),
 		shrink: 1 - float64(lr*o.config.WeightDecay),
 	}
-	par.For(&job, len(params), 512, 16)
+	par.For(&o.job, len(params), 512, 16)
 	return nil
 }
 

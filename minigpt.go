@@ -91,17 +91,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// activationFloats is the number of float64s a (B, T) batch's activations
-// and their gradients take (see newActivations), computed in float64 so
-// that no size can overflow. Fused or not, the result is the same near the
-// limits it is compared with: every term is then an integer below 2^53,
-// exactly representable, and only far larger totals can round.
-func (c Config) activationFloats(B, T int) float64 {
-	L, C, NH, V := float64(c.Layers), float64(c.EmbedDim), float64(c.Heads), float64(c.VocabSize)
-	BT, att := float64(B)*float64(T), float64(B)*NH*float64(T)*float64(T)
-	return L*(BT*(16*C+4)+att) + BT*(12*C+2*V+3) + att
-}
-
 // NumParams returns the number of parameters of a model with this config.
 func (c Config) NumParams() int { return c.numParams() }
 
@@ -356,7 +345,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	defer m.use.RUnlock()
 	a, release := m.lendActivations(B, T)
 	defer release()
-	m.forward(a, idx, nil, 0, T, 0)
+	m.forwardBatch(a, idx, nil, false)
 	return append([]float64(nil), a.logits...), nil
 }
 
@@ -373,7 +362,7 @@ func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
 	defer m.use.RUnlock()
 	a, release := m.lendActivations(B, T)
 	defer release()
-	m.forward(a, idx, targets, 0, T, 0)
+	m.forwardBatch(a, idx, targets, false)
 	return a.meanLoss(), nil
 }
 
@@ -388,10 +377,9 @@ func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, err
 	a, release := m.lendActivations(B, T)
 	defer release()
 	grads := make([]float64, len(m.slab))
-	a.transposeWeights = true // for backward
-	m.forward(a, idx, targets, 0, T, 0)
+	m.forwardBatch(a, idx, targets, true)
 	loss := a.meanLoss()
-	m.backward(a, grads, idx)
+	m.backward(a, grads)
 	return loss, grads, nil
 }
 
@@ -422,10 +410,10 @@ func (m *Model) checkBatch(idx, targets []int, B, T int) error {
 // ones, so that concurrent readers never share scratch.
 func (m *Model) lendActivations(B, T int) (*activations, func()) {
 	if !m.batchMu.TryLock() {
-		return newActivations(m.cfg, B, T), func() {}
+		return newTrainingActivations(m.cfg, B, T), func() {}
 	}
 	if m.batch == nil || m.batch.B != B || m.batch.T != T {
-		m.batch = newActivations(m.cfg, B, T)
+		m.batch = newTrainingActivations(m.cfg, B, T)
 	}
 	return m.batch, m.batchMu.Unlock
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"example.org/minigpt/internal/kernels"
 )
 
 // TrainConfig describes a training run. The zero values of the optional
@@ -107,7 +106,7 @@ type Trainer struct {
 	batchSource *rand.PCG // draws the training windows
 	batchRNG    *rand.Rand
 	grads       []float64 // (like Params)
-	normParts   []float64 // clipGradients' scratch
+	clip        clipper   // clipGradients' scratch
 	xb, yb      []int     // (B, T) current batch
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
 
@@ -156,7 +155,7 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 		model: m, opt: opt, data: d, config: tc,
 		batchSource: rand.NewPCG(tc.Seed, streamBatch),
 		grads:       make([]float64, len(m.slab)),
-		normParts:   make([]float64, len(m.slab)/sumSquaresBlock+1),
+		clip:        newClipper(len(m.slab)),
 		xb:          make([]int, B*T), yb: make([]int, B*T),
 		valX: make([]int, tc.EvalBatches*B*T), valY: make([]int, tc.EvalBatches*B*T),
 	}
@@ -187,7 +186,7 @@ var errClosed = fmt.Errorf("%w: the Trainer is closed", ErrModelInUse)
 // activations returns the trainer's batch buffers, made on first use.
 func (t *Trainer) activations() *activations {
 	if t.acts == nil {
-		t.acts = newActivations(t.model.cfg, t.config.BatchSize, t.model.cfg.BlockSize)
+		t.acts = newTrainingActivations(t.model.cfg, t.config.BatchSize, t.model.cfg.BlockSize)
 	}
 	return t.acts
 }
@@ -260,14 +259,13 @@ func (t *Trainer) TrainStep() (float64, error) {
 	defer m.use.Unlock()
 	sampleBatch(t.xb, t.yb, t.data.Train, B, T, t.batchRNG)
 	a := t.activations()
-	a.transposeWeights = true // for backward
-	m.forward(a, t.xb, t.yb, 0, T, 0)
+	m.forwardBatch(a, t.xb, t.yb, true)
 	loss := a.meanLoss()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
 	}
-	m.backward(a, t.grads, t.xb)
-	if norm, _ := clipGradients(t.grads, t.config.GradClip, t.normParts); math.IsNaN(norm) || math.IsInf(norm, 0) {
+	m.backward(a, t.grads)
+	if norm, _ := clipGradients(t.grads, t.config.GradClip, &t.clip); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
 	}
 	if err := t.opt.Update(m.slab, t.grads, t.config.LearningRate(t.step)); err != nil {
@@ -275,88 +273,6 @@ func (t *Trainer) TrainStep() (float64, error) {
 	}
 	t.step++
 	return loss, nil
-}
-
-// clipGradients scales grads so that their global L2 norm is at most clip
-// (0: no clipping) and returns the norm before scaling and whether it
-// scaled. A norm equal to clip is left alone, as in PyTorch's
-// clip_grad_norm_ (which scales by clip/norm only above 1). A non-finite
-// norm is returned unclipped for the caller to refuse.
-//
-// The norm that scales is the serial chain of kernels.SumSquares, one fused
-// multiply-add after another in slab order: the weights' bits depend on
-// it. That chain is bound by the adder's latency (about 1 ms for the
-// baby config, with the other cores idle), and most steps do not need
-// it: with clipping off, the norm only has to be finite, and below the
-// clip only has to be below it. So a parallel sum in fixed blocks
-// (quickSumSquares, its own order, the same at any GOMAXPROCS) answers
-// first; the serial chain runs only when that sum is not comfortably
-// finite or not comfortably below clip², where the two sums could
-// disagree. Both add the same n non-negative terms (fused squares), in
-// different orders, so each is within a factor (1 ± n·2⁻⁵³) of the
-// exact sum; the margin below is four times that (and covers clip²'s
-// own rounding). When the quick sum
-// answers, the norm returned is its square root, which may differ from
-// the serial chain's in the last bits; nothing but the finiteness check
-// reads it then. parts is scratch for the blocks' sums (see
-// quickSumSquares); nil sums them on the calling goroutine.
-func clipGradients(grads []float64, clip float64, parts []float64) (norm float64, clipped bool) {
-	if margin := 4 * float64(len(grads)) * 0x1p-53; margin < 0x1p-10 {
-		q := quickSumSquares(grads, parts)
-		if q < math.MaxFloat64/4 && (clip <= 0 || q <= clip*clip*(1-margin)) {
-			return math.Sqrt(q), false
-		}
-	}
-	norm = math.Sqrt(kernels.SumSquares(grads))
-	if math.IsNaN(norm) || math.IsInf(norm, 0) || clip <= 0 || !(norm > clip) {
-		return norm, false
-	}
-	scaleParallel(grads, clip/norm)
-	return norm, true
-}
-
-// sumSquaresBlock is the number of elements quickSumSquares sums as one
-// block: a fixed size, so that the blocks, and the sum, do not depend on
-// how many workers there are.
-const sumSquaresBlock = 8192
-
-// quickSumSquares is Σ x² in its own fixed order: blocks of
-// sumSquaresBlock elements, each as eight interleaved chains (element i
-// to chain i mod 8) added pairwise, the blocks' sums then added in
-// order. The blocks are spread over the workers; parts, when not nil,
-// holds their sums (it needs a length of at least the number of blocks).
-func quickSumSquares(xs []float64, parts []float64) float64 {
-	n := (len(xs) + sumSquaresBlock - 1) / sumSquaresBlock
-	if len(parts) < n {
-		s := 0.0
-		for b := range n {
-			s += kernels.SumSquares8(xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(xs))])
-		}
-		return s
-	}
-	job := sumSquaresJob{xs: xs, parts: parts[:n]}
-	if p := pool.acquire(n, 1, sumSquaresBlock); p > 1 {
-		pool.sq = job
-		pool.dispatch(p, n, 1, &pool.sq)
-	} else {
-		job.run(0, n)
-	}
-	s := 0.0
-	for _, v := range parts[:n] {
-		s += v
-	}
-	return s
-}
-
-// sumSquaresJob sums the squares of blocks [lo, hi) of xs into parts.
-type sumSquaresJob struct {
-	xs, parts []float64
-}
-
-func (j *sumSquaresJob) run(lo, hi int) {
-	for b := lo; b < hi; b++ {
-		j.parts[b] = kernels.SumSquares8(j.xs[b*sumSquaresBlock : min((b+1)*sumSquaresBlock, len(j.xs))])
-	}
 }
 
 // Evaluate returns the mean loss over the fixed validation batches.
@@ -367,7 +283,7 @@ func (t *Trainer) Evaluate() float64 {
 	a := t.activations()
 	total := 0.0
 	for i := 0; i < t.config.EvalBatches; i++ {
-		m.forward(a, t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], 0, T, 0)
+		m.forwardBatch(a, t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], false)
 		total += a.meanLoss()
 	}
 	return total / float64(t.config.EvalBatches)

@@ -1,0 +1,209 @@
+package nn
+
+// This file holds the matrix product layer whole: its forward (with the
+// ReLU and the residual add that follow it, applied as the product's
+// epilogue), its input gradient, its weight gradient, its bias gradient,
+// and the weight transposes the input gradients read.
+
+import "example.org/minigpt/internal/kernels"
+
+// Matmul is out = inp·weight + bias over rows, then, with ReLU, out =
+// max(out, 0), then, with Residual, out = residual + out: one layer of the
+// model and what follows it, while the rows are in cache (the AVX-512
+// kernels apply both as they store out). Every output is a chain from the
+// bias (+0 without one) over the C inputs in order. A job over rows.
+type Matmul struct {
+	Out      []float64 // (N, OC)
+	Inp      []float64 // (N, C)
+	Weight   []float64 // (C, OC)
+	Bias     []float64 // (OC), or nil
+	Residual []float64 // (N, OC), or nil
+	ReLU     bool
+	C, OC    int
+}
+
+// Run computes rows [lo, hi) of out.
+func (j *Matmul) Run(lo, hi int) {
+	C, OC := j.C, j.OC
+	epi, aux := kernels.EpiNone, []float64(nil)
+	if j.ReLU {
+		epi |= kernels.EpiReLU
+	}
+	if j.Residual != nil {
+		epi, aux = epi|kernels.EpiResidual, j.Residual[lo*OC:]
+	}
+	bias := j.Bias
+	if bias != nil {
+		bias = bias[:OC]
+	}
+	kernels.GemmNNSet(j.Out[lo*OC:], OC, bias, j.Inp[lo*C:], C, 1, j.Weight, OC, hi-lo, OC, C, epi, aux)
+}
+
+// MatmulT is out = inp·weightᵀ over rows, for a weight stored (OC, C): the
+// tied head, whose weight is the token embedding. Every output is the
+// kernels' Dot of an input row and a weight row. A job over rows.
+type MatmulT struct {
+	Out    []float64 // (N, OC)
+	Inp    []float64 // (N, C)
+	Weight []float64 // (OC, C)
+	C, OC  int
+}
+
+// Run computes rows [lo, hi) of out.
+func (j *MatmulT) Run(lo, hi int) {
+	kernels.GemmNTSet(j.Out[lo*j.OC:], j.OC, j.Inp[lo*j.C:], j.C, j.Weight, j.C, hi-lo, j.OC, j.C)
+}
+
+// MatmulInputGrad is the input gradient of out = inp·weight (+ bias):
+//
+//	dinp = dout·weightᵀ
+//
+// then, with ReLU set, masked where the ReLU before the product was
+// inactive (ReLU holds that ReLU's output, or its input: the same mask),
+// the ReLU's backward. With WeightT (weightᵀ, made by Transpose) every
+// output is the forward products' chain, from +0 over o ascending, and
+// the mask is the product's epilogue; without it (the head) every output
+// is the kernels' Dot of a row of dout and a row of weight, and no mask
+// applies. A job over rows.
+type MatmulInputGrad struct {
+	DInp    []float64 // (N, C)
+	DOut    []float64 // (N, OC)
+	WeightT []float64 // (OC, C), or nil
+	Weight  []float64 // (C, OC), read when WeightT is nil
+	ReLU    []float64 // (N, C), or nil
+	C, OC   int
+}
+
+// Run writes rows [lo, hi) of dinp.
+func (j *MatmulInputGrad) Run(lo, hi int) {
+	C, OC := j.C, j.OC
+	d := j.DInp[lo*C : hi*C]
+	if j.WeightT == nil {
+		kernels.GemmNTSet(d, C, j.DOut[lo*OC:], OC, j.Weight, OC, hi-lo, C, OC)
+		return
+	}
+	epi, mask := kernels.EpiNone, []float64(nil)
+	if j.ReLU != nil {
+		epi, mask = kernels.EpiMask, j.ReLU[lo*C:hi*C]
+	}
+	kernels.GemmNNSet(d, C, nil, j.DOut[lo*OC:], OC, 1, j.WeightT, C, hi-lo, C, OC, epi, mask)
+}
+
+// weightGradCols is the width of a MatmulWeightGrad column block: four of
+// the kernels' 32-column blocks.
+const weightGradCols = 128
+
+// MatmulWeightGrad is the weight gradient of out = inp·weight:
+//
+//	dweight = inpᵀ·dout
+//
+// every output a chain over the N rows in order, from +0, or with Add
+// continuing what dweight holds (the second of two Halves: a chain split
+// over rows keeps its bits, as the kernels' own blocks of k do). Its items
+// are blocks of 4 rows of dweight within column blocks of weightGradCols:
+// a range of items is one kernel call per column block, so the kernels'
+// k blocking keeps each block of dout in L2 while the rows sweep it.
+// Where the blocks fall moves no bit.
+type MatmulWeightGrad struct {
+	DWeight  []float64 // (C, OC)
+	Inp      []float64 // (N, C)
+	DOut     []float64 // (N, OC)
+	N, C, OC int
+	Add      bool
+}
+
+// rowBlocks and colBlocks are the job's items' grid.
+func (j *MatmulWeightGrad) rowBlocks() int { return (j.C + 3) / 4 }
+func (j *MatmulWeightGrad) colBlocks() int { return max(j.OC/weightGradCols, 1) }
+
+// Items is the number of items, the range Run takes.
+func (j *MatmulWeightGrad) Items() int { return j.rowBlocks() * j.colBlocks() }
+
+// Run computes items [lo, hi): one kernel call per column block.
+func (j *MatmulWeightGrad) Run(lo, hi int) {
+	rowBlocks, colBlocks := j.rowBlocks(), j.colBlocks()
+	OC := j.OC
+	for it := lo; it < hi; {
+		cb, rb := it/rowBlocks, it%rowBlocks
+		end := min(rowBlocks, rb+hi-it) // this column block's row blocks in range
+		c0, c1 := cb*weightGradCols, (cb+1)*weightGradCols
+		if cb == colBlocks-1 {
+			c1 = OC
+		}
+		r0, r1 := rb*4, min(end*4, j.C)
+		// dweight's rows r0..r1 are inp's columns: A = inpᵀ through strides.
+		c, a, b := j.DWeight[r0*OC+c0:], j.Inp[r0:], j.DOut[c0:]
+		if j.Add {
+			kernels.GemmNN(c, OC, a, 1, j.C, b, OC, r1-r0, c1-c0, j.N)
+		} else {
+			kernels.GemmNNSet(c, OC, nil, a, 1, j.C, b, OC, r1-r0, c1-c0, j.N, kernels.EpiNone, nil)
+		}
+		it += end - rb
+	}
+}
+
+// ColumnSum is a bias gradient: sum[o] = Σ_n rows[n][o] over the N rows
+// in order, from +0 with Set, else continuing sum (the second half of the
+// rows). A job over columns [0, W).
+type ColumnSum struct {
+	Sum  []float64 // (W)
+	Rows []float64 // (N, W)
+	N, W int
+	Set  bool
+}
+
+// Run sums columns [lo, hi).
+func (j *ColumnSum) Run(lo, hi int) {
+	s := j.Sum[lo:hi]
+	if j.Set {
+		clear(s)
+	}
+	for n := 0; n < j.N; n++ {
+		// Row by row, every column's chain advances by one add.
+		kernels.Add(s, s, j.Rows[n*j.W+lo:n*j.W+hi])
+	}
+}
+
+// Transpose writes, for each of its parts, dst = srcᵀ (src of R rows of
+// W: dst[o*R+i] = src[i*W+o]), over the rows of the parts' dsts laid end
+// to end: the transposed weights MatmulInputGrad reads. No sum is
+// involved. A job over those rows.
+type Transpose struct {
+	Parts []TransposePart
+}
+
+// TransposePart is one matrix of a Transpose.
+type TransposePart struct {
+	Dst, Src []float64 // (W, R), (R, W)
+	R, W     int
+}
+
+// Rows is the number of items: the rows of all the dsts.
+func (j *Transpose) Rows() int {
+	n := 0
+	for _, p := range j.Parts {
+		n += p.W
+	}
+	return n
+}
+
+// Elems is the number of elements transposed.
+func (j *Transpose) Elems() int {
+	n := 0
+	for _, p := range j.Parts {
+		n += p.R * p.W
+	}
+	return n
+}
+
+// Run writes dst rows [lo, hi) of the parts laid end to end.
+func (j *Transpose) Run(lo, hi int) {
+	first := 0 // the item of the part's dst row 0
+	for _, p := range j.Parts {
+		o0, o1 := max(lo-first, 0), min(hi-first, p.W)
+		first += p.W
+		if o0 < o1 {
+			kernels.Transpose(p.Dst, p.Src, p.R, p.W, o0, o1)
+		}
+	}
+}
