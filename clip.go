@@ -110,7 +110,6 @@ func (j *sumSquaresJob) Run(lo, hi int) {
 	}
 }
 
-
 // scaleJob sets x[i] *= s over a range of indices.
 type scaleJob struct {
 	x []float64

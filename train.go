@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
-
 )
 
 // TrainConfig describes a training run. The zero values of the optional
