@@ -1,8 +1,10 @@
 package minigpt
 
+// This file holds beam search, as a request's way of choosing its rows'
+// next tokens.
+
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -10,17 +12,29 @@ import (
 	"example.org/minigpt/internal/kernels"
 )
 
-// beamSearch runs Hugging Face's beam search (num_beams = o.NumBeams,
-// length_penalty = o.LengthPenalty, early_stopping=False) on the raw
-// log-probabilities and returns the n best hypotheses, best first. A
-// stop string plays the part of Hugging Face's end-of-sequence token: a
-// beam that completes one becomes a finished hypothesis of its length.
-func (m *Model) beamSearch(ctx context.Context, prompt []int, o *GenerateOptions, stop []string, chars []rune, n int) ([]Completion, error) {
-	var stops [][]int
-	if len(stop) > 0 {
-		stops = newStopper(stop, chars, 0, false).stops
-	}
-	return m.beamSearchK(ctx, prompt, max(o.NumBeams, 1), o.MaxNewTokens, o.LengthPenalty, stops, n, o.noCache, o)
+// beamState is Hugging Face's beam search (num_beams = K, length_penalty,
+// early_stopping=False) on the raw log-probabilities, over a request's K
+// rows. Like Hugging Face, it runs the logits processors of the options
+// (logit bias, presence/frequency penalties, repetition penalty,
+// no-repeat n-gram, in the pipeline's order) on each beam's
+// log-probabilities; the sampling warpers (temperature, top-k, top-p,
+// min-p) do not apply. A stop string plays the part of Hugging Face's
+// end-of-sequence token: a beam that completes one becomes a finished
+// hypothesis of its length.
+type beamState struct {
+	K, n     int     // beams, and hypotheses returned
+	stops    [][]int // the stop strings as ids
+	scores   []float64
+	logp     []float64 // (K, V) candidates' scores
+	order    []int     // (K·V)
+	parents  []int     // (K)
+	tokens   []int     // (K)
+	next     []float64 // (K) the chosen candidates' scores
+	cached   []int     // (K) the chosen parents' cached positions
+	finished []hypothesis
+	running  bool
+	st       seqState // the processors' scratch
+	swap     *kvCache // the reordering buffer of the K rows' caches
 }
 
 // hypothesis is a finished beam.
@@ -31,168 +45,203 @@ type hypothesis struct {
 	stop   int // length of the stop string at the end of ids
 }
 
-// beamSearchK searches with K beams. Like Hugging Face, it runs the
-// logits processors of o (when not nil: logit bias, presence/frequency
-// penalties, repetition penalty, no-repeat n-gram, in the pipeline's
-// order) on each beam's log-probabilities; the sampling warpers
-// (temperature, top-k, top-p, min-p) do not apply.
-func (m *Model) beamSearchK(ctx context.Context, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool, o *GenerateOptions) ([]Completion, error) {
-	m.use.RLock()
-	defer m.use.RUnlock()
-	V, P := m.cfg.VocabSize, len(prompt)
-	dec := newDecoder(m.cfg, K)
-	seqs, next := make([][]int, K), make([][]int, K)
-	for b := range seqs {
-		seqs[b] = append(make([]int, 0, P+maxNew), prompt...)
-		next[b] = make([]int, 0, P+maxNew)
-	}
-	// Every beam starts as the prompt; only beam 0 may be continued at the
-	// first step, so that the K beams are K different sequences (Hugging
-	// Face starts the others at -1e9).
-	scores := make([]float64, K)
+func newBeamState(c Config, K, n int, stops [][]int) *beamState {
+	V := c.VocabSize
+	bs := &beamState{K: K, n: n, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
+		order: make([]int, K*V), parents: make([]int, K), tokens: make([]int, K), next: make([]float64, K), cached: make([]int, K),
+		running: true, st: seqState{seen: make([]bool, V), counts: make([]int32, V)}, swap: newKVCache(c, K)}
+	// Every beam starts as the prompt; only beam 0 may be continued at
+	// the first step, so that the K beams are K different sequences
+	// (Hugging Face starts the others at -1e9).
 	for b := 1; b < K; b++ {
-		scores[b] = math.Inf(-1)
+		bs.scores[b] = math.Inf(-1)
 	}
-	logp := make([]float64, K*V)
-	order := make([]int, K*V)
-	parents, tokens, nextScores := make([]int, K), make([]int, K), make([]float64, K)
-	var finished []hypothesis
-	// score of a hypothesis of sum log-probability sum and length L.
-	score := func(sum float64, L int) float64 {
-		if L == 0 {
-			return sum
-		}
-		return sum / math.Pow(float64(L), lengthPenalty)
+	return bs
+}
+
+// score is a hypothesis's score: its log-probability sum over its length
+// (generated tokens) to the length penalty.
+func (bs *beamState) score(o *GenerateOptions, sum float64, L int) float64 {
+	if L == 0 {
+		return sum
 	}
-	addHyp := func(h hypothesis) {
-		finished = append(finished, h)
-		slices.SortStableFunc(finished, func(a, b hypothesis) int { return cmp.Compare(b.score, a.score) })
-		if len(finished) > K {
-			finished = finished[:K]
-		}
+	return sum / math.Pow(float64(L), o.LengthPenalty)
+}
+
+func (bs *beamState) addHyp(h hypothesis) {
+	bs.finished = append(bs.finished, h)
+	slices.SortStableFunc(bs.finished, func(a, b hypothesis) int { return cmp.Compare(b.score, a.score) })
+	if len(bs.finished) > bs.K {
+		bs.finished = bs.finished[:bs.K]
 	}
-	endsWithStop := func(gen []int) int {
-		for _, s := range stops {
-			if len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
-				return len(s)
-			}
-		}
-		return 0
-	}
-	// The deterministic stages of the pipeline, on one beam's
-	// log-probabilities.
-	st := seqState{seen: make([]bool, V), counts: make([]int32, V)}
-	process := func(lp []float64, seq []int) {
-		st.reset(seq)
-		for _, id := range seq[P:] {
-			st.counts[id]++
-		}
-		if len(o.LogitBias) > 0 {
-			applyLogitBias(lp, o.LogitBias)
-		}
-		if o.PresencePenalty != 0 || o.FrequencyPenalty != 0 {
-			applyPresenceFrequency(lp, st.counts, o.PresencePenalty, o.FrequencyPenalty)
-		}
-		if o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1 {
-			applyRepetitionPenalty(lp, st.seen, o.RepetitionPenalty)
-		}
-		if o.NoRepeatNGramSize > 0 {
-			applyNoRepeatNGram(lp, seq, o.NoRepeatNGramSize)
+}
+
+func (bs *beamState) endsWithStop(gen []int) int {
+	for _, s := range bs.stops {
+		if len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
+			return len(s)
 		}
 	}
-	running := true
-	for step := 0; step < maxNew && running; step++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	return 0
+}
+
+// process runs the deterministic stages of the pipeline on one beam's
+// log-probabilities.
+func (bs *beamState) process(o *GenerateOptions, lp []float64, seq []int, P int) {
+	st := &bs.st
+	st.reset(seq)
+	for _, id := range seq[P:] {
+		st.counts[id]++
+	}
+	if len(o.LogitBias) > 0 {
+		applyLogitBias(lp, o.LogitBias)
+	}
+	if o.PresencePenalty != 0 || o.FrequencyPenalty != 0 {
+		applyPresenceFrequency(lp, st.counts, o.PresencePenalty, o.FrequencyPenalty)
+	}
+	if o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1 {
+		applyRepetitionPenalty(lp, st.seen, o.RepetitionPenalty)
+	}
+	if o.NoRepeatNGramSize > 0 {
+		applyNoRepeatNGram(lp, seq, o.NoRepeatNGramSize)
+	}
+}
+
+// advance is one step of the search: every beam's candidates scored,
+// the best K continuations kept (finished hypotheses set aside), the rows'
+// sequences and caches reordered to their parents'.
+func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float64) error {
+	o, K, V, P := r.o, bs.K, r.m.cfg.VocabSize, len(r.full)
+	for b := range K {
+		row := logits(b)[:V]
+		if !isFinite(row) {
+			return fmt.Errorf("%w at position %d", ErrNonFinite, len(r.rows[0].seq))
 		}
-		logits := dec.next(m, seqs, noCache)
-		if !isFinite(logits) {
-			return nil, fmt.Errorf("%w at position %d", ErrNonFinite, len(seqs[0]))
+		maxv, sum := math.Inf(-1), 0.0
+		for _, v := range row {
+			maxv = max(maxv, v)
 		}
-		for b := range K {
-			row := logits[b*V : (b+1)*V]
-			maxv, sum := math.Inf(-1), 0.0
-			for _, v := range row {
-				maxv = max(maxv, v)
-			}
-			for _, v := range row {
-				sum += kernels.Exp(v - maxv)
-			}
-			lse := kernels.Log(sum)
-			lp := logp[b*V : (b+1)*V]
-			for v, x := range row {
-				lp[v] = float64(x-maxv) - lse
-			}
-			if o != nil {
-				process(lp, seqs[b])
-			}
-			for v := range lp {
-				lp[v] += scores[b]
-			}
+		for _, v := range row {
+			sum += kernels.Exp(v - maxv)
 		}
-		// Candidates (beam·V + token) by descending score, the lower
-		// (beam, token) first among equals.
-		sortByValue(order, logp)
-		filled := 0
-		for rank, c := range order[:min(2*K, len(order))] {
-			b, tok := c/V, c%V
-			if math.IsInf(logp[c], -1) {
-				break
-			}
-			gen := append(seqs[b][P:len(seqs[b]):len(seqs[b])], tok) // a copy: the cap forces it
-			if s := endsWithStop(gen); s > 0 {
-				// Hugging Face keeps an end-of-sequence candidate only if it
-				// ranks among the best num_beams.
-				if rank < K {
-					addHyp(hypothesis{ids: gen, score: score(logp[c], len(gen)), finish: FinishStop, stop: s})
-				}
-				continue
-			}
-			parents[filled], tokens[filled], nextScores[filled] = b, tok, logp[c]
-			if filled++; filled == K {
-				break
-			}
+		lse := kernels.Log(sum)
+		lp := bs.logp[b*V : (b+1)*V]
+		for v, x := range row {
+			lp[v] = float64(x-maxv) - lse
 		}
-		if filled == 0 {
-			if len(finished) == 0 {
-				return nil, fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrAllBanned, len(seqs[0]))
-			}
-			break // every live beam is banned: the finished ones are the answer
-		}
-		if filled < K {
-			// Fewer than K live continuations (a tiny vocabulary): keep
-			// the rest dead.
-			for b := filled; b < K; b++ {
-				parents[b], tokens[b], nextScores[b] = parents[0], tokens[0], math.Inf(-1)
-			}
-		}
-		for b := range K {
-			next[b] = append(append(next[b][:0], seqs[parents[b]]...), tokens[b])
-		}
-		seqs, next = next, seqs
-		copy(scores, nextScores)
-		dec.reorder(parents[:K])
-		// Hugging Face's stopping rule (early_stopping=False): done once K
-		// hypotheses are finished and the best running beam, at its
-		// current length, cannot beat the worst of them.
-		if len(finished) == K {
-			L := len(seqs[0]) - P
-			running = score(scores[0], L) > finished[K-1].score
+		bs.process(o, lp, r.rows[b].seq, P)
+		for v := range lp {
+			lp[v] += bs.scores[b]
 		}
 	}
-	if running {
-		for b := range K {
-			if !math.IsInf(scores[b], -1) {
-				addHyp(hypothesis{ids: slices.Clone(seqs[b][P:]), score: score(scores[b], len(seqs[b])-P), finish: FinishLength})
+	// Candidates (beam·V + token) by descending score, the lower (beam,
+	// token) first among equals.
+	sortByValue(bs.order, bs.logp)
+	filled := 0
+	for rank, c := range bs.order[:min(2*K, len(bs.order))] {
+		b, tok := c/V, c%V
+		if math.IsInf(bs.logp[c], -1) {
+			break
+		}
+		seq := r.rows[b].seq
+		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
+		if s := bs.endsWithStop(gen); s > 0 {
+			// Hugging Face keeps an end-of-sequence candidate only if it
+			// ranks among the best num_beams.
+			if rank < K {
+				bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: FinishStop, stop: s})
 			}
+			continue
+		}
+		bs.parents[filled], bs.tokens[filled], bs.next[filled] = b, tok, bs.logp[c]
+		if filled++; filled == K {
+			break
 		}
 	}
-	if len(finished) > n {
-		finished = finished[:n]
+	if filled == 0 {
+		if len(bs.finished) == 0 {
+			return fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrAllBanned, len(r.rows[0].seq))
+		}
+		bs.running = false // every live beam is banned: the finished ones are the answer
+		r.active = 0
+		return nil
 	}
-	res := make([]Completion, len(finished))
-	for i, h := range finished {
+	for b := filled; b < K; b++ {
+		// Fewer than K live continuations (a tiny vocabulary): keep the
+		// rest dead.
+		bs.parents[b], bs.tokens[b], bs.next[b] = bs.parents[0], bs.tokens[0], math.Inf(-1)
+	}
+	// Each beam continues its parent: its sequence and its cache, through
+	// the swap buffers (a parent may have several children).
+	L := r.m.cfg.Layers
+	for b := range K {
+		pr, row := &r.rows[bs.parents[b]], &r.rows[b]
+		row.spare = append(append(row.spare[:0], pr.seq...), bs.tokens[b])
+		bs.cached[b] = pr.cached
+		for l := range L {
+			copy(bs.swap.rows(l, b, 0, pr.cached), d.kv.rows(l, pr.slot, 0, pr.cached))
+		}
+	}
+	for b := range K {
+		row := &r.rows[b]
+		row.seq, row.spare = row.spare, row.seq
+		row.cached = bs.cached[b]
+		for l := range L {
+			copy(d.kv.rows(l, row.slot, 0, row.cached), bs.swap.rows(l, b, 0, row.cached))
+		}
+	}
+	copy(bs.scores, bs.next)
+	// Hugging Face's stopping rule (early_stopping=False): done once K
+	// hypotheses are finished and the best running beam, at its current
+	// length, cannot beat the worst of them.
+	if len(bs.finished) == K {
+		L := len(r.rows[0].seq) - P
+		if bs.running = bs.score(o, bs.scores[0], L) > bs.finished[K-1].score; !bs.running {
+			r.active = 0
+		}
+	}
+	return nil
+}
+
+// finish adds the running beams to the hypotheses (unless the search
+// stopped early) and streams the best n, each whole, best first.
+func (bs *beamState) finish(r *request) error {
+	if bs.running {
+		P := len(r.full)
+		for b := range bs.K {
+			if !math.IsInf(bs.scores[b], -1) {
+				seq := r.rows[b].seq
+				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(r.o, bs.scores[b], len(seq)-P), finish: FinishLength})
+			}
+		}
+		bs.running = false
+	}
+	if len(bs.finished) > bs.n {
+		bs.finished = bs.finished[:bs.n]
+	}
+	if r.emit == nil {
+		return nil
+	}
+	for i, h := range bs.finished {
+		c := Chunk{Sample: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish}
+		if r.chars != nil {
+			c.Text = decodeChars(r.chars, c.IDs)
+		}
+		if err := r.emit(&c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// results returns the best hypotheses as completions.
+func (bs *beamState) results(chars []rune) []Completion {
+	res := make([]Completion, len(bs.finished))
+	for i, h := range bs.finished {
 		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
+		if chars != nil {
+			res[i].Text = decodeChars(chars, res[i].IDs)
+		}
 	}
-	return res, nil
+	return res
 }

@@ -2,9 +2,9 @@ package minigpt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // SampleSeed is the seed of sample i of a call with GenerateOptions.Seed
@@ -95,54 +95,70 @@ func (m *Model) checkBatchMemory(B int) error {
 
 // generate is Generate and Complete after their checks: o.samples()
 // samples continuing ids, ended at stop (with chars, the vocabulary, to
-// decode text; nil for token ids only).
+// decode text; nil for token ids only), run alone: one request on a
+// decoder of its own.
 func (m *Model) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
-	n := o.samples()
-	if err := m.checkBatchMemory(max(n, o.NumBeams)); err != nil {
+	R := rowsOf(o)
+	if err := m.checkBatchMemory(R); err != nil {
 		return nil, err
 	}
+	m.use.RLock()
+	defer m.use.RUnlock()
+	sc := getSerial(m.cfg, R)
+	defer putSerial(sc)
+	r := m.newRequest(o, ids, stop, chars, sc.rows, &sc.s, &sc.step)
+	r.emit, r.onStep = o.Stream, o.OnStep
+	r.start(sc.slots)
+	for !r.done {
+		if err := ctx.Err(); err != nil {
+			r.stop(err)
+			break
+		}
+		sc.dec.begin()
+		r.plan(sc.dec)
+		sc.dec.run(m)
+		r.advance(sc.dec)
+	}
+	return r.results(chars), r.err
+}
+
+// rowsOf is the number of rows (cache slots) a request with options o
+// needs: one per sample, or per beam.
+func rowsOf(o *GenerateOptions) int {
 	if o.beam() {
-		res, err := m.beamSearch(ctx, ids, o, stop, chars, n)
-		for i := range res {
-			if chars != nil {
-				res[i].Text = decodeChars(chars, res[i].IDs)
-			}
-			if o.Stream != nil && err == nil {
-				err = o.Stream(&Chunk{Sample: i, IDs: res[i].IDs, Text: res[i].Text, Finish: res[i].Finish})
-			}
-		}
-		return res, err
+		return o.NumBeams
 	}
-	rands := make([]*rand.Rand, n)
-	if o.sampled() {
-		for i := range rands {
-			rands[i] = SampleRand(o.Seed, i)
-		}
+	return o.samples()
+}
+
+// newRequest prepares a request for o on rows (rowsOf(o) of them, their
+// state buffers sized for the vocabulary), with s as its sampler and tr
+// as its trace buffer.
+func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars []rune, rows []reqRow, s *sampler, tr *Step) *request {
+	T := m.cfg.BlockSize
+	r := &request{m: m, o: o, full: ids, prompt: ids[max(0, len(ids)-T):], chars: chars, rows: rows, s: s}
+	if o.OnStep != nil || o.Trace {
+		r.tr = tr
 	}
-	st := newStopper(stop, chars, n, o.Trace)
-	st.noText = chars == nil
-	call := generation{m: m, o: o, prompt: ids, rands: rands}
-	err := call.run(ctx, func(b, id int, step *Step) error {
-		return st.add(b, id, step, o.Stream)
-	})
-	if err == nil {
-		err = st.finish(o.Stream)
-	}
-	res := make([]Completion, n)
-	for b := range res {
-		s := &st.samples[b]
-		res[b] = Completion{Index: b, IDs: s.ids[:s.released], Finish: s.finish}
-		if chars != nil {
-			res[b].Text = decodeChars(chars, s.ids[:s.released])
-		}
+	grow := len(ids) + min(o.MaxNewTokens, 1024) // more as tokens arrive
+	for b := range rows {
+		rows[b].seq = slices.Grow(rows[b].seq[:0], grow)
+		rows[b].rand = nil
 		if o.sampled() {
-			res[b].Seed = SampleSeed(o.Seed, b)
-		}
-		if o.Trace {
-			res[b].Steps = s.steps[:s.released]
+			rows[b].rand = SampleRand(o.Seed, b)
 		}
 	}
-	return res, err
+	if o.beam() {
+		var stops [][]int
+		if len(stop) > 0 {
+			stops = newStopper(stop, chars, 0, false).stops
+		}
+		r.beam = newBeamState(m.cfg, o.NumBeams, o.samples(), stops)
+		return r
+	}
+	r.st = newStopper(stop, chars, len(rows), o.Trace)
+	r.st.noText = chars == nil
+	return r
 }
 
 func decodeChars(chars []rune, ids []int) string {
@@ -153,90 +169,3 @@ func decodeChars(chars []rune, ids []int) string {
 	return string(rs)
 }
 
-// errFinished tells generation.run that a sample has ended.
-var errFinished = errors.New("sample finished")
-
-// generation is one generating call on B = len(rands) sequences that
-// start with the same prompt.
-type generation struct {
-	m      *Model
-	o      *GenerateOptions
-	prompt []int
-	rands  []*rand.Rand // (B) each sample's generator; nil unless sampling
-}
-
-// run generates up to MaxNewTokens tokens for every sample, all samples
-// advancing together one position per step, and calls emit with each new
-// token (and its trace when OnStep or Trace asks for one), samples in
-// index order within a step. emit returning errFinished ends that sample;
-// any other error ends the call.
-func (g *generation) run(ctx context.Context, emit func(sample, id int, step *Step) error) error {
-	m, o := g.m, g.o
-	m.use.RLock()
-	defer m.use.RUnlock()
-	B, V := len(g.rands), m.cfg.VocabSize
-	sc := getScratch(m.cfg, B)
-	defer putScratch(sc)
-	capacity := len(g.prompt) + min(o.MaxNewTokens, 1<<20)
-	for b := range B {
-		sc.seqs[b] = append(sc.seqs[b][:0], g.prompt...)
-		sc.seqs[b] = slicesGrow(sc.seqs[b], capacity)
-		sc.states[b].reset(g.prompt)
-		sc.done[b] = false
-	}
-	var tr *Step
-	if o.OnStep != nil || o.Trace {
-		tr = &sc.step
-	}
-	active := B
-	for range o.MaxNewTokens {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		logits := sc.dec.next(m, sc.seqs, o.noCache)
-		for b := range B {
-			seq := sc.seqs[b]
-			if sc.done[b] {
-				// A finished sample keeps its row (every sequence must have
-				// the same length); what it appends is never used.
-				sc.seqs[b] = append(seq, 0)
-				continue
-			}
-			row := logits[b*V : (b+1)*V]
-			if !isFinite(row) {
-				return fmt.Errorf("%w at position %d", ErrNonFinite, len(seq))
-			}
-			id, err := sc.s.choose(row, seq, &sc.states[b], o, g.rands[b], tr)
-			if err != nil {
-				return fmt.Errorf("%w at position %d", err, len(seq))
-			}
-			sc.seqs[b] = append(seq, id)
-			sc.states[b].add(id)
-			if tr != nil {
-				tr.Sample, tr.Pos = b, len(seq)
-				if o.OnStep != nil {
-					if err := o.OnStep(tr); err != nil {
-						return err
-					}
-				}
-			}
-			if err := emit(b, id, tr); errors.Is(err, errFinished) {
-				sc.done[b] = true
-				if active--; active == 0 {
-					return nil
-				}
-			} else if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// slicesGrow returns s with room for n elements in all.
-func slicesGrow(s []int, n int) []int {
-	if cap(s) >= n {
-		return s
-	}
-	return append(make([]int, 0, n), s...)
-}

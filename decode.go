@@ -1,169 +1,99 @@
 package minigpt
 
-// This file holds the decoder, which keeps the KV caches of the sequences
-// being generated: it fills a cache from a prompt, extends it one
-// position per token, recomputes the window once a sequence outgrows the
-// block, and reorders the caches for beam search. The forward pass is
-// the model's one (forward.go).
+// This file holds the decoder: the KV cache slots of the sequences being
+// generated and the forward pass that advances them together. Which rows
+// a sequence needs at a step (its prompt, one new position, or the whole
+// window once it outgrew the block) is its request's business
+// (request.go); the layer sequence is the model's one (forward.go).
 
-import (
-	"slices"
-	"sync"
-)
+import "sync"
 
-// decoder runs B sequences through the model, one new position per step
-// for all of them together (one forward pass over their new rows), each
-// sequence with its own slot of the KV cache. Rows never mix, so sequence
-// b's logits are the same bits as a one-sequence run's.
-//
-// While a window grows, position t's keys and values are appended to its
-// cache; once a sequence is longer than BlockSize every position moves at
-// every step, every cached key is stale, and the whole window is
-// recomputed (as the lessons' ids[-block_size:] does).
+// decoder runs the rows its sequences ask for through one forward pass
+// per step, each sequence with its own slot of the KV cache. Rows never
+// mix, so a sequence's logits are the bits a pass over it alone gives.
 type decoder struct {
-	cfg    Config
-	B      int
-	kv     *kvCache
-	swap   *kvCache     // beam search's reordering buffer, made when first needed
-	a      *activations // the pass's buffers, grown to the most rows a step has needed
-	cached []int        // (B) positions of each slot's window in the cache; 0 = none
-	parent []int        // (B) reorder's scratch
-	seqs   []rowSeq     // this step's pass
-	from   []int        // (B) the sequence whose cache and logits b copies this step, or -1
-	logits []float64    // (B, V)
+	cfg  Config
+	kv   *kvCache
+	a    *activations // the pass's buffers, grown to the most rows a step has needed
+	seqs []rowSeq     // this step's pass
+	rows int          // rows in this step's pass
 }
 
-func newDecoder(c Config, B int) *decoder {
-	return &decoder{cfg: c, B: B, kv: newKVCache(c, B), cached: make([]int, B), parent: make([]int, B),
-		seqs: make([]rowSeq, 0, B), from: make([]int, B), logits: make([]float64, B*c.VocabSize)}
+func newDecoder(c Config, slots int) *decoder {
+	return &decoder{cfg: c, kv: newKVCache(c, slots)}
 }
 
-// reset forgets every cached position.
-func (d *decoder) reset() { clear(d.cached) }
+// begin starts a step's pass.
+func (d *decoder) begin() { d.seqs, d.rows = d.seqs[:0], 0 }
 
-// next returns the (B, V) logits of the token after each sequence (the
-// last position of each window seqs[b][max(0, len-BlockSize):]).
-func (d *decoder) next(m *Model, seqs [][]int, noCache bool) []float64 {
-	T, V := d.cfg.BlockSize, d.cfg.VocabSize
-	d.seqs = d.seqs[:0]
-	rows := 0
-	for b, seq := range seqs {
-		n := len(seq)
-		d.from[b] = -1
-		switch {
-		case !noCache && n <= T && d.cached[b] > 0 && d.cached[b] == n-1:
-			// The window only grew: compute the new row from the cache.
-			d.seqs = append(d.seqs, rowSeq{slot: b, ids: seq[n-1:], t0: n - 1, t1: n, out0: n - 1})
-			d.cached[b] = n
-		case n > T || noCache:
-			// The window slid (or no cache is wanted): recompute it.
-			w := seq[max(0, n-T):]
-			d.seqs = append(d.seqs, rowSeq{slot: b, ids: w, t0: 0, t1: len(w), out0: len(w) - 1})
-			d.cached[b] = 0
-		default:
-			// A prompt: fill the cache. Sequences with the same prompt
-			// (the samples of one call) are computed once.
-			d.cached[b] = n
-			if e := d.samePrompt(seqs, b); e >= 0 {
-				d.from[b] = e
-				continue
-			}
-			d.seqs = append(d.seqs, rowSeq{slot: b, ids: seq, t0: 0, t1: n, out0: n - 1})
-		}
-		rows += d.seqs[len(d.seqs)-1].t1 - d.seqs[len(d.seqs)-1].t0
+// add adds one sequence's rows to the step's pass and returns its index.
+func (d *decoder) add(s rowSeq) int {
+	d.seqs = append(d.seqs, s)
+	d.rows += s.t1 - s.t0
+	return len(d.seqs) - 1
+}
+
+// run runs the step's pass.
+func (d *decoder) run(m *Model) {
+	if len(d.seqs) == 0 {
+		return
 	}
-	if d.a == nil || d.a.N < rows {
-		d.a = newActivations(d.cfg, rows, false)
+	if d.a == nil || d.a.N < d.rows {
+		d.a = newActivations(d.cfg, d.rows, false)
 	}
 	m.forward(d.a, d.kv, d.seqs, nil, false)
-	for i, s := range d.seqs {
-		copy(d.logits[s.slot*V:(s.slot+1)*V], d.a.logits[i*V:(i+1)*V])
-	}
-	for b, e := range d.from {
-		if e >= 0 {
-			d.kv.copySlot(b, e, d.cached[b])
-			copy(d.logits[b*V:(b+1)*V], d.logits[e*V:(e+1)*V])
-		}
-	}
-	return d.logits
 }
 
-// samePrompt returns an earlier sequence that fills the same prompt this
-// step (a prompt the pass computes), or -1.
-func (d *decoder) samePrompt(seqs [][]int, b int) int {
-	for _, s := range d.seqs {
-		if s.t0 == 0 && s.t1 == len(seqs[b]) && d.cached[s.slot] == s.t1 && slices.Equal(seqs[s.slot], seqs[b]) {
-			return s.slot
-		}
-	}
-	return -1
+// logits returns the logits of the last position of the step's sequence
+// i (which must have asked for them), valid until the next step.
+func (d *decoder) logits(i int) []float64 {
+	s, V := &d.seqs[i], d.cfg.VocabSize
+	r := s.outRow + s.t1 - 1 - s.out0
+	return d.a.logits[r*V : (r+1)*V]
 }
 
-// reorder makes sequence b's cache a copy of sequence parents[b]'s (beam
-// search: each beam continues one of the previous step's beams).
-func (d *decoder) reorder(parents []int) {
-	if d.swap == nil {
-		d.swap = newKVCache(d.cfg, d.B)
-	}
-	for b, pb := range parents {
-		if n := d.cached[pb]; n > 0 {
-			for l := range d.cfg.Layers {
-				copy(d.swap.rows(l, b, 0, n), d.kv.rows(l, pb, 0, n))
-			}
-		}
-	}
-	copy(d.parent, d.cached)
-	for b, pb := range parents {
-		d.cached[b] = d.parent[pb]
-	}
-	d.kv, d.swap = d.swap, d.kv
+// serial is what a call needs to run its request alone: a decoder with a
+// cache slot per row, the sampler, the rows' buffers and the trace
+// buffer. It never lives in the Model, so that calls on one Model may run
+// concurrently; it is pooled per (config, rows), so that a call allocates
+// it only when no earlier call left one behind, and a token allocates
+// nothing.
+type serial struct {
+	key   serialKey
+	dec   *decoder
+	s     sampler
+	rows  []reqRow
+	slots []int
+	step  Step
 }
 
-// scratch is everything one generating call needs besides the model:
-// the decoder with its KV caches, the sampler's buffers and the
-// sequences. It never lives in the Model, so that calls on one Model may
-// run concurrently; it is pooled per (config, batch size), so that a call
-// allocates it only when no earlier call left one behind, and a token
-// allocates nothing.
-type scratch struct {
-	key    scratchKey
-	dec    *decoder
-	s      sampler
-	seqs   [][]int    // (B) prompt + generated tokens
-	states []seqState // (B)
-	done   []bool     // (B) samples that ended at a stop string
-	step   Step       // the trace buffer handed to OnStep
+type serialKey struct {
+	cfg  Config
+	rows int
 }
 
-type scratchKey struct {
-	cfg Config
-	B   int
-}
+var serialPools sync.Map // serialKey -> *sync.Pool of *serial
 
-var scratchPools sync.Map // scratchKey -> *sync.Pool of *scratch
-
-// getScratch returns scratch for B sequences of m's config, its decoder
-// emptied (no cached position survives from an earlier call).
-func getScratch(c Config, B int) *scratch {
-	key := scratchKey{c, B}
-	p, ok := scratchPools.Load(key)
+// getSerial returns the scratch of a call of R rows on models of config c.
+func getSerial(c Config, R int) *serial {
+	key := serialKey{c, R}
+	p, ok := serialPools.Load(key)
 	if !ok {
-		p, _ = scratchPools.LoadOrStore(key, &sync.Pool{})
+		p, _ = serialPools.LoadOrStore(key, &sync.Pool{})
 	}
-	sc, _ := p.(*sync.Pool).Get().(*scratch)
+	sc, _ := p.(*sync.Pool).Get().(*serial)
 	if sc == nil {
 		V := c.VocabSize
-		sc = &scratch{key: key, dec: newDecoder(c, B), s: newSampler(V),
-			seqs: make([][]int, B), states: make([]seqState, B), done: make([]bool, B)}
-		for b := range sc.states {
-			sc.states[b] = seqState{seen: make([]bool, V), counts: make([]int32, V)}
+		sc = &serial{key: key, dec: newDecoder(c, R), s: newSampler(V), rows: make([]reqRow, R), slots: make([]int, R)}
+		for b := range sc.rows {
+			sc.rows[b].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
+			sc.slots[b] = b
 		}
 	}
-	sc.dec.reset()
 	return sc
 }
 
-func putScratch(sc *scratch) {
-	p, _ := scratchPools.Load(sc.key)
+func putSerial(sc *serial) {
+	p, _ := serialPools.Load(sc.key)
 	p.(*sync.Pool).Put(sc)
 }

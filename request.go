@@ -1,0 +1,247 @@
+package minigpt
+
+// This file holds a generation request while it runs: its samples (or
+// beams) as rows of a decoder, which rows each needs at a step, and what
+// it does with their logits. A call's own loop runs one request; a Batch
+// runs many in one pass per step. Either way a request sees only its own
+// rows, so its results do not depend on what else runs.
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// request is one Generate or Complete call while it generates. A runner
+// calls plan, runs the decoder's pass, then calls advance, once per step,
+// until done.
+type request struct {
+	m      *Model
+	o      *GenerateOptions
+	prompt []int // the prompt's window: its last BlockSize tokens
+	full   []int // the whole prompt
+	chars  []rune // the vocabulary, for text; nil for token ids only
+	rows   []reqRow
+	s      *sampler
+	st     *stopper   // sampling and greedy decoding
+	beam   *beamState // beam search
+	tr     *Step      // the trace buffer, with OnStep or Trace
+	emit   func(*Chunk) error
+	onStep func(*Step) error
+
+	steps   int  // tokens generated so far (every running row has as many)
+	active  int  // rows still generating
+	prefill int  // prompt positions in rows[0]'s cache slot
+	done    bool // no more steps
+	err     error
+}
+
+// reqRow is one sample (or beam): a sequence and its cache slot.
+type reqRow struct {
+	slot   int
+	seq    []int // prompt + generated tokens
+	spare  []int // beam search's buffer for the next step's sequence
+	cached int   // positions of the sequence's window in the cache
+	state  seqState
+	rand   *rand.Rand
+	done   bool
+	pass   int // the decoder index of the row's pass this step, or -1
+}
+
+// errFinished tells a request that a sample has ended.
+var errFinished = errors.New("sample finished")
+
+// prefillChunk is the most prompt positions a request computes in one
+// step, so that a long prompt does not stall the other requests of a
+// batch for its whole length. Where the chunks fall moves no bit: a
+// position's keys and values are the same whether earlier ones were
+// computed in the same pass or cached.
+const prefillChunk = 64
+
+// start readies r to run on slots (one per row): every row the prompt,
+// sampled rows their generators, the stopper or the beam search.
+func (r *request) start(slots []int) {
+	n := len(r.rows)
+	for b := range r.rows {
+		row := &r.rows[b]
+		row.slot, row.cached, row.done, row.pass = slots[b], 0, false, -1
+		row.seq = append(row.seq[:0], r.full...)
+		row.state.reset(r.full)
+	}
+	r.steps, r.prefill, r.done, r.err = 0, 0, false, nil
+	r.active = n
+	if r.o.MaxNewTokens == 0 {
+		r.finish()
+	}
+}
+
+// plan adds the rows r needs this step to the decoder's pass: the next
+// chunk of the prompt (computed once, in the first row's slot), then per
+// running row either its one new position against its cache or, once
+// its sequence outgrew the block (or without a cache), its whole window.
+func (r *request) plan(d *decoder) {
+	for b := range r.rows {
+		r.rows[b].pass = -1
+	}
+	if r.done {
+		return
+	}
+	T := r.m.cfg.BlockSize
+	if P := len(r.prompt); r.prefill < P {
+		end := min(P, r.prefill+prefillChunk)
+		if r.o.noCache {
+			end = P
+		}
+		out0 := end // no logits until the prompt is complete
+		if end == P {
+			out0 = P - 1
+		}
+		i := d.add(rowSeq{slot: r.rows[0].slot, ids: r.prompt[r.prefill:end], t0: r.prefill, t1: end, out0: out0})
+		r.prefill = end
+		if end == P {
+			r.rows[0].pass = i
+		}
+		return
+	}
+	for b := range r.rows {
+		row := &r.rows[b]
+		if row.done {
+			continue
+		}
+		n := len(row.seq)
+		if !r.o.noCache && n <= T && row.cached == n-1 {
+			row.pass = d.add(rowSeq{slot: row.slot, ids: row.seq[n-1:], t0: n - 1, t1: n, out0: n - 1})
+			row.cached = n
+			continue
+		}
+		w := row.seq[max(0, n-T):]
+		row.pass = d.add(rowSeq{slot: row.slot, ids: w, t0: 0, t1: len(w), out0: len(w) - 1})
+		row.cached = 0 // the next token slides the window again
+		if n <= T && !r.o.noCache {
+			row.cached = n
+		}
+	}
+}
+
+// advance takes the logits of the step's pass: it chooses every running
+// row's next token (or steps the beam search), streams what became final
+// and ends the request when every row is done or the token budget is
+// spent.
+func (r *request) advance(d *decoder) {
+	if r.done {
+		return
+	}
+	if r.steps == 0 {
+		if r.rows[0].pass < 0 {
+			return // the prompt is still being filled
+		}
+		// The other rows start from the first one's prompt: its cache
+		// and its logits (the same bits they would compute).
+		P := len(r.prompt)
+		r.rows[0].cached = P
+		for b := 1; b < len(r.rows); b++ {
+			d.kv.copySlot(r.rows[b].slot, r.rows[0].slot, P)
+			r.rows[b].cached = P
+		}
+	}
+	logits := func(b int) []float64 {
+		if r.steps == 0 {
+			b = 0
+		}
+		return d.logits(r.rows[b].pass)
+	}
+	var err error
+	if r.beam != nil {
+		err = r.beam.advance(r, d, logits)
+	} else {
+		err = r.sample(logits)
+	}
+	r.steps++
+	if err != nil {
+		r.err, r.done = err, true
+		return
+	}
+	if r.active == 0 || r.steps >= r.o.MaxNewTokens {
+		r.finish()
+	}
+}
+
+// sample chooses every running row's next token: greedy argmax, or the
+// pipeline and one draw from the row's generator.
+func (r *request) sample(logits func(b int) []float64) error {
+	V := r.m.cfg.VocabSize
+	for b := range r.rows {
+		row := &r.rows[b]
+		if row.done {
+			continue
+		}
+		l := logits(b)[:V]
+		if !isFinite(l) {
+			return fmt.Errorf("%w at position %d", ErrNonFinite, len(row.seq))
+		}
+		id, err := r.s.choose(l, row.seq, &row.state, r.o, row.rand, r.tr)
+		if err != nil {
+			return fmt.Errorf("%w at position %d", err, len(row.seq))
+		}
+		row.seq = append(row.seq, id)
+		row.state.add(id)
+		if r.tr != nil {
+			r.tr.Sample, r.tr.Pos = b, len(row.seq)-1
+			if r.onStep != nil {
+				if err := r.onStep(r.tr); err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.st.add(b, id, r.tr, r.emit); errors.Is(err, errFinished) {
+			row.done = true
+			r.active--
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish ends r: samples still running end at the length limit,
+// releasing their held-back tokens; beams become the best hypotheses.
+func (r *request) finish() {
+	r.done = true
+	if r.beam != nil {
+		r.err = r.beam.finish(r)
+		return
+	}
+	r.err = r.st.finish(r.emit)
+}
+
+// stop ends r early with err (a cancelled context, say), keeping what it
+// has released.
+func (r *request) stop(err error) {
+	if !r.done {
+		r.done, r.err = true, err
+	}
+}
+
+// results returns r's completions: every sample's released tokens, or the
+// best beams.
+func (r *request) results(chars []rune) []Completion {
+	if r.beam != nil {
+		return r.beam.results(chars)
+	}
+	res := make([]Completion, len(r.rows))
+	for b := range res {
+		s := &r.st.samples[b]
+		res[b] = Completion{Index: b, IDs: slices.Clip(s.ids[:s.released]), Finish: s.finish}
+		if chars != nil {
+			res[b].Text = decodeChars(chars, s.ids[:s.released])
+		}
+		if r.o.sampled() {
+			res[b].Seed = SampleSeed(r.o.Seed, b)
+		}
+		if r.o.Trace {
+			res[b].Steps = s.steps[:s.released]
+		}
+	}
+	return res
+}
