@@ -168,4 +168,3 @@ func decodeChars(chars []rune, ids []int) string {
 	}
 	return string(rs)
 }
-

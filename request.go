@@ -19,8 +19,8 @@ import (
 type request struct {
 	m      *Model
 	o      *GenerateOptions
-	prompt []int // the prompt's window: its last BlockSize tokens
-	full   []int // the whole prompt
+	prompt []int  // the prompt's window: its last BlockSize tokens
+	full   []int  // the whole prompt
 	chars  []rune // the vocabulary, for text; nil for token ids only
 	rows   []reqRow
 	s      *sampler
