@@ -285,6 +285,15 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 // opts.Stop, and returns each sample's text beside its ids. Sample i is
 // the text a one-sample call with Seed SampleSeed(opts.Seed, i) gives.
 func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts CompleteOptions) ([]Completion, error) {
+	ids, err := m.checkComplete(vocab, prompt, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
+}
+
+// checkComplete checks Complete's arguments and returns the prompt's ids.
+func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *CompleteOptions) ([]int, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -303,7 +312,7 @@ func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts 
 	if err := m.checkPrompt(ids, &opts.GenerateOptions); err != nil {
 		return nil, err
 	}
-	return m.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
+	return ids, nil
 }
 
 func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {

@@ -32,6 +32,8 @@ type request struct {
 
 	steps   int  // tokens generated so far (every running row has as many)
 	active  int  // rows still generating
+	planned bool // plan added rows to this step's pass
+	made    int  // tokens the last advance produced
 	prefill int  // prompt positions in rows[0]'s cache slot
 	done    bool // no more steps
 	err     error
@@ -84,6 +86,7 @@ func (r *request) plan(d *decoder) {
 	for b := range r.rows {
 		r.rows[b].pass = -1
 	}
+	r.planned = !r.done
 	if r.done {
 		return
 	}
@@ -129,9 +132,11 @@ func (r *request) plan(d *decoder) {
 // and ends the request when every row is done or the token budget is
 // spent.
 func (r *request) advance(d *decoder) {
-	if r.done {
+	r.made = 0
+	if r.done || !r.planned {
 		return
 	}
+	r.planned = false
 	if r.steps == 0 {
 		if r.rows[0].pass < 0 {
 			return // the prompt is still being filled
@@ -152,6 +157,7 @@ func (r *request) advance(d *decoder) {
 		return d.logits(r.rows[b].pass)
 	}
 	var err error
+	r.made = r.active
 	if r.beam != nil {
 		err = r.beam.advance(r, d, logits)
 	} else {
