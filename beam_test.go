@@ -130,9 +130,9 @@ func TestOneBeamIsGreedy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := m.GreedyDecode(prompt, L)
-	if !slices.Equal(res[0].IDs, g[len(prompt):]) {
-		t.Fatalf("1 beam %v, greedy %v", res[0].IDs, g[len(prompt):])
+	g := generated(t, m, prompt, GenerateOptions{MaxNewTokens: L, Greedy: true})
+	if !slices.Equal(res[0].IDs, g) {
+		t.Fatalf("1 beam %v, greedy %v", res[0].IDs, g)
 	}
 	// Ties too: with every parameter zero all logits are equal, and
 	// greedy (NumPy's argmax) takes id 0 every time; so must one beam.
@@ -156,7 +156,7 @@ func TestBeamLengthPenaltyWithStops(t *testing.T) {
 	pids, _ := vocab.Encode(prompt)
 	best := map[float64]string{}
 	for _, lp := range []float64{-2, 0, 2} {
-		res, err := m.Complete(ctx, vocab, prompt, 4, 0, GenerateOptions{MaxNewTokens: 30, NumBeams: 4, LengthPenalty: lp, Stop: []string{" the", "."}}, nil)
+		res, err := m.Complete(ctx, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 30, N: 4, NumBeams: 4, LengthPenalty: lp}, Stop: []string{" the", "."}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +196,8 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	m, vocab, _ := DefaultModel()
 	ctx := context.Background()
 	run := func(o GenerateOptions) []Completion {
-		o.MaxNewTokens, o.NumBeams = 60, 3
-		res, err := m.Complete(ctx, vocab, "the ", 3, 0, o, nil)
+		o.MaxNewTokens, o.NumBeams, o.N = 60, 3, 3
+		res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	for id := range vocab.Size() {
 		all[id] = -100
 	}
-	if _, err := m.Complete(ctx, vocab, "the ", 1, 0, GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}, nil); !errors.Is(err, ErrAllBanned) {
+	if _, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}}); !errors.Is(err, ErrAllBanned) {
 		t.Errorf("everything banned: err %v", err)
 	}
 }

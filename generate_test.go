@@ -221,7 +221,6 @@ func TestLoopOnset(t *testing.T) {
 func TestGenerateRejectsBadOptions(t *testing.T) {
 	m, _ := NewModel(tinyConfig(false), 1)
 	vocab, _ := NewVocab("abcdefg")
-	r := seeded(1)
 	for _, tc := range []struct {
 		name   string
 		prompt string
@@ -229,34 +228,42 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		want   string
 	}{
 		{"negative tokens", "ab", GenerateOptions{MaxNewTokens: -1, Greedy: true}, "new token count -1"},
-		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5, Rand: r}, "temperature -0.5"},
-		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN(), Rand: r}, "temperature NaN"},
-		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1), Rand: r}, "temperature +Inf"},
-		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2, Rand: r}, "top-k -2"},
-		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5, Rand: r}, "top-p 1.5"},
-		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1, Rand: r}, "top-p -0.1"},
-		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN(), Rand: r}, "top-p NaN"},
-		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1, Rand: r}, "repetition penalty -1"},
-		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1), Rand: r}, "repetition penalty +Inf"},
-		{"no generator", "ab", GenerateOptions{Temperature: 1}, "random generator"},
+		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5}, "temperature -0.5"},
+		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN()}, "temperature NaN"},
+		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1)}, "temperature +Inf"},
+		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2}, "top-k -2"},
+		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5}, "top-p 1.5"},
+		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1}, "top-p -0.1"},
+		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN()}, "top-p NaN"},
+		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1}, "repetition penalty -1"},
+		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1)}, "repetition penalty +Inf"},
 		{"empty prompt", "", GenerateOptions{Greedy: true}, "empty prompt"},
 		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.GenerateText(context.Background(), vocab, tc.prompt, tc.o)
+			_, err := m.Complete(context.Background(), vocab, tc.prompt, CompleteOptions{GenerateOptions: tc.o})
 			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("GenerateText error = %v, want ErrBadOption mentioning %q", err, tc.want)
+				t.Fatalf("Complete error = %v, want ErrBadOption mentioning %q", err, tc.want)
+			}
+			// Generate takes the same options and refuses them alike.
+			ids, encErr := vocab.Encode(tc.prompt)
+			if encErr != nil {
+				return
+			}
+			_, err = m.Generate(context.Background(), ids, tc.o)
+			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Generate error = %v, want ErrBadOption mentioning %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := m.GenerateText(context.Background(), nil, "ab", GenerateOptions{Greedy: true}); !errors.Is(err, ErrBadOption) {
+	if _, err := m.Complete(context.Background(), nil, "ab", CompleteOptions{GenerateOptions: GenerateOptions{Greedy: true}}); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("nil vocabulary: error %v", err)
 	}
 	// A huge token count is not allocated up front: cancel after a few.
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, OnToken: func(int) error {
-		if n++; n == 5 {
+	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, Stream: func(c *Chunk) error {
+		if n += len(c.IDs); n >= 5 {
 			cancel()
 		}
 		return nil
@@ -268,21 +275,33 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
+// Greedy Generate continues the prompt (which it leaves as it was and
+// does not return) with argmaxes, whatever the other knobs say.
+func TestGreedyGenerateKeepsPromptAndIgnoresKnobs(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 5)
 	prompt := []int{3, 1, 4, 1, 5}
-	a, err := m.GreedyDecode(prompt, 40)
+	gen := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
+	if len(gen) != 40 || !slices.Equal(prompt, []int{3, 1, 4, 1, 5}) {
+		t.Fatalf("greedy result %v (want 40 new ids), prompt now %v", gen, prompt)
+	}
+	a := append(slices.Clone(prompt), gen...)
+	// Greedy ignores every other knob and draws nothing: its Completion
+	// has no seed, and the token loop leaves a generator it is handed
+	// untouched.
+	knobs := GenerateOptions{MaxNewTokens: 40, Greedy: true, Temperature: 3, TopK: 2, TopP: 0.1, RepetitionPenalty: 5, Seed: 3}
+	res, err := m.Generate(context.Background(), prompt, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a) != 45 || !slices.Equal(a[:5], prompt) {
-		t.Fatalf("greedy result %v does not start with the prompt %v", a, prompt)
-	}
-	// Greedy ignores every other knob and draws nothing.
-	r := seeded(3)
-	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true, Temperature: 3, TopK: 2, TopP: 0.1, RepetitionPenalty: 5, Rand: r})
-	if !slices.Equal(a, b) {
+	if !slices.Equal(gen, res[0].IDs) {
 		t.Fatal("greedy with other knobs set differs from plain greedy")
+	}
+	if res[0].Seed != 0 {
+		t.Fatalf("greedy decoding reports seed %d", res[0].Seed)
+	}
+	r := seeded(3)
+	if b, err := generateWith(m, prompt, knobs, r); err != nil || !slices.Equal(gen, b) {
+		t.Fatalf("greedy token loop: %v, %v; Generate gave %v", b, err, gen)
 	}
 	if r.Uint64() != seeded(3).Uint64() {
 		t.Fatal("greedy decoding drew a random number")
@@ -343,14 +362,8 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 			run := func(noCache bool) []int {
 				o := o
 				o.noCache = noCache
-				if !o.Greedy {
-					o.Rand = seeded(77)
-				}
-				out, err := m.Generate(context.Background(), prompt, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
+				o.Seed = 77
+				return generated(t, m, prompt, o)
 			}
 			if a, b := run(false), run(true); !slices.Equal(a, b) {
 				t.Fatalf("prompt %d greedy=%v: cached and uncached generation differ", plen, o.Greedy)
@@ -364,10 +377,10 @@ func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 	prompt := []int{1, 2, 3}
 	for _, o := range []GenerateOptions{
 		{Greedy: true},
-		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Rand: seeded(1)},
-		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Rand: seeded(1)},
+		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Seed: 1},
+		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Seed: 1},
 		// A trace with a reused Step costs nothing per token either.
-		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Rand: seeded(1)},
+		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Seed: 1},
 	} {
 		allocs := func(n int) float64 {
 			o.MaxNewTokens = n
@@ -384,14 +397,14 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	stop := errors.New("enough")
 	var got []int
-	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, OnToken: func(id int) error {
-		got = append(got, id)
+	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, Stream: func(c *Chunk) error {
+		got = append(got, c.IDs...)
 		if len(got) == 3 {
 			return stop
 		}
 		return nil
 	}})
-	if !errors.Is(err, stop) || len(out) != 4 || !slices.Equal(out[1:], got) {
+	if !errors.Is(err, stop) || len(out) != 1 || len(out[0].IDs) != 3 || !slices.Equal(out[0].IDs, got) {
 		t.Fatalf("callback stop: out %v, streamed %v, err %v", out, got, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -404,8 +417,8 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 func TestGenerateRefusesOverflowingTemperature(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	for _, o := range []GenerateOptions{
-		{MaxNewTokens: 3, Temperature: 5e-324, Rand: seeded(1)},
-		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Rand: seeded(1)},
+		{MaxNewTokens: 3, Temperature: 5e-324, Seed: 1},
+		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Seed: 1},
 	} {
 		_, err := m.Generate(context.Background(), []int{1, 2, 3, 4, 5, 6}, o)
 		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "overflows the logits") {
@@ -440,13 +453,8 @@ func TestTrainedModelGenerates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	greedy := func() string {
-		s, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return completed(t, m, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true}})
 	}
 	a, b := greedy(), greedy()
 	if a != b {
@@ -456,11 +464,7 @@ func TestTrainedModelGenerates(t *testing.T) {
 		t.Errorf("greedy output is not a stretch of the corpus: %q", a)
 	}
 	sample := func(seed uint64, n int, temp float64, k int, prompt string) string {
-		s, err := m.GenerateText(ctx, vocab, prompt, GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Rand: seeded(seed)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return completed(t, m, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Seed: seed}})
 	}
 	// Two calls with equal arguments (and so equal seeds) must agree: the
 	// text depends on the seed alone, not on what ran before.
@@ -499,17 +503,24 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	opts := func(i int) GenerateOptions {
+	opts := func(i int) CompleteOptions {
 		if i%3 == 0 {
-			return GenerateOptions{MaxNewTokens: 50, Greedy: true}
+			return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, Greedy: true}}
 		}
-		return GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Rand: seeded(uint64(i))}
+		return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Seed: uint64(i)}}
 	}
 	prompts := []string{"the ", "the keeper rings the bell when a boat ", "a small boat drifts near the rocks at dawn. the "}
+	text := func(i int) (string, error) {
+		res, err := m.Complete(ctx, vocab, prompts[i%len(prompts)], opts(i))
+		if err != nil {
+			return "", err
+		}
+		return res[0].Text, nil
+	}
 	const goroutines, calls = 8, 6
 	want := make([]string, goroutines*calls)
 	for i := range want {
-		want[i], err = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+		want[i], err = text(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +532,7 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 			defer func() { done <- true }()
 			for c := range calls {
 				i := g*calls + c
-				got[i], _ = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+				got[i], _ = text(i)
 			}
 		}()
 	}
@@ -546,19 +557,27 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 func TestZeroTemperatureSamples(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 21)
 	prompt := []int{1, 2, 3}
-	r := seeded(5)
-	a, err := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, TopK: 5, Rand: r})
+	zero := GenerateOptions{MaxNewTokens: 40, TopK: 5, Seed: 5}
+	res, err := m.Generate(context.Background(), prompt, zero)
 	if err != nil {
 		t.Fatal(err)
+	}
+	a := res[0].IDs
+	if res[0].Seed != 5 {
+		t.Errorf("TopK with a zero Temperature reports seed %d, want 5: it was greedy", res[0].Seed)
+	}
+	r := seeded(5)
+	if ids, err := generateWith(m, prompt, zero, r); err != nil || !slices.Equal(ids, a) {
+		t.Fatalf("token loop: %v, %v; Generate gave %v", ids, err, a)
 	}
 	if r.Uint64() == seeded(5).Uint64() {
 		t.Error("TopK with a zero Temperature drew no random number: it was greedy")
 	}
-	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Rand: seeded(5)})
+	b := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Seed: 5})
 	if !slices.Equal(a, b) {
 		t.Error("zero Temperature differs from Temperature 1")
 	}
-	g, _ := m.GreedyDecode(prompt, 40)
+	g := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
 	if slices.Equal(a, g) {
 		t.Error("zero Temperature gave the greedy text")
 	}
@@ -587,11 +606,11 @@ func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	clear(m.Params())
-	out, err := m.GreedyDecode([]int{5, 9}, 40) // past the block size too
-	if err != nil {
-		t.Fatal(err)
+	out := generated(t, m, []int{5, 9}, GenerateOptions{MaxNewTokens: 40, Greedy: true}) // past the block size too
+	if len(out) != 40 {
+		t.Fatalf("%d tokens, want 40", len(out))
 	}
-	for i, id := range out[2:] {
+	for i, id := range out {
 		if id != 0 {
 			t.Fatalf("token %d of greedy decoding on equal logits is %d, want 0: %v", i, id, out)
 		}
@@ -634,11 +653,8 @@ func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
 		}
 		// The first call cached 7 positions; this prompt has 8.
 		second := randomTokens(seeded(uint64(200+i)), 8, m.Config().VocabSize)
-		got, err := m.Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := m.Clone().Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true, noCache: true})
+		got := generated(t, m, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
+		want := generated(t, m.Clone(), second, GenerateOptions{MaxNewTokens: 6, Greedy: true, noCache: true})
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: second call gave %v, a fresh recomputation %v", i, got, want)
 		}

@@ -3,6 +3,7 @@
 package minigpt
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -56,6 +57,42 @@ func randomTokens(rng *rand.Rand, n, vocab int) []int {
 
 // seeded is the PCG generator the tests draw from.
 func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// generated returns the ids of Generate's first sample (the prompt not
+// included), failing t on an error.
+func generated(t testing.TB, m *Model, prompt []int, o GenerateOptions) []int {
+	t.Helper()
+	res, err := m.Generate(context.Background(), prompt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0].IDs
+}
+
+// completed returns prompt followed by the text of Complete's first
+// sample, failing t on an error.
+func completed(t testing.TB, m *Model, vocab *Vocab, prompt string, o CompleteOptions) string {
+	t.Helper()
+	res, err := m.Complete(context.Background(), vocab, prompt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prompt + res[0].Text
+}
+
+// generateWith runs Generate's token loop for one sample that draws from
+// r instead of the generator Seed gives it, so that a test can see
+// whether a setting draws random numbers at all; it returns the
+// generated ids.
+func generateWith(m *Model, prompt []int, o GenerateOptions, r *rand.Rand) ([]int, error) {
+	var ids []int
+	g := generation{m: m, o: &o, prompt: prompt, rands: []*rand.Rand{r}}
+	err := g.run(context.Background(), func(_, id int, _ *Step) error {
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}
 
 // dirNames lists dir, hidden files included.
 func dirNames(t *testing.T, dir string) []string {
