@@ -67,6 +67,46 @@ func ExampleModel_Complete() {
 	// seed 9: "bell when a boat drifts near the rocks a"
 }
 
+// Generate works on token ids: encoding and decoding are the caller's.
+// With the same options and seed it gives Complete's samples (see
+// Model.Complete's example), here streamed as they are generated.
+func ExampleModel_Generate() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	prompt, err := vocab.Encode("the ")
+	if err != nil {
+		log.Fatal(err)
+	}
+	streamed := make([][]int, 3)
+	res, err := m.Generate(context.Background(), prompt, minigpt.GenerateOptions{
+		MaxNewTokens: 40,
+		N:            3,
+		Seed:         7,
+		Temperature:  1.5,
+		TopK:         5,
+		Stream: func(c *minigpt.Chunk) error {
+			streamed[c.Sample] = append(streamed[c.Sample], c.IDs...)
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, c := range res {
+		text, err := vocab.Decode(c.IDs)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("seed %d: %q (%d ids streamed)\n", c.Seed, text, len(streamed[i]))
+	}
+	// Output:
+	// seed 7: "tide is low. the keeper counts the boats" (40 ids streamed)
+	// seed 8: "keeper rings the bell when a boat drifts" (40 ids streamed)
+	// seed 9: "bell when a boat drifts near the rocks a" (40 ids streamed)
+}
+
 // Many goroutines may generate with one Model: each call has its own
 // KV cache, and the text does not depend on what else runs.
 func ExampleModel_Complete_concurrent() {

@@ -3,6 +3,7 @@ package minigpt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -689,4 +690,164 @@ func TestLogSoftmax(t *testing.T) {
 	if out := LogSoftmax(in, in); !bitsEqual(out, lp) {
 		t.Error("LogSoftmax in place differs from LogSoftmax into a new slice")
 	}
+}
+
+// Sample i of Generate's N is bit-identical to a one-sample call with
+// Seed SampleSeed(Seed, i), and to Complete's sample i on the same
+// prompt as text: the window short, growing and sliding (block 32 and 12).
+func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
+	vocab, _ := NewVocab(LanternBay)
+	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
+	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+		for _, plen := range []int{4, 11, 40} {
+			prompt := randomTokens(seeded(uint64(plen)), plen, vocab.Size())
+			text, _ := vocab.Decode(prompt)
+			for _, o := range []GenerateOptions{
+				{MaxNewTokens: 45, Temperature: 1.2, TopK: 8, TopP: 0.95, MinP: 0.02, RepetitionPenalty: 1.1, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 4, LogitBias: map[int]float64{3: -2}},
+				{MaxNewTokens: 45, Greedy: true},
+				{MaxNewTokens: 45, Temperature: 0.9, noCache: true},
+			} {
+				const n, seed = 5, 1234
+				batch := o
+				batch.N, batch.Seed = n, seed
+				res, err := m.Generate(context.Background(), prompt, batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				asText, err := m.Complete(context.Background(), vocab, text, CompleteOptions{GenerateOptions: batch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) != n || len(asText) != n {
+					t.Fatalf("%d completions from Generate, %d from Complete; want %d", len(res), len(asText), n)
+				}
+				distinct := map[string]bool{}
+				for i, c := range res {
+					one := o
+					one.Seed = SampleSeed(seed, i)
+					want := generated(t, m, prompt, one)
+					if !slices.Equal(c.IDs, want) {
+						t.Fatalf("prompt %d, greedy %v, sample %d of %d:\nbatch  %v\nsingle %v", plen, o.Greedy, i, n, c.IDs, want)
+					}
+					if !slices.Equal(c.IDs, asText[i].IDs) {
+						t.Fatalf("prompt %d, sample %d: Generate %v, Complete %v", plen, i, c.IDs, asText[i].IDs)
+					}
+					wantSeed := uint64(0)
+					if !o.Greedy {
+						wantSeed = seed + uint64(i)
+					}
+					if c.Index != i || c.Seed != wantSeed || c.Text != "" || c.Finish != FinishLength {
+						t.Errorf("sample %d: index %d, seed %d, text %q, finish %q; want %d, %d, \"\", length", i, c.Index, c.Seed, c.Text, c.Finish, i, wantSeed)
+					}
+					distinct[fmt.Sprint(c.IDs)] = true
+				}
+				if !o.Greedy && len(distinct) < 2 {
+					t.Errorf("prompt %d: %d samples are all the same", plen, n)
+				}
+			}
+		}
+	}
+}
+
+// At token level Stream delivers each sample's ids in chunks with no
+// text: together they are the sample's Completion, the last one carries
+// the finish reason, with Trace each id has its step, and Complete
+// streams the same ids. Beam search streams each beam whole at the end,
+// best first.
+func TestGenerateStreamsTokenChunks(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, _ := vocab.Encode("the ")
+	type chunk struct {
+		sample int
+		ids    []int
+		steps  []Step
+		finish FinishReason
+	}
+	collect := func(t *testing.T, o GenerateOptions, text bool) ([]chunk, []Completion) {
+		t.Helper()
+		var chunks []chunk
+		o.Stream = func(c *Chunk) error {
+			if text {
+				if want, _ := vocab.Decode(c.IDs); c.Text != want {
+					t.Errorf("Complete chunk text %q, its ids %q", c.Text, want)
+				}
+			} else if c.Text != "" {
+				t.Errorf("token-level chunk of sample %d has text %q", c.Sample, c.Text)
+			}
+			var steps []Step
+			for _, s := range c.Steps {
+				steps = append(steps, s.Clone())
+			}
+			chunks = append(chunks, chunk{c.Sample, slices.Clone(c.IDs), steps, c.Finish})
+			return nil
+		}
+		var res []Completion
+		var err error
+		if text {
+			res, err = m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: o})
+		} else {
+			res, err = m.Generate(context.Background(), prompt, o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chunks, res
+	}
+	t.Run("sampled", func(t *testing.T) {
+		o := GenerateOptions{MaxNewTokens: 30, N: 3, Seed: 5, Temperature: 1.3, Trace: true, TraceTopN: 2}
+		chunks, res := collect(t, o, false)
+		streamed := make([][]int, len(res))
+		finished := make([]int, len(res))
+		for _, c := range chunks {
+			if c.sample < 0 || c.sample >= len(res) {
+				t.Fatalf("chunk for sample %d of %d", c.sample, len(res))
+			}
+			if finished[c.sample] > 0 {
+				t.Errorf("sample %d: a chunk after its finish", c.sample)
+			}
+			if len(c.steps) != len(c.ids) {
+				t.Errorf("sample %d: chunk with %d ids has %d steps", c.sample, len(c.ids), len(c.steps))
+			}
+			for j, s := range c.steps {
+				if s.ID != c.ids[j] || s.Sample != c.sample || s.Pos != len(prompt)+len(streamed[c.sample])+j {
+					t.Errorf("sample %d: step %+v for id %d at %d", c.sample, s, c.ids[j], len(prompt)+len(streamed[c.sample])+j)
+				}
+			}
+			streamed[c.sample] = append(streamed[c.sample], c.ids...)
+			if c.finish != "" {
+				if c.finish != FinishLength {
+					t.Errorf("sample %d finished %q", c.sample, c.finish)
+				}
+				finished[c.sample]++
+			}
+		}
+		for i, r := range res {
+			if len(r.IDs) != 30 || !slices.Equal(streamed[i], r.IDs) || finished[i] != 1 {
+				t.Errorf("sample %d: streamed %v (%d finish chunks), returned %v", i, streamed[i], finished[i], r.IDs)
+			}
+		}
+		textChunks, _ := collect(t, o, true)
+		if len(textChunks) != len(chunks) {
+			t.Fatalf("Complete streamed %d chunks, Generate %d", len(textChunks), len(chunks))
+		}
+		for i, c := range textChunks {
+			if g := chunks[i]; c.sample != g.sample || !slices.Equal(c.ids, g.ids) || c.finish != g.finish {
+				t.Errorf("chunk %d: Complete %+v, Generate %+v", i, c, g)
+			}
+		}
+	})
+	t.Run("beams", func(t *testing.T) {
+		chunks, res := collect(t, GenerateOptions{MaxNewTokens: 20, N: 3, NumBeams: 4}, false)
+		if len(chunks) != 3 || len(res) != 3 {
+			t.Fatalf("%d chunks and %d beams, want 3 each", len(chunks), len(res))
+		}
+		for i, c := range chunks {
+			if c.sample != i || !slices.Equal(c.ids, res[i].IDs) || len(c.ids) != 20 || c.finish != FinishLength {
+				t.Errorf("chunk %d: %+v; beam %d is %v", i, c, i, res[i].IDs)
+			}
+		}
+	})
 }
