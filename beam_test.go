@@ -56,7 +56,7 @@ func TestBeamSearchMatchesBruteForce(t *testing.T) {
 	K := int(math.Pow(float64(V), L-1)) // 27: every prefix survives
 	const n = 6
 	for _, lp := range []float64{0, 1, 2} { // equal lengths: the penalty cannot reorder
-		res, err := m.beamSearchK(context.Background(), prompt, K, L, lp, nil, n, false, nil)
+		res, err := beamSearchK(m, prompt, K, L, lp, nil, n, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestBeamSearchMatchesReference(t *testing.T) {
 	const K, L = 3, 8
 	want := refBeam(m, prompt, K, L)
 	for _, noCache := range []bool{false, true} {
-		res, err := m.beamSearchK(context.Background(), prompt, K, L, 1, nil, K, noCache, nil)
+		res, err := beamSearchK(m, prompt, K, L, 1, nil, K, noCache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,18 +126,18 @@ func TestOneBeamIsGreedy(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 29)
 	prompt := []int{7, 7, 2}
 	const L = 50 // past the block size
-	res, err := m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false, nil)
+	res, err := beamSearchK(m, prompt, 1, L, 1, nil, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := m.GreedyDecode(prompt, L)
-	if !slices.Equal(res[0].IDs, g[len(prompt):]) {
-		t.Fatalf("1 beam %v, greedy %v", res[0].IDs, g[len(prompt):])
+	g := generated(t, m, prompt, GenerateOptions{MaxNewTokens: L, Greedy: true})
+	if !slices.Equal(res[0].IDs, g) {
+		t.Fatalf("1 beam %v, greedy %v", res[0].IDs, g)
 	}
 	// Ties too: with every parameter zero all logits are equal, and
 	// greedy (NumPy's argmax) takes id 0 every time; so must one beam.
 	clear(m.Params())
-	res, err = m.beamSearchK(context.Background(), prompt, 1, L, 1, nil, 1, false, nil)
+	res, err = beamSearchK(m, prompt, 1, L, 1, nil, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestBeamLengthPenaltyWithStops(t *testing.T) {
 	pids, _ := vocab.Encode(prompt)
 	best := map[float64]string{}
 	for _, lp := range []float64{-2, 0, 2} {
-		res, err := m.Complete(ctx, vocab, prompt, 4, 0, GenerateOptions{MaxNewTokens: 30, NumBeams: 4, LengthPenalty: lp, Stop: []string{" the", "."}}, nil)
+		res, err := m.Complete(ctx, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 30, N: 4, NumBeams: 4, LengthPenalty: lp}, Stop: []string{" the", "."}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +196,8 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	m, vocab, _ := DefaultModel()
 	ctx := context.Background()
 	run := func(o GenerateOptions) []Completion {
-		o.MaxNewTokens, o.NumBeams = 60, 3
-		res, err := m.Complete(ctx, vocab, "the ", 3, 0, o, nil)
+		o.MaxNewTokens, o.NumBeams, o.N = 60, 3, 3
+		res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	for id := range vocab.Size() {
 		all[id] = -100
 	}
-	if _, err := m.Complete(ctx, vocab, "the ", 1, 0, GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}, nil); !errors.Is(err, ErrAllBanned) {
+	if _, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}}); !errors.Is(err, ErrAllBanned) {
 		t.Errorf("everything banned: err %v", err)
 	}
 }

@@ -195,7 +195,7 @@ func BenchmarkGenerate(b *testing.B) {
 			b.Run(mode+"/"+cache, func(b *testing.B) {
 				o := GenerateOptions{MaxNewTokens: n, Greedy: mode == "greedy", noCache: cache == "uncached"}
 				if mode == "sampled" {
-					o.Temperature, o.TopK, o.Rand = 0.8, 10, seeded(42)
+					o.Temperature, o.TopK, o.Seed = 0.8, 10, 42
 				}
 				m.Generate(context.Background(), prompt, o) // warm-up
 				b.ReportAllocs()

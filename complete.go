@@ -109,17 +109,23 @@ func (m *Model) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	r := m.newRequest(o, ids, stop, chars, sc.rows, &sc.s, &sc.step)
 	r.emit, r.onStep = o.Stream, o.OnStep
 	r.start(sc.slots)
+	m.runAlone(ctx, r, sc.dec)
+	return r.results(chars), r.err
+}
+
+// runAlone runs r to its end, one pass of d per step; cancelling ctx
+// stops it between tokens.
+func (m *Model) runAlone(ctx context.Context, r *request, d *decoder) {
 	for !r.done {
 		if err := ctx.Err(); err != nil {
 			r.stop(err)
-			break
+			return
 		}
-		sc.dec.begin()
-		r.plan(sc.dec)
-		sc.dec.run(m)
-		r.advance(sc.dec)
+		d.begin()
+		r.plan(d)
+		d.run(m)
+		r.advance(d)
 	}
-	return r.results(chars), r.err
 }
 
 // rowsOf is the number of rows (cache slots) a request with options o
@@ -158,6 +164,9 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars [
 	}
 	r.st = newStopper(stop, chars, len(rows), o.Trace)
 	r.st.noText = chars == nil
+	for b := range r.st.samples {
+		r.st.samples[b].ids = make([]int, 0, min(o.MaxNewTokens, 1024))
+	}
 	return r
 }
 

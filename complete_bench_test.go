@@ -24,10 +24,12 @@ func BenchmarkComplete(b *testing.B) {
 		for _, n := range []int{1, 4, 16} {
 			o := GenerateOptions{MaxNewTokens: length.n, Temperature: 0.8, TopK: 10}
 			b.Run(fmt.Sprintf("%s/n=%d/batched", length.name, n), func(b *testing.B) {
-				m.Complete(ctx, vocab, "the ", n, 42, o, nil) // warm the scratch pool
+				batch := CompleteOptions{GenerateOptions: o}
+				batch.N, batch.Seed = n, 42
+				m.Complete(ctx, vocab, "the ", batch) // warm the scratch pool
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := m.Complete(ctx, vocab, "the ", n, 42, o, nil); err != nil {
+					if _, err := m.Complete(ctx, vocab, "the ", batch); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -38,8 +40,8 @@ func BenchmarkComplete(b *testing.B) {
 				for b.Loop() {
 					for i := range n {
 						o := o
-						o.Rand = SampleRand(42, i)
-						if _, err := m.GenerateText(ctx, vocab, "the ", o); err != nil {
+						o.Seed = SampleSeed(42, i)
+						if _, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: o}); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -28,20 +28,20 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 			{MaxNewTokens: 45, Temperature: 0.9, noCache: true},
 		} {
 			const n, seed = 5, 1234
-			res, err := m.Complete(ctx, vocab, prompt, n, seed, o, nil)
+			batch := o
+			batch.N, batch.Seed = n, seed
+			res, err := m.Complete(ctx, vocab, prompt, CompleteOptions{GenerateOptions: batch})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(res) != n {
+				t.Fatalf("%d completions, want %d", len(res), n)
 			}
 			distinct := map[string]bool{}
 			for i, c := range res {
 				one := o
-				if o.sampled() {
-					one.Rand = SampleRand(seed, i)
-				}
-				want, err := m.GenerateText(ctx, vocab, prompt, one)
-				if err != nil {
-					t.Fatal(err)
-				}
+				one.Seed = SampleSeed(seed, i)
+				want := completed(t, m, vocab, prompt, CompleteOptions{GenerateOptions: one})
 				if prompt+c.Text != want {
 					t.Fatalf("prompt %q, sample %d of %d:\nbatch  %q\nsingle %q", prompt, i, n, prompt+c.Text, want)
 				}
@@ -57,41 +57,51 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 	}
 }
 
+// Complete and Generate refuse the same bad options with the same
+// errors (Complete also the stop strings, which only it has).
 func TestCompleteRejects(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 1)
 	vocab, _ := NewVocab(LanternBay)
 	ctx := context.Background()
+	prompt, _ := vocab.Encode("the ")
 	for _, tc := range []struct {
-		n    int
 		o    GenerateOptions
+		stop []string
 		want string
 	}{
-		{0, GenerateOptions{}, "sample count 0"},
-		{MaxSamples + 1, GenerateOptions{}, "sample count 129"},
-		{2, GenerateOptions{Rand: seeded(1)}, "Rand is set"},
-		{2, GenerateOptions{OnToken: func(int) error { return nil }}, "OnToken is set"},
-		{3, GenerateOptions{NumBeams: 2}, "2 beams cannot return 3"},
-		{1, GenerateOptions{Stop: []string{"a", "b", "c", "d", "e"}}, "5 stop strings"},
-		{1, GenerateOptions{Stop: []string{"a", ""}}, "stop string 1 is empty"},
-		{1, GenerateOptions{MinP: 1.5}, "min-p 1.5"},
-		{1, GenerateOptions{MinP: math.NaN()}, "min-p NaN"},
-		{1, GenerateOptions{PresencePenalty: 2.5}, "presence penalty 2.5"},
-		{1, GenerateOptions{FrequencyPenalty: -3}, "frequency penalty -3"},
-		{1, GenerateOptions{LogitBias: map[int]float64{2: 101}}, "logit bias 101 for token 2"},
-		{1, GenerateOptions{LogitBias: map[int]float64{24: 1}}, "token id 24"},
-		{1, GenerateOptions{NoRepeatNGramSize: -1}, "n-gram size -1"},
-		{1, GenerateOptions{NumBeams: 65}, "beam count 65"},
-		{1, GenerateOptions{NumBeams: 2, LengthPenalty: math.Inf(1)}, "length penalty +Inf"},
-		{1, GenerateOptions{TraceTopN: 25}, "trace top-n 25"},
-		{1, GenerateOptions{NumBeams: 2, OnStep: func(*Step) error { return nil }}, "OnStep"},
+		{GenerateOptions{N: -1}, nil, "sample count -1"},
+		{GenerateOptions{N: MaxSamples + 1}, nil, "sample count 129"},
+		{GenerateOptions{N: 3, NumBeams: 2}, nil, "2 beams cannot return 3"},
+		{GenerateOptions{}, []string{"a", "b", "c", "d", "e"}, "5 stop strings"},
+		{GenerateOptions{}, []string{"a", ""}, "stop string 1 is empty"},
+		{GenerateOptions{MinP: 1.5}, nil, "min-p 1.5"},
+		{GenerateOptions{MinP: math.NaN()}, nil, "min-p NaN"},
+		{GenerateOptions{PresencePenalty: 2.5}, nil, "presence penalty 2.5"},
+		{GenerateOptions{FrequencyPenalty: -3}, nil, "frequency penalty -3"},
+		{GenerateOptions{LogitBias: map[int]float64{2: 101}}, nil, "logit bias 101 for token 2"},
+		{GenerateOptions{LogitBias: map[int]float64{24: 1}}, nil, "token id 24"},
+		{GenerateOptions{NoRepeatNGramSize: -1}, nil, "n-gram size -1"},
+		{GenerateOptions{NumBeams: 65}, nil, "beam count 65"},
+		{GenerateOptions{NumBeams: 2, LengthPenalty: math.Inf(1)}, nil, "length penalty +Inf"},
+		{GenerateOptions{TraceTopN: 25}, nil, "trace top-n 25"},
+		{GenerateOptions{NumBeams: 2, OnStep: func(*Step) error { return nil }}, nil, "OnStep"},
 	} {
-		_, err := m.Complete(ctx, vocab, "the ", tc.n, 1, tc.o, nil)
+		_, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: tc.o, Stop: tc.stop})
 		if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("n %d: err = %v, want ErrBadOption mentioning %q", tc.n, err, tc.want)
+			t.Errorf("Complete: err = %v, want ErrBadOption mentioning %q", err, tc.want)
+		}
+		if tc.stop != nil {
+			continue
+		}
+		if res, err := m.Generate(ctx, prompt, tc.o); res != nil || !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Generate: %d results, err = %v, want ErrBadOption mentioning %q", len(res), err, tc.want)
 		}
 	}
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{Stop: []string{"x"}, Greedy: true}); !errors.Is(err, ErrBadOption) {
-		t.Errorf("Generate with Stop: err %v", err)
+	// N 0 is one sample, and N may equal NumBeams.
+	for _, o := range []GenerateOptions{{MaxNewTokens: 2, N: 0, Seed: 1}, {MaxNewTokens: 2, N: 2, NumBeams: 2}} {
+		if res, err := m.Generate(ctx, prompt, o); err != nil || len(res) != max(o.N, 1) {
+			t.Errorf("N %d, beams %d: %d results, err %v", o.N, o.NumBeams, len(res), err)
+		}
 	}
 	if _, err := CharBias(vocab, map[rune]float64{'z': 1}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "'z'") {
 		t.Errorf("CharBias with z: err %v", err)
@@ -164,11 +174,11 @@ func TestStopStringsOnModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	full, _ := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
+	full := completed(t, m, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true}})
 	for _, stop := range []string{"fog", "the b", ". a", "zzz", "s", "the boats"} {
 		var streamed strings.Builder
 		var finish FinishReason
-		res, err := m.Complete(ctx, vocab, "the ", 1, 0, GenerateOptions{MaxNewTokens: 80, Greedy: true, Stop: []string{stop, "qq"}}, func(c *Chunk) error {
+		res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{Stop: []string{stop, "qq"}, GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true, Stream: func(c *Chunk) error {
 			if strings.Contains(streamed.String()+c.Text, stop) {
 				t.Errorf("stop %q: streamed text %q reaches the stop string", stop, streamed.String()+c.Text)
 			}
@@ -177,7 +187,7 @@ func TestStopStringsOnModel(t *testing.T) {
 				finish = c.Finish
 			}
 			return nil
-		})
+		}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,18 +200,18 @@ func TestStopStringsOnModel(t *testing.T) {
 			t.Errorf("stop %q: text %q, streamed %q, finish %q/%q; want %q, %q", stop, res[0].Text, streamed.String(), finish, res[0].Finish, want, wantFinish)
 		}
 	}
-	// GenerateText: the stop string is not part of the result, and
-	// OnToken never sees its characters.
+	// The stop string is not part of the result, and the stream's ids
+	// never hold its characters.
 	var seen []int
-	text, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 120, Greedy: true, Stop: []string{"fog"}, OnToken: func(id int) error {
-		seen = append(seen, id)
+	res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{Stop: []string{"fog"}, GenerateOptions: GenerateOptions{MaxNewTokens: 120, Greedy: true, Stream: func(c *Chunk) error {
+		seen = append(seen, c.IDs...)
 		return nil
-	}})
-	if err != nil || text != "the boats come home when the lantern glows. the boats wait outside the bay when the " {
-		t.Fatalf("GenerateText with stop: %q, %v", text, err)
+	}}})
+	if err != nil || "the "+res[0].Text != "the boats come home when the lantern glows. the boats wait outside the bay when the " {
+		t.Fatalf("Complete with stop: %v, %v", res, err)
 	}
 	if s, _ := vocab.Decode(seen); s != "boats come home when the lantern glows. the boats wait outside the bay when the " {
-		t.Errorf("OnToken saw %q", s)
+		t.Errorf("the stream's ids are %q", s)
 	}
 }
 
@@ -210,16 +220,17 @@ func TestStopStringsOnModel(t *testing.T) {
 func TestCompleteTraceRecords(t *testing.T) {
 	m, vocab, _ := DefaultModel()
 	var live []Step
-	o := GenerateOptions{MaxNewTokens: 30, Temperature: 1.5, TopK: 5, TraceTopN: 3, Trace: true, Stop: []string{"rocks"},
-		OnStep: func(s *Step) error { live = append(live, s.Clone()); return nil }}
 	var chunkSteps []Step
-	res, err := m.Complete(context.Background(), vocab, "the ", 1, 42, o, func(c *Chunk) error {
-		if len(c.Steps) != len(c.IDs) {
-			t.Errorf("chunk with %d ids has %d steps", len(c.IDs), len(c.Steps))
-		}
-		chunkSteps = append(chunkSteps, c.Steps...)
-		return nil
-	})
+	o := CompleteOptions{Stop: []string{"rocks"}, GenerateOptions: GenerateOptions{MaxNewTokens: 30, Temperature: 1.5, TopK: 5, TraceTopN: 3, Trace: true, Seed: 42,
+		OnStep: func(s *Step) error { live = append(live, s.Clone()); return nil },
+		Stream: func(c *Chunk) error {
+			if len(c.Steps) != len(c.IDs) {
+				t.Errorf("chunk with %d ids has %d steps", len(c.IDs), len(c.Steps))
+			}
+			chunkSteps = append(chunkSteps, c.Steps...)
+			return nil
+		}}}
+	res, err := m.Complete(context.Background(), vocab, "the ", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,33 +250,33 @@ func TestCompleteStopsOnErrorsAndCancel(t *testing.T) {
 	m, vocab, _ := DefaultModel()
 	boom := errors.New("boom")
 	chunks := 0
-	_, err := m.Complete(context.Background(), vocab, "the ", 3, 1, GenerateOptions{MaxNewTokens: 50}, func(c *Chunk) error {
+	_, err := m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 3, Seed: 1, Stream: func(c *Chunk) error {
 		if chunks++; chunks == 7 {
 			return boom
 		}
 		return nil
-	})
+	}}})
 	if !errors.Is(err, boom) || chunks != 7 {
 		t.Errorf("stream error: err %v after %d chunks", err, chunks)
 	}
 	steps := 0
-	_, err = m.Complete(context.Background(), vocab, "the ", 2, 1, GenerateOptions{MaxNewTokens: 50, OnStep: func(*Step) error {
+	_, err = m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, OnStep: func(*Step) error {
 		if steps++; steps == 5 {
 			return boom
 		}
 		return nil
-	}}, nil)
+	}}})
 	if !errors.Is(err, boom) || steps != 5 {
 		t.Errorf("OnStep error: err %v after %d steps", err, steps)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	got := 0
-	res, err := m.Complete(ctx, vocab, "the ", 2, 1, GenerateOptions{MaxNewTokens: 50}, func(c *Chunk) error {
+	res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, Stream: func(c *Chunk) error {
 		if got += len(c.IDs); got >= 10 {
 			cancel()
 		}
 		return nil
-	})
+	}}})
 	if !errors.Is(err, context.Canceled) || len(res) != 2 || len(res[0].IDs)+len(res[1].IDs) != got {
 		t.Errorf("cancel: err %v, %d results, %d ids streamed", err, len(res), got)
 	}
@@ -280,16 +291,12 @@ func TestCompleteRefusesOversizedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []GenerateOptions{{MaxNewTokens: 1}, {MaxNewTokens: 1, NumBeams: 2}} {
-		n := 2
-		if o.NumBeams > 0 {
-			n = 1
+	for _, o := range []GenerateOptions{{MaxNewTokens: 1, N: 2, Seed: 1}, {MaxNewTokens: 1, NumBeams: 2}} {
+		if _, err := m.Complete(context.Background(), vocab, "ab", CompleteOptions{GenerateOptions: o}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
+			t.Errorf("Complete, N %d, beams %d: err %v", o.N, o.NumBeams, err)
 		}
-		if _, err := m.Complete(context.Background(), vocab, "ab", n, 1, o, nil); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
-			t.Errorf("beams %d: err %v", o.NumBeams, err)
+		if _, err := m.Generate(context.Background(), []int{0}, o); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
+			t.Errorf("Generate, N %d, beams %d: err %v", o.N, o.NumBeams, err)
 		}
-	}
-	if _, err := m.Generate(context.Background(), []int{0}, GenerateOptions{MaxNewTokens: 1, NumBeams: 2}); !errors.Is(err, ErrBadOption) {
-		t.Errorf("Generate with 2 beams: err %v", err)
 	}
 }

@@ -128,10 +128,7 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 	if string(c.Vocab.Chars()) != string(chars) {
 		t.Fatalf("checkpoint vocabulary %q, want %q", string(c.Vocab.Chars()), string(chars))
 	}
-	out, err := c.Model.GenerateText(context.Background(), c.Vocab, "東京の", GenerateOptions{MaxNewTokens: 30, Temperature: 1, Rand: seeded(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := completed(t, c.Model, c.Vocab, "東京の", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 30, Temperature: 1, Seed: 1}})
 	if !strings.HasPrefix(out, "東京の") || utf8.RuneCountInString(out) != 33 || !utf8.ValidString(out) {
 		t.Fatalf("generated %q: want the prompt and 30 valid characters", out)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/par"
 )
 
 // pinnedWeightsSHA256 is the SHA-256 of the little-endian bits of every
@@ -89,15 +90,15 @@ func TestPinnedTrainingHashWithHalves(t *testing.T) {
 func pinnedRun(t *testing.T, path string, p int) {
 	t.Helper()
 	defer kernels.SetPath(path)()
-	saved := minParallelWork
-	defer func() { minParallelWork = saved }()
+	saved := par.MinParallelWork
+	defer func() { par.MinParallelWork = saved }()
 	runtime.GOMAXPROCS(p)
 	// Split every section that can be split, so chunk boundaries land
 	// everywhere they can.
-	minParallelWork = 0
+	par.MinParallelWork = 0
 	tr, _ := trainTiny(t, 42, 20)
 	opts, _ := trainTinyWith(t, 42, 20, editOptions)
-	minParallelWork = saved
+	par.MinParallelWork = saved
 	if got := weightsHash(tr.Model().Params()); got != pinnedWeightsSHA256 {
 		t.Errorf("GOMAXPROCS=%d, kernels %s: weights hash %s, pinned %s", p, kernels.Path(), got, pinnedWeightsSHA256)
 	}

@@ -21,18 +21,20 @@ func ExampleGenerateOptions() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	text, err := m.GenerateText(context.Background(), vocab, "the keeper ", minigpt.GenerateOptions{
-		MaxNewTokens: 120,
-		Temperature:  1.2,
-		MinP:         0.1,
-		LogitBias:    bias,
-		Stop:         []string{"."},
-		Rand:         minigpt.SampleRand(42, 0),
+	res, err := m.Complete(context.Background(), vocab, "the keeper ", minigpt.CompleteOptions{
+		GenerateOptions: minigpt.GenerateOptions{
+			MaxNewTokens: 120,
+			Temperature:  1.2,
+			MinP:         0.1,
+			LogitBias:    bias,
+			Seed:         42,
+		},
+		Stop: []string{"."},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text)
+	fmt.Println("the keeper " + res[0].Text)
 	// Output:
 	// the keeper rings the bell when a boat drifts near the rove the bay when the tide is low
 }
@@ -44,11 +46,15 @@ func ExampleModel_Complete() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := m.Complete(context.Background(), vocab, "the ", 3, 7, minigpt.GenerateOptions{
-		MaxNewTokens: 40,
-		Temperature:  1.5,
-		TopK:         5,
-	}, nil)
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{
+		GenerateOptions: minigpt.GenerateOptions{
+			MaxNewTokens: 40,
+			N:            3,
+			Seed:         7,
+			Temperature:  1.5,
+			TopK:         5,
+		},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,9 +67,49 @@ func ExampleModel_Complete() {
 	// seed 9: "bell when a boat drifts near the rocks a"
 }
 
+// Generate works on token ids: encoding and decoding are the caller's.
+// With the same options and seed it gives Complete's samples (see
+// Model.Complete's example), here streamed as they are generated.
+func ExampleModel_Generate() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	prompt, err := vocab.Encode("the ")
+	if err != nil {
+		log.Fatal(err)
+	}
+	streamed := make([][]int, 3)
+	res, err := m.Generate(context.Background(), prompt, minigpt.GenerateOptions{
+		MaxNewTokens: 40,
+		N:            3,
+		Seed:         7,
+		Temperature:  1.5,
+		TopK:         5,
+		Stream: func(c *minigpt.Chunk) error {
+			streamed[c.Sample] = append(streamed[c.Sample], c.IDs...)
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, c := range res {
+		text, err := vocab.Decode(c.IDs)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("seed %d: %q (%d ids streamed)\n", c.Seed, text, len(streamed[i]))
+	}
+	// Output:
+	// seed 7: "tide is low. the keeper counts the boats" (40 ids streamed)
+	// seed 8: "keeper rings the bell when a boat drifts" (40 ids streamed)
+	// seed 9: "bell when a boat drifts near the rocks a" (40 ids streamed)
+}
+
 // Many goroutines may generate with one Model: each call has its own
 // KV cache, and the text does not depend on what else runs.
-func ExampleModel_GenerateText_concurrent() {
+func ExampleModel_Complete_concurrent() {
 	m, vocab, err := minigpt.DefaultModel()
 	if err != nil {
 		log.Fatal(err)
@@ -75,7 +121,14 @@ func ExampleModel_GenerateText_concurrent() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], _ = m.GenerateText(context.Background(), vocab, p, minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
+			res, err := m.Complete(context.Background(), vocab, p, minigpt.CompleteOptions{
+				GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true},
+			})
+			if err != nil {
+				out[i] = err.Error()
+				return
+			}
+			out[i] = p + res[0].Text
 		}()
 	}
 	wg.Wait()
@@ -96,11 +149,11 @@ func ExampleStep() {
 		log.Fatal(err)
 	}
 	chars := vocab.Chars()
-	_, err = m.GenerateText(context.Background(), vocab, "the ", minigpt.GenerateOptions{
+	_, err = m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{
 		MaxNewTokens: 3,
 		Temperature:  1.5,
 		TopK:         2,
-		Rand:         minigpt.SampleRand(42, 0),
+		Seed:         42,
 		TraceTopN:    3,
 		OnStep: func(s *minigpt.Step) error {
 			fmt.Printf("%q p=%.3f raw=%.3f |", chars[s.ID], math.Exp(s.Logprob), math.Exp(s.RawLogprob))
@@ -114,7 +167,7 @@ func ExampleStep() {
 			fmt.Println()
 			return nil
 		},
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}

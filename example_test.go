@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,21 +19,25 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	greedy, err := m.GenerateText(ctx, vocab, "the keeper ", minigpt.GenerateOptions{MaxNewTokens: 40, Greedy: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(greedy)
-	sample, err := m.GenerateText(ctx, vocab, "the boats ", minigpt.GenerateOptions{
-		MaxNewTokens: 40,
-		Temperature:  0.8,
-		TopK:         10,
-		Rand:         rand.New(rand.NewPCG(42, 0)),
+	greedy, err := m.Complete(ctx, vocab, "the keeper ", minigpt.CompleteOptions{
+		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, Greedy: true},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(sample)
+	fmt.Println("the keeper " + greedy[0].Text)
+	sample, err := m.Complete(ctx, vocab, "the boats ", minigpt.CompleteOptions{
+		GenerateOptions: minigpt.GenerateOptions{
+			MaxNewTokens: 40,
+			Temperature:  0.8,
+			TopK:         10,
+			Seed:         42,
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the boats " + sample[0].Text)
 	// Output:
 	// the keeper rings the bell when a boat drifts near t
 	// the boats and writes the count in a book. the lant
@@ -95,14 +98,20 @@ func ExampleNewTrainer_fineTune() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	greedy := minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true}
-	before, _ := m.GenerateText(ctx, vocab, "the gulls ", greedy)
+	greedy := minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true}}
+	before, err := m.Complete(ctx, vocab, "the gulls ", greedy)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := tr.Run(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
-	after, _ := m.GenerateText(ctx, vocab, "the gulls ", greedy)
-	fmt.Println(before)
-	fmt.Println(after)
+	after, err := m.Complete(ctx, vocab, "the gulls ", greedy)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the gulls " + before[0].Text)
+	fmt.Println("the gulls " + after[0].Text)
 	// Output:
 	// the gulls call over the bay when the tid
 	// the gulls sing to the keeper at dawn. th
@@ -137,11 +146,13 @@ func ExampleLoadCheckpoint() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	text, err := c.Model.GenerateText(context.Background(), c.Vocab, "the lamp ", minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
+	res, err := c.Model.Complete(context.Background(), c.Vocab, "the lamp ", minigpt.CompleteOptions{
+		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text)
+	fmt.Println("the lamp " + res[0].Text)
 	// Output:
 	// 104728 parameters, 24 characters, step 1200, resumable: false
 	// the lamp keeper lights the lantern when

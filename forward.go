@@ -220,6 +220,9 @@ func (m *Model) chainHead(a *activations, in []float64, rows int, targets []int)
 func (m *Model) addAttention(a *activations, kv *kvCache, l int, seqs []rowSeq, outOnly bool) {
 	c, j := m.cfg, &a.jobs
 	C, NH, T := c.EmbedDim, c.Heads, c.BlockSize
+	if a.keep {
+		T = a.T // training: the batch's (B, NH, T, T) weights, as backward reads them
+	}
 	C3 := 3 * C
 	qkv, out, att := a.layer(a.qkv, l, C3), a.layer(a.attnOut, l, C), a.layer(a.att, l, NH*T)
 	cost := 0

@@ -3,6 +3,7 @@ package minigpt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -223,7 +224,6 @@ func TestLoopOnset(t *testing.T) {
 func TestGenerateRejectsBadOptions(t *testing.T) {
 	m, _ := NewModel(tinyConfig(false), 1)
 	vocab, _ := NewVocab("abcdefg")
-	r := seeded(1)
 	for _, tc := range []struct {
 		name   string
 		prompt string
@@ -231,34 +231,42 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		want   string
 	}{
 		{"negative tokens", "ab", GenerateOptions{MaxNewTokens: -1, Greedy: true}, "new token count -1"},
-		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5, Rand: r}, "temperature -0.5"},
-		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN(), Rand: r}, "temperature NaN"},
-		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1), Rand: r}, "temperature +Inf"},
-		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2, Rand: r}, "top-k -2"},
-		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5, Rand: r}, "top-p 1.5"},
-		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1, Rand: r}, "top-p -0.1"},
-		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN(), Rand: r}, "top-p NaN"},
-		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1, Rand: r}, "repetition penalty -1"},
-		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1), Rand: r}, "repetition penalty +Inf"},
-		{"no generator", "ab", GenerateOptions{Temperature: 1}, "random generator"},
+		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5}, "temperature -0.5"},
+		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN()}, "temperature NaN"},
+		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1)}, "temperature +Inf"},
+		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2}, "top-k -2"},
+		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5}, "top-p 1.5"},
+		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1}, "top-p -0.1"},
+		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN()}, "top-p NaN"},
+		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1}, "repetition penalty -1"},
+		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1)}, "repetition penalty +Inf"},
 		{"empty prompt", "", GenerateOptions{Greedy: true}, "empty prompt"},
 		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.GenerateText(context.Background(), vocab, tc.prompt, tc.o)
+			_, err := m.Complete(context.Background(), vocab, tc.prompt, CompleteOptions{GenerateOptions: tc.o})
 			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("GenerateText error = %v, want ErrBadOption mentioning %q", err, tc.want)
+				t.Fatalf("Complete error = %v, want ErrBadOption mentioning %q", err, tc.want)
+			}
+			// Generate takes the same options and refuses them alike.
+			ids, encErr := vocab.Encode(tc.prompt)
+			if encErr != nil {
+				return
+			}
+			_, err = m.Generate(context.Background(), ids, tc.o)
+			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Generate error = %v, want ErrBadOption mentioning %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := m.GenerateText(context.Background(), nil, "ab", GenerateOptions{Greedy: true}); !errors.Is(err, ErrBadOption) {
+	if _, err := m.Complete(context.Background(), nil, "ab", CompleteOptions{GenerateOptions: GenerateOptions{Greedy: true}}); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("nil vocabulary: error %v", err)
 	}
 	// A huge token count is not allocated up front: cancel after a few.
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, OnToken: func(int) error {
-		if n++; n == 5 {
+	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, Stream: func(c *Chunk) error {
+		if n += len(c.IDs); n >= 5 {
 			cancel()
 		}
 		return nil
@@ -270,21 +278,33 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
+// Greedy Generate continues the prompt (which it leaves as it was and
+// does not return) with argmaxes, whatever the other knobs say.
+func TestGreedyGenerateKeepsPromptAndIgnoresKnobs(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 5)
 	prompt := []int{3, 1, 4, 1, 5}
-	a, err := m.GreedyDecode(prompt, 40)
+	gen := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
+	if len(gen) != 40 || !slices.Equal(prompt, []int{3, 1, 4, 1, 5}) {
+		t.Fatalf("greedy result %v (want 40 new ids), prompt now %v", gen, prompt)
+	}
+	a := append(slices.Clone(prompt), gen...)
+	// Greedy ignores every other knob and draws nothing: its Completion
+	// has no seed, and the token loop leaves a generator it is handed
+	// untouched.
+	knobs := GenerateOptions{MaxNewTokens: 40, Greedy: true, Temperature: 3, TopK: 2, TopP: 0.1, RepetitionPenalty: 5, Seed: 3}
+	res, err := m.Generate(context.Background(), prompt, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a) != 45 || !slices.Equal(a[:5], prompt) {
-		t.Fatalf("greedy result %v does not start with the prompt %v", a, prompt)
-	}
-	// Greedy ignores every other knob and draws nothing.
-	r := seeded(3)
-	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true, Temperature: 3, TopK: 2, TopP: 0.1, RepetitionPenalty: 5, Rand: r})
-	if !slices.Equal(a, b) {
+	if !slices.Equal(gen, res[0].IDs) {
 		t.Fatal("greedy with other knobs set differs from plain greedy")
+	}
+	if res[0].Seed != 0 {
+		t.Fatalf("greedy decoding reports seed %d", res[0].Seed)
+	}
+	r := seeded(3)
+	if b, err := generateWith(m, prompt, knobs, r); err != nil || !slices.Equal(gen, b) {
+		t.Fatalf("greedy token loop: %v, %v; Generate gave %v", b, err, gen)
 	}
 	if r.Uint64() != seeded(3).Uint64() {
 		t.Fatal("greedy decoding drew a random number")
@@ -304,28 +324,44 @@ func TestGreedyDecodeKeepsPromptAndIgnoresKnobs(t *testing.T) {
 // across the slide of the window past the block size.
 func TestKVCacheMatchesFullRecompute(t *testing.T) {
 	oneLayer := Config{VocabSize: 9, BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
-	for _, cfg := range []Config{DefaultConfig(), oneLayer} {
+	// A block longer than a prefill chunk: prompts filled in several
+	// passes.
+	long := Config{VocabSize: 9, BlockSize: prefillChunk + 36, EmbedDim: 16, Heads: 2, Layers: 2}
+	for _, cfg := range []Config{DefaultConfig(), oneLayer, long} {
 		testKVCache(t, randomizedModel(t, cfg, 8))
 	}
 }
 
+// testKVCache generates greedily from prompts shorter than, as long as
+// and longer than the block (and, for a long block, longer than a prefill
+// chunk), and checks every step's logits, which the trace reports, against
+// a full recompute of the window: through the prompt's fill, the cache's
+// growth and the window's slide.
 func testKVCache(t *testing.T, m *Model) {
-	bs := m.Config().BlockSize
+	bs, V := m.Config().BlockSize, m.Config().VocabSize
 	rng := seeded(9)
-	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7} {
-		seq := randomTokens(rng, plen, m.Config().VocabSize)
-		d := newDecoder(m.Config(), 1)
+	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7, min(prefillChunk+3, bs)} {
+		seq := randomTokens(rng, plen, V)
 		full := m.Clone()
-		for step := 0; step < 3*bs; step++ {
-			cached := d.next(m, [][]int{seq}, false)
+		var steps int
+		o := GenerateOptions{MaxNewTokens: 2 * bs, Greedy: true, TraceTopN: V, OnStep: func(s *Step) error {
 			start := max(0, len(seq)-bs)
 			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
-			V := m.Config().VocabSize
 			want := logits[(len(seq)-start-1)*V:]
-			if i, ok := sameBits(cached, want); !ok {
-				t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), i, cached[i], want[i])
+			for _, c := range s.Top {
+				if math.Float64bits(c.Logit) != math.Float64bits(want[c.ID]) {
+					t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), c.ID, c.Logit, want[c.ID])
+				}
 			}
-			seq = append(seq, argmax(cached))
+			seq = append(seq, s.ID)
+			steps++
+			return nil
+		}}
+		if _, err := m.Generate(context.Background(), slices.Clone(seq), o); err != nil {
+			t.Fatal(err)
+		}
+		if steps != 2*bs {
+			t.Fatalf("prompt %d: %d steps traced, want %d", plen, steps, 2*bs)
 		}
 	}
 }
@@ -345,14 +381,8 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 			run := func(noCache bool) []int {
 				o := o
 				o.noCache = noCache
-				if !o.Greedy {
-					o.Rand = seeded(77)
-				}
-				out, err := m.Generate(context.Background(), prompt, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
+				o.Seed = 77
+				return generated(t, m, prompt, o)
 			}
 			if a, b := run(false), run(true); !slices.Equal(a, b) {
 				t.Fatalf("prompt %d greedy=%v: cached and uncached generation differ", plen, o.Greedy)
@@ -366,10 +396,10 @@ func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 	prompt := []int{1, 2, 3}
 	for _, o := range []GenerateOptions{
 		{Greedy: true},
-		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Rand: seeded(1)},
-		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Rand: seeded(1)},
+		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Seed: 1},
+		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Seed: 1},
 		// A trace with a reused Step costs nothing per token either.
-		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Rand: seeded(1)},
+		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Seed: 1},
 	} {
 		allocs := func(n int) float64 {
 			o.MaxNewTokens = n
@@ -386,14 +416,14 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	stop := errors.New("enough")
 	var got []int
-	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, OnToken: func(id int) error {
-		got = append(got, id)
+	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, Stream: func(c *Chunk) error {
+		got = append(got, c.IDs...)
 		if len(got) == 3 {
 			return stop
 		}
 		return nil
 	}})
-	if !errors.Is(err, stop) || len(out) != 4 || !slices.Equal(out[1:], got) {
+	if !errors.Is(err, stop) || len(out) != 1 || len(out[0].IDs) != 3 || !slices.Equal(out[0].IDs, got) {
 		t.Fatalf("callback stop: out %v, streamed %v, err %v", out, got, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -406,8 +436,8 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 func TestGenerateRefusesOverflowingTemperature(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	for _, o := range []GenerateOptions{
-		{MaxNewTokens: 3, Temperature: 5e-324, Rand: seeded(1)},
-		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Rand: seeded(1)},
+		{MaxNewTokens: 3, Temperature: 5e-324, Seed: 1},
+		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Seed: 1},
 	} {
 		_, err := m.Generate(context.Background(), []int{1, 2, 3, 4, 5, 6}, o)
 		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "overflows the logits") {
@@ -442,13 +472,8 @@ func TestTrainedModelGenerates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	greedy := func() string {
-		s, err := m.GenerateText(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return completed(t, m, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true}})
 	}
 	a, b := greedy(), greedy()
 	if a != b {
@@ -458,11 +483,7 @@ func TestTrainedModelGenerates(t *testing.T) {
 		t.Errorf("greedy output is not a stretch of the corpus: %q", a)
 	}
 	sample := func(seed uint64, n int, temp float64, k int, prompt string) string {
-		s, err := m.GenerateText(ctx, vocab, prompt, GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Rand: seeded(seed)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return completed(t, m, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Seed: seed}})
 	}
 	// Two calls with equal arguments (and so equal seeds) must agree: the
 	// text depends on the seed alone, not on what ran before.
@@ -501,17 +522,24 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	opts := func(i int) GenerateOptions {
+	opts := func(i int) CompleteOptions {
 		if i%3 == 0 {
-			return GenerateOptions{MaxNewTokens: 50, Greedy: true}
+			return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, Greedy: true}}
 		}
-		return GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Rand: seeded(uint64(i))}
+		return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Seed: uint64(i)}}
 	}
 	prompts := []string{"the ", "the keeper rings the bell when a boat ", "a small boat drifts near the rocks at dawn. the "}
+	text := func(i int) (string, error) {
+		res, err := m.Complete(ctx, vocab, prompts[i%len(prompts)], opts(i))
+		if err != nil {
+			return "", err
+		}
+		return res[0].Text, nil
+	}
 	const goroutines, calls = 8, 6
 	want := make([]string, goroutines*calls)
 	for i := range want {
-		want[i], err = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+		want[i], err = text(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -523,7 +551,7 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 			defer func() { done <- true }()
 			for c := range calls {
 				i := g*calls + c
-				got[i], _ = m.GenerateText(ctx, vocab, prompts[i%len(prompts)], opts(i))
+				got[i], _ = text(i)
 			}
 		}()
 	}
@@ -548,19 +576,27 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 func TestZeroTemperatureSamples(t *testing.T) {
 	m := randomizedModel(t, DefaultConfig(), 21)
 	prompt := []int{1, 2, 3}
-	r := seeded(5)
-	a, err := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, TopK: 5, Rand: r})
+	zero := GenerateOptions{MaxNewTokens: 40, TopK: 5, Seed: 5}
+	res, err := m.Generate(context.Background(), prompt, zero)
 	if err != nil {
 		t.Fatal(err)
+	}
+	a := res[0].IDs
+	if res[0].Seed != 5 {
+		t.Errorf("TopK with a zero Temperature reports seed %d, want 5: it was greedy", res[0].Seed)
+	}
+	r := seeded(5)
+	if ids, err := generateWith(m, prompt, zero, r); err != nil || !slices.Equal(ids, a) {
+		t.Fatalf("token loop: %v, %v; Generate gave %v", ids, err, a)
 	}
 	if r.Uint64() == seeded(5).Uint64() {
 		t.Error("TopK with a zero Temperature drew no random number: it was greedy")
 	}
-	b, _ := m.Generate(context.Background(), prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Rand: seeded(5)})
+	b := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Seed: 5})
 	if !slices.Equal(a, b) {
 		t.Error("zero Temperature differs from Temperature 1")
 	}
-	g, _ := m.GreedyDecode(prompt, 40)
+	g := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
 	if slices.Equal(a, g) {
 		t.Error("zero Temperature gave the greedy text")
 	}
@@ -589,11 +625,11 @@ func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	clear(m.Params())
-	out, err := m.GreedyDecode([]int{5, 9}, 40) // past the block size too
-	if err != nil {
-		t.Fatal(err)
+	out := generated(t, m, []int{5, 9}, GenerateOptions{MaxNewTokens: 40, Greedy: true}) // past the block size too
+	if len(out) != 40 {
+		t.Fatalf("%d tokens, want 40", len(out))
 	}
-	for i, id := range out[2:] {
+	for i, id := range out {
 		if id != 0 {
 			t.Fatalf("token %d of greedy decoding on equal logits is %d, want 0: %v", i, id, out)
 		}
@@ -636,11 +672,8 @@ func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
 		}
 		// The first call cached 7 positions; this prompt has 8.
 		second := randomTokens(seeded(uint64(200+i)), 8, m.Config().VocabSize)
-		got, err := m.Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := m.Clone().Generate(ctx, second, GenerateOptions{MaxNewTokens: 6, Greedy: true, noCache: true})
+		got := generated(t, m, second, GenerateOptions{MaxNewTokens: 6, Greedy: true})
+		want := generated(t, m.Clone(), second, GenerateOptions{MaxNewTokens: 6, Greedy: true, noCache: true})
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: second call gave %v, a fresh recomputation %v", i, got, want)
 		}
@@ -675,4 +708,164 @@ func TestLogSoftmax(t *testing.T) {
 	if out := LogSoftmax(in, in); !bitsEqual(out, lp) {
 		t.Error("LogSoftmax in place differs from LogSoftmax into a new slice")
 	}
+}
+
+// Sample i of Generate's N is bit-identical to a one-sample call with
+// Seed SampleSeed(Seed, i), and to Complete's sample i on the same
+// prompt as text: the window short, growing and sliding (block 32 and 12).
+func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
+	vocab, _ := NewVocab(LanternBay)
+	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
+	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+		for _, plen := range []int{4, 11, 40} {
+			prompt := randomTokens(seeded(uint64(plen)), plen, vocab.Size())
+			text, _ := vocab.Decode(prompt)
+			for _, o := range []GenerateOptions{
+				{MaxNewTokens: 45, Temperature: 1.2, TopK: 8, TopP: 0.95, MinP: 0.02, RepetitionPenalty: 1.1, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 4, LogitBias: map[int]float64{3: -2}},
+				{MaxNewTokens: 45, Greedy: true},
+				{MaxNewTokens: 45, Temperature: 0.9, noCache: true},
+			} {
+				const n, seed = 5, 1234
+				batch := o
+				batch.N, batch.Seed = n, seed
+				res, err := m.Generate(context.Background(), prompt, batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				asText, err := m.Complete(context.Background(), vocab, text, CompleteOptions{GenerateOptions: batch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) != n || len(asText) != n {
+					t.Fatalf("%d completions from Generate, %d from Complete; want %d", len(res), len(asText), n)
+				}
+				distinct := map[string]bool{}
+				for i, c := range res {
+					one := o
+					one.Seed = SampleSeed(seed, i)
+					want := generated(t, m, prompt, one)
+					if !slices.Equal(c.IDs, want) {
+						t.Fatalf("prompt %d, greedy %v, sample %d of %d:\nbatch  %v\nsingle %v", plen, o.Greedy, i, n, c.IDs, want)
+					}
+					if !slices.Equal(c.IDs, asText[i].IDs) {
+						t.Fatalf("prompt %d, sample %d: Generate %v, Complete %v", plen, i, c.IDs, asText[i].IDs)
+					}
+					wantSeed := uint64(0)
+					if !o.Greedy {
+						wantSeed = seed + uint64(i)
+					}
+					if c.Index != i || c.Seed != wantSeed || c.Text != "" || c.Finish != FinishLength {
+						t.Errorf("sample %d: index %d, seed %d, text %q, finish %q; want %d, %d, \"\", length", i, c.Index, c.Seed, c.Text, c.Finish, i, wantSeed)
+					}
+					distinct[fmt.Sprint(c.IDs)] = true
+				}
+				if !o.Greedy && len(distinct) < 2 {
+					t.Errorf("prompt %d: %d samples are all the same", plen, n)
+				}
+			}
+		}
+	}
+}
+
+// At token level Stream delivers each sample's ids in chunks with no
+// text: together they are the sample's Completion, the last one carries
+// the finish reason, with Trace each id has its step, and Complete
+// streams the same ids. Beam search streams each beam whole at the end,
+// best first.
+func TestGenerateStreamsTokenChunks(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, _ := vocab.Encode("the ")
+	type chunk struct {
+		sample int
+		ids    []int
+		steps  []Step
+		finish FinishReason
+	}
+	collect := func(t *testing.T, o GenerateOptions, text bool) ([]chunk, []Completion) {
+		t.Helper()
+		var chunks []chunk
+		o.Stream = func(c *Chunk) error {
+			if text {
+				if want, _ := vocab.Decode(c.IDs); c.Text != want {
+					t.Errorf("Complete chunk text %q, its ids %q", c.Text, want)
+				}
+			} else if c.Text != "" {
+				t.Errorf("token-level chunk of sample %d has text %q", c.Sample, c.Text)
+			}
+			var steps []Step
+			for _, s := range c.Steps {
+				steps = append(steps, s.Clone())
+			}
+			chunks = append(chunks, chunk{c.Sample, slices.Clone(c.IDs), steps, c.Finish})
+			return nil
+		}
+		var res []Completion
+		var err error
+		if text {
+			res, err = m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: o})
+		} else {
+			res, err = m.Generate(context.Background(), prompt, o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chunks, res
+	}
+	t.Run("sampled", func(t *testing.T) {
+		o := GenerateOptions{MaxNewTokens: 30, N: 3, Seed: 5, Temperature: 1.3, Trace: true, TraceTopN: 2}
+		chunks, res := collect(t, o, false)
+		streamed := make([][]int, len(res))
+		finished := make([]int, len(res))
+		for _, c := range chunks {
+			if c.sample < 0 || c.sample >= len(res) {
+				t.Fatalf("chunk for sample %d of %d", c.sample, len(res))
+			}
+			if finished[c.sample] > 0 {
+				t.Errorf("sample %d: a chunk after its finish", c.sample)
+			}
+			if len(c.steps) != len(c.ids) {
+				t.Errorf("sample %d: chunk with %d ids has %d steps", c.sample, len(c.ids), len(c.steps))
+			}
+			for j, s := range c.steps {
+				if s.ID != c.ids[j] || s.Sample != c.sample || s.Pos != len(prompt)+len(streamed[c.sample])+j {
+					t.Errorf("sample %d: step %+v for id %d at %d", c.sample, s, c.ids[j], len(prompt)+len(streamed[c.sample])+j)
+				}
+			}
+			streamed[c.sample] = append(streamed[c.sample], c.ids...)
+			if c.finish != "" {
+				if c.finish != FinishLength {
+					t.Errorf("sample %d finished %q", c.sample, c.finish)
+				}
+				finished[c.sample]++
+			}
+		}
+		for i, r := range res {
+			if len(r.IDs) != 30 || !slices.Equal(streamed[i], r.IDs) || finished[i] != 1 {
+				t.Errorf("sample %d: streamed %v (%d finish chunks), returned %v", i, streamed[i], finished[i], r.IDs)
+			}
+		}
+		textChunks, _ := collect(t, o, true)
+		if len(textChunks) != len(chunks) {
+			t.Fatalf("Complete streamed %d chunks, Generate %d", len(textChunks), len(chunks))
+		}
+		for i, c := range textChunks {
+			if g := chunks[i]; c.sample != g.sample || !slices.Equal(c.ids, g.ids) || c.finish != g.finish {
+				t.Errorf("chunk %d: Complete %+v, Generate %+v", i, c, g)
+			}
+		}
+	})
+	t.Run("beams", func(t *testing.T) {
+		chunks, res := collect(t, GenerateOptions{MaxNewTokens: 20, N: 3, NumBeams: 4}, false)
+		if len(chunks) != 3 || len(res) != 3 {
+			t.Fatalf("%d chunks and %d beams, want 3 each", len(chunks), len(res))
+		}
+		for i, c := range chunks {
+			if c.sample != i || !slices.Equal(c.ids, res[i].IDs) || len(c.ids) != 20 || c.finish != FinishLength {
+				t.Errorf("chunk %d: %+v; beam %d is %v", i, c, i, res[i].IDs)
+			}
+		}
+	})
 }

@@ -3,7 +3,7 @@
 package minigpt
 
 import (
-	"io"
+	"context"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -75,35 +75,6 @@ func bitsEqual(a, b []float64) bool {
 	return ok
 }
 
-// guardLen is the number of guard elements guarded places before and
-// after a buffer; guardBits is their value, a NaN no kernel computes.
-const (
-	guardLen  = 16
-	guardBits = 0x7ff8dead0000beef
-)
-
-// guarded returns a copy of x inside guard zones: x's part is
-// g[guardLen:guardLen+len(x)].
-func guarded(x []float64) []float64 {
-	g := make([]float64, len(x)+2*guardLen)
-	for i := range g {
-		g[i] = math.Float64frombits(guardBits)
-	}
-	copy(g[guardLen:], x)
-	return g
-}
-
-// checkGuards reports the first guard element of g (around n values)
-// that is not intact.
-func checkGuards(g []float64, n int) (int, bool) {
-	for i, v := range g {
-		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
-			return i - guardLen, false
-		}
-	}
-	return 0, true
-}
-
 // randomSlice draws n values over many binades, with exact zeros of both
 // signs now and then, so that rounding differences cannot hide.
 func randomSlice(rng *rand.Rand, n int) []float64 {
@@ -146,6 +117,57 @@ func randomTokens(rng *rand.Rand, n, vocab int) []int {
 
 // seeded is the PCG generator the tests draw from.
 func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// generated returns the ids of Generate's first sample (the prompt not
+// included), failing t on an error.
+func generated(t testing.TB, m *Model, prompt []int, o GenerateOptions) []int {
+	t.Helper()
+	res, err := m.Generate(context.Background(), prompt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0].IDs
+}
+
+// completed returns prompt followed by the text of Complete's first
+// sample, failing t on an error.
+func completed(t testing.TB, m *Model, vocab *Vocab, prompt string, o CompleteOptions) string {
+	t.Helper()
+	res, err := m.Complete(context.Background(), vocab, prompt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prompt + res[0].Text
+}
+
+// generateWith runs one sample of Generate's request drawing from r
+// instead of the generator Seed gives it, so that a test can see whether
+// a setting draws random numbers at all; it returns the generated ids.
+func generateWith(m *Model, prompt []int, o GenerateOptions, r *rand.Rand) ([]int, error) {
+	var ids []int
+	o.N = 1
+	sc := getSerial(m.cfg, 1)
+	defer putSerial(sc)
+	req := m.newRequest(&o, prompt, nil, nil, sc.rows, &sc.s, &sc.step)
+	sc.rows[0].rand = r
+	req.emit = func(c *Chunk) error { ids = append(ids, c.IDs...); return nil }
+	req.start(sc.slots)
+	m.runAlone(context.Background(), req, sc.dec)
+	return ids, req.err
+}
+
+// beamSearchK runs K-beam search directly (K may be 1, which the options
+// do not allow), with stops as token sequences, returning the n best.
+func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, stops [][]int, n int, noCache bool) ([]Completion, error) {
+	o := GenerateOptions{MaxNewTokens: maxNew, LengthPenalty: lengthPenalty, noCache: noCache}
+	sc := getSerial(m.cfg, K)
+	defer putSerial(sc)
+	req := m.newRequest(&o, prompt, nil, nil, sc.rows, &sc.s, &sc.step)
+	req.st, req.beam = nil, newBeamState(m.cfg, K, n, stops)
+	req.start(sc.slots)
+	m.runAlone(context.Background(), req, sc.dec)
+	return req.results(nil), req.err
+}
 
 // dirNames lists dir, hidden files included.
 func dirNames(t *testing.T, dir string) []string {

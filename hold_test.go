@@ -80,7 +80,7 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	})
 	go reader(func() error { _, _, err := m.Gradients(idx[:T], idx[:T], 1, T); return err })
 	go reader(func() error {
-		_, err := m.Complete(context.Background(), vocab, "the ", 2, 1, GenerateOptions{MaxNewTokens: 8, Temperature: 1}, nil)
+		_, err := m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 8, Temperature: 1, N: 2, Seed: 1}})
 		return err
 	})
 	snapshots := [][]float64{slices.Clone(m.Params())}

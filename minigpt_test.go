@@ -93,9 +93,9 @@ func TestBackwardSetsEveryGradient(t *testing.T) {
 			for i := range got {
 				got[i] = math.NaN()
 			}
-			a := newActivations(m.cfg, B, T)
-			m.forward(a, idx, tgt, 0, T, 0)
-			m.backward(a, got, idx)
+			a := newTrainingActivations(m.cfg, B, T)
+			m.forwardBatch(a, idx, tgt, false)
+			m.backward(a, got)
 			for i := range want {
 				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
 					t.Fatalf("tied %v, T %d: gradient %d is %v written over NaN, %v over zero", tied, T, i, got[i], want[i])
@@ -117,11 +117,10 @@ func TestBackwardTransposedWeightsNeverStale(t *testing.T) {
 	B, T := 2, cfg.BlockSize
 	idx := randomTokens(rng, B*T, cfg.VocabSize)
 	tgt := randomTokens(rng, B*T, cfg.VocabSize)
-	a := newActivations(cfg, B, T)
+	a := newTrainingActivations(cfg, B, T)
 	grads := make([]float64, len(m.Params()))
-	a.transposeWeights = true
-	m.forward(a, idx, tgt, 0, T, 0)
-	m.backward(a, grads, idx)
+	m.forwardBatch(a, idx, tgt, true)
+	m.backward(a, grads)
 	for i := range m.Params() {
 		m.Params()[i] *= 1.5 // every weight changes
 	}
@@ -129,38 +128,11 @@ func TestBackwardTransposedWeightsNeverStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.forward(a, idx, tgt, 0, T, 0) // not asked for the transposes
-	m.backward(a, grads, idx)
+	m.forwardBatch(a, idx, tgt, false) // not asked for the transposes
+	m.backward(a, grads)
 	if i, ok := sameBits(grads, want); !ok {
 		t.Fatalf("gradient %d: %v after a forward pass not asked for the transposed weights, %v from Gradients", i, grads[i], want[i])
 	}
-}
-
-// TestReluMaskFromOutput: backward masks the feed-forward gradient with
-// the ReLU's output (the forward pass keeps no copy of its input), which
-// must keep exactly the entries its input would: relu(x) > 0 exactly
-// where x > 0, NaN, ±0, subnormals and infinities included, on every
-// kernel path.
-func TestReluMaskFromOutput(t *testing.T) {
-	xs := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 5e-324, -5e-324, 1, -1, math.MaxFloat64, -math.MaxFloat64}
-	for len(xs) < 37 {
-		xs = append(xs, float64(len(xs)%7)-3.5)
-	}
-	forEachKernelPath(t, func(t *testing.T, _ string) {
-		act := make([]float64, len(xs))
-		reluForward(act, xs)
-		fromIn, fromOut := make([]float64, len(xs)), make([]float64, len(xs))
-		for i := range fromIn {
-			fromIn[i], fromOut[i] = float64(i)+0.5, float64(i)+0.5
-		}
-		reluBackward(fromIn, xs)
-		reluBackward(fromOut, act)
-		for i := range xs {
-			if math.Float64bits(fromIn[i]) != math.Float64bits(fromOut[i]) {
-				t.Fatalf("x = %v: masked by the input %v, by the output %v", xs[i], fromIn[i], fromOut[i])
-			}
-		}
-	})
 }
 
 func TestCausality(t *testing.T) {

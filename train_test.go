@@ -258,9 +258,10 @@ func TestQuickNormNeverChangesTheStep(t *testing.T) {
 		t.Helper()
 		want := slices.Clone(g)
 		wantNorm, wantClipped := clipGradientsSerial(want, clip)
-		for _, parts := range [][]float64{nil, make([]float64, len(g)/sumSquaresBlock+1)} {
+		cl := newClipper(len(g))
+		for _, cl := range []*clipper{nil, &cl} {
 			got := slices.Clone(g)
-			norm, clipped := clipGradients(got, clip, parts)
+			norm, clipped := clipGradients(got, clip, cl)
 			if clipped != wantClipped || !bitsEqual(got, want) {
 				t.Fatalf("%s (n %d, clip %v): clipped %v, the serial chain says %v (norms %v, %v)", what, len(g), clip, clipped, wantClipped, norm, wantNorm)
 			}
@@ -309,12 +310,12 @@ func TestQuickSumSquaresIndependentOfWorkers(t *testing.T) {
 	for i := range g {
 		g[i] = rng.NormFloat64()
 	}
-	parts := make([]float64, len(g)/sumSquaresBlock+1)
+	cl := newClipper(len(g))
 	runtime.GOMAXPROCS(1)
 	want := quickSumSquares(g, nil)
 	for _, procs := range []int{1, 2, 3, 8} {
 		runtime.GOMAXPROCS(procs)
-		if got := quickSumSquares(g, parts); math.Float64bits(got) != math.Float64bits(want) {
+		if got := quickSumSquares(g, &cl); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("GOMAXPROCS %d: %v, one thread %v", procs, got, want)
 		}
 	}

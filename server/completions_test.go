@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -98,12 +97,13 @@ func TestMatchesLibrary(t *testing.T) {
 	for seed := range uint64(8) {
 		opts := minigpt.GenerateOptions{
 			MaxNewTokens: 50, Temperature: 0.7 + 0.1*float64(seed), TopK: int(seed % 4 * 3), TopP: 0.85,
-			Rand: rand.New(rand.NewPCG(seed*1000, 0)),
+			Seed: seed * 1000,
 		}
-		want, err := m.GenerateText(context.Background(), vocab, "the lamp ", opts)
+		res, err := m.Complete(context.Background(), vocab, "the lamp ", minigpt.CompleteOptions{GenerateOptions: opts})
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := "the lamp " + res[0].Text
 		body := fmt.Sprintf(`{"prompt":"the lamp ","max_tokens":50,"temperature":%v,"top_k":%d,"top_p":0.85,"seed":%d,"echo":true}`,
 			opts.Temperature, opts.TopK, seed*1000)
 		if got := text(t, ts, body); got != want {

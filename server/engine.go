@@ -105,9 +105,12 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 }
 
 // options maps a request's knobs onto the library's.
-func (e *engine) options(sp *sampling) minigpt.GenerateOptions {
-	o := minigpt.GenerateOptions{
+func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
+	o := minigpt.CompleteOptions{Stop: sp.stop}
+	o.GenerateOptions = minigpt.GenerateOptions{
 		MaxNewTokens: sp.maxTokens,
+		N:            sp.n,
+		Seed:         sp.seed,
 		// OpenAI's temperature 0 is greedy; the library's zero
 		// Temperature means 1, and greedy is asked for by name.
 		Greedy:            sp.temperature == 0,
@@ -120,7 +123,6 @@ func (e *engine) options(sp *sampling) minigpt.GenerateOptions {
 		TopK:              sp.topK,
 		TopP:              sp.topP,
 		MinP:              sp.minP,
-		Stop:              sp.stop,
 		NumBeams:          sp.numBeams,
 		LengthPenalty:     sp.lengthPenalty,
 	}
@@ -158,7 +160,7 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token, finish string) error) error {
 	opts := e.options(sp)
 	var toks []token
-	_, err := e.model.Complete(ctx, e.vocab, prompt, sp.n, sp.seed, opts, func(c *minigpt.Chunk) error {
+	opts.Stream = func(c *minigpt.Chunk) error {
 		toks = toks[:0]
 		for j, id := range c.IDs {
 			t := token{id: id}
@@ -171,7 +173,8 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, rele
 			return nil
 		}
 		return release(c.Sample, toks, string(c.Finish))
-	})
+	}
+	_, err := e.model.Complete(ctx, e.vocab, prompt, opts)
 	return err
 }
 

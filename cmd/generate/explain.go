@@ -14,9 +14,10 @@ import (
 
 // many prints several samples (-samples) or beams (-beams), generated
 // together by minigpt.Complete: each as a header line and its text.
-func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
+func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.CompleteOptions, stdout, stderr io.Writer) error {
+	gen.N, gen.Seed = o.samples, o.seed
 	start := time.Now()
-	res, err := m.Complete(ctx, vocab, o.prompt, o.samples, o.seed, gen, nil)
+	res, err := m.Complete(ctx, vocab, o.prompt, gen)
 	elapsed := time.Since(start)
 	if err != nil {
 		return err
@@ -41,18 +42,18 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 
 // traced runs -explain or -logprobs: every released character with its
 // trace, through minigpt.Complete (so -samples and -stop work as without).
-func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
+func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.CompleteOptions, stdout, stderr io.Writer) error {
 	chars := vocab.Chars()
+	gen.N, gen.Seed = o.samples, o.seed
 	gen.Trace = true
 	gen.TraceTopN = min(o.explainTop, vocab.Size())
 	if o.logprobs > 0 {
 		gen.TraceTopN = min(o.logprobs, vocab.Size())
 	}
-	var write func(c *minigpt.Chunk) error
 	if o.explain {
-		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen))
+		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen.GenerateOptions))
 		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), "char", "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
-		write = func(c *minigpt.Chunk) error {
+		gen.Stream = func(c *minigpt.Chunk) error {
 			for _, s := range c.Steps {
 				if _, err := fmt.Fprintln(stdout, explainLine(o, chars, &s)); err != nil {
 					return err
@@ -62,7 +63,7 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		}
 	} else {
 		enc := json.NewEncoder(stdout)
-		write = func(c *minigpt.Chunk) error {
+		gen.Stream = func(c *minigpt.Chunk) error {
 			for _, s := range c.Steps {
 				if err := enc.Encode(logprobLine(chars, &s)); err != nil {
 					return err
@@ -71,7 +72,7 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 			return nil
 		}
 	}
-	res, err := m.Complete(ctx, vocab, o.prompt, o.samples, o.seed, gen, write)
+	res, err := m.Complete(ctx, vocab, o.prompt, gen)
 	if err != nil {
 		return err
 	}

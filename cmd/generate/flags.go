@@ -180,10 +180,10 @@ func (o *options) validate(set map[string]bool) error {
 	return nil
 }
 
-// generateOptions maps the flags to the library's options (without Rand
-// and callbacks); a -logit-bias character outside the vocabulary is an
-// error naming the flag.
-func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions, error) {
+// generateOptions maps the flags to the library's options (without the
+// seed, the sample count and callbacks); a -logit-bias character outside
+// the vocabulary is an error naming the flag.
+func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.CompleteOptions, error) {
 	g := minigpt.GenerateOptions{
 		MaxNewTokens:      o.n,
 		Greedy:            o.greedy || o.temperature == 0, // the library's zero Temperature means 1
@@ -195,10 +195,10 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions
 		PresencePenalty:   o.presence,
 		FrequencyPenalty:  o.frequency,
 		NoRepeatNGramSize: o.noRepeat,
-		Stop:              o.stop,
 		NumBeams:          o.beams,
 		LengthPenalty:     o.lengthPenalty,
 	}
+	c := minigpt.CompleteOptions{Stop: o.stop}
 	if len(o.bias) > 0 {
 		g.LogitBias = map[int]float64{}
 		for _, b := range o.bias {
@@ -206,17 +206,18 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions
 			if id < 0 {
 				ids, err := vocab.Encode(string(b.char))
 				if err != nil {
-					return g, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
+					return c, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
 				}
 				id = ids[0]
 			} else if id >= vocab.Size() {
-				return g, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
+				return c, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
 			}
 			g.LogitBias[id] = b.value
 		}
 	}
-	if err := g.Validate(); err != nil {
-		return g, err // the checks above should have caught it first
+	c.GenerateOptions = g
+	if err := c.Validate(); err != nil {
+		return c, err // the checks above should have caught it first
 	}
-	return g, nil
+	return c, nil
 }

@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -138,7 +137,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case o.samples > 1 || o.beams > 0:
 		return many(ctx, m, vocab, &o, gen, stdout, stderr)
 	}
-	gen.Rand = minigpt.SampleRand(o.seed, 0)
+	gen.Seed = o.seed
 	var out strings.Builder // the whole text, kept only for -loops
 	if o.loops {
 		out.WriteString(o.prompt)
@@ -146,18 +145,17 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := io.WriteString(stdout, o.prompt); err != nil {
 		return err
 	}
-	chars := vocab.Chars()
 	count := 0
-	gen.OnToken = func(id int) error {
-		count++
-		_, err := io.WriteString(stdout, string(chars[id]))
+	gen.Stream = func(c *minigpt.Chunk) error {
+		count += len(c.IDs)
+		_, err := io.WriteString(stdout, c.Text)
 		if o.loops {
-			out.WriteRune(chars[id])
+			out.WriteString(c.Text)
 		}
 		return err
 	}
 	start := time.Now()
-	_, err = m.GenerateText(ctx, vocab, o.prompt, gen)
+	_, err = m.Complete(ctx, vocab, o.prompt, gen)
 	elapsed := time.Since(start)
 	io.WriteString(stdout, "\n") // checked by run, with every other write
 	if err != nil {
@@ -236,12 +234,12 @@ func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt
 	}
 	for _, r := range rows {
 		r.o.MaxNewTokens = n
-		r.o.Rand = rand.New(rand.NewPCG(seed, 0))
-		text, err := m.GenerateText(ctx, vocab, prompt, r.o)
+		r.o.Seed = seed
+		res, err := m.Complete(ctx, vocab, prompt, minigpt.CompleteOptions{GenerateOptions: r.o})
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(stdout, "%-15s: %q\n", r.label, text); err != nil {
+		if _, err := fmt.Fprintf(stdout, "%-15s: %q\n", r.label, prompt+res[0].Text); err != nil {
 			return err // stop at once: nobody reads the rest
 		}
 	}

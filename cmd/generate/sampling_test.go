@@ -29,37 +29,37 @@ func TestEverySamplingFlagReachesTheLibrary(t *testing.T) {
 	}
 	const seed, n = 7, 80
 	base := []string{"-n", fmt.Sprint(n), "-seed", fmt.Sprint(seed), "-temperature", "2"}
-	lib := func(set func(*minigpt.GenerateOptions)) string {
-		o := minigpt.GenerateOptions{MaxNewTokens: n, Temperature: 2, Rand: minigpt.SampleRand(seed, 0)}
+	lib := func(set func(*minigpt.CompleteOptions)) string {
+		o := minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: n, Temperature: 2, Seed: seed}}
 		set(&o)
-		text, err := m.GenerateText(context.Background(), vocab, "the ", o)
+		res, err := m.Complete(context.Background(), vocab, "the ", o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return text + "\n"
+		return "the " + res[0].Text + "\n"
 	}
 	baseline, _, _ := runCLI(t, base...)
-	if want := lib(func(*minigpt.GenerateOptions) {}); baseline != want {
+	if want := lib(func(*minigpt.CompleteOptions) {}); baseline != want {
 		t.Fatalf("baseline: CLI %q, library %q", baseline, want)
 	}
 	eID := func() int { ids, _ := vocab.Encode("e"); return ids[0] }()
 	for _, tc := range []struct {
 		args []string
-		set  func(*minigpt.GenerateOptions)
+		set  func(*minigpt.CompleteOptions)
 	}{
-		{[]string{"-temperature", "0.7"}, func(o *minigpt.GenerateOptions) { o.Temperature = 0.7 }},
-		{[]string{"-temperature", "0"}, func(o *minigpt.GenerateOptions) { o.Greedy = true }},
-		{[]string{"-greedy"}, func(o *minigpt.GenerateOptions) { o.Greedy = true }},
-		{[]string{"-top-k", "3"}, func(o *minigpt.GenerateOptions) { o.TopK = 3 }},
-		{[]string{"-top-p", "0.6"}, func(o *minigpt.GenerateOptions) { o.TopP = 0.6 }},
-		{[]string{"-min-p", "0.2"}, func(o *minigpt.GenerateOptions) { o.MinP = 0.2 }},
-		{[]string{"-repetition-penalty", "1.5"}, func(o *minigpt.GenerateOptions) { o.RepetitionPenalty = 1.5 }},
-		{[]string{"-presence-penalty", "1.5"}, func(o *minigpt.GenerateOptions) { o.PresencePenalty = 1.5 }},
-		{[]string{"-frequency-penalty", "1"}, func(o *minigpt.GenerateOptions) { o.FrequencyPenalty = 1 }},
-		{[]string{"-logit-bias", "e=-100"}, func(o *minigpt.GenerateOptions) { o.LogitBias = map[int]float64{eID: -100} }},
-		{[]string{"-logit-bias", fmt.Sprintf("#%d=3", eID)}, func(o *minigpt.GenerateOptions) { o.LogitBias = map[int]float64{eID: 3} }},
-		{[]string{"-no-repeat-ngram", "3"}, func(o *minigpt.GenerateOptions) { o.NoRepeatNGramSize = 3 }},
-		{[]string{"-stop", "the"}, func(o *minigpt.GenerateOptions) { o.Stop = []string{"the"} }},
+		{[]string{"-temperature", "0.7"}, func(o *minigpt.CompleteOptions) { o.Temperature = 0.7 }},
+		{[]string{"-temperature", "0"}, func(o *minigpt.CompleteOptions) { o.Greedy = true }},
+		{[]string{"-greedy"}, func(o *minigpt.CompleteOptions) { o.Greedy = true }},
+		{[]string{"-top-k", "3"}, func(o *minigpt.CompleteOptions) { o.TopK = 3 }},
+		{[]string{"-top-p", "0.6"}, func(o *minigpt.CompleteOptions) { o.TopP = 0.6 }},
+		{[]string{"-min-p", "0.2"}, func(o *minigpt.CompleteOptions) { o.MinP = 0.2 }},
+		{[]string{"-repetition-penalty", "1.5"}, func(o *minigpt.CompleteOptions) { o.RepetitionPenalty = 1.5 }},
+		{[]string{"-presence-penalty", "1.5"}, func(o *minigpt.CompleteOptions) { o.PresencePenalty = 1.5 }},
+		{[]string{"-frequency-penalty", "1"}, func(o *minigpt.CompleteOptions) { o.FrequencyPenalty = 1 }},
+		{[]string{"-logit-bias", "e=-100"}, func(o *minigpt.CompleteOptions) { o.LogitBias = map[int]float64{eID: -100} }},
+		{[]string{"-logit-bias", fmt.Sprintf("#%d=3", eID)}, func(o *minigpt.CompleteOptions) { o.LogitBias = map[int]float64{eID: 3} }},
+		{[]string{"-no-repeat-ngram", "3"}, func(o *minigpt.CompleteOptions) { o.NoRepeatNGramSize = 3 }},
+		{[]string{"-stop", "the"}, func(o *minigpt.CompleteOptions) { o.Stop = []string{"the"} }},
 	} {
 		name := strings.Join(tc.args, " ")
 		args := append(append([]string(nil), base...), tc.args...)
@@ -72,7 +72,7 @@ func TestEverySamplingFlagReachesTheLibrary(t *testing.T) {
 		}
 		set := tc.set
 		if tc.args[0] == "-temperature" {
-			set = func(o *minigpt.GenerateOptions) { o.Temperature = 0; tc.set(o) }
+			set = func(o *minigpt.CompleteOptions) { o.Temperature = 0; tc.set(o) }
 		}
 		if want := lib(set); got != want {
 			t.Errorf("%s: CLI %q, library %q", name, got, want)
@@ -91,7 +91,10 @@ func TestSamplesAndBeamsFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	res, _ := m.Complete(ctx, vocab, "the ", 3, 9, minigpt.GenerateOptions{MaxNewTokens: 40, Temperature: 1.5}, nil)
+	res, err := m.Complete(ctx, vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, N: 3, Seed: 9, Temperature: 1.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want strings.Builder
 	for _, c := range res {
 		fmt.Fprintf(&want, "--- sample %d, seed %d, length ---\nthe %s\n", c.Index, 9+c.Index, c.Text)
@@ -108,7 +111,10 @@ func TestSamplesAndBeamsFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	beams, _ := m.Complete(ctx, vocab, "the ", 1, 0, minigpt.GenerateOptions{MaxNewTokens: 40, NumBeams: 3}, nil)
+	beams, err := m.Complete(ctx, vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, NumBeams: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out != "the "+beams[0].Text+"\n" {
 		t.Errorf("-beams 3: %q, library %q", out, beams[0].Text)
 	}
@@ -181,8 +187,12 @@ func TestExplainPinned(t *testing.T) {
 	}
 	m, vocab, _ := minigpt.DefaultModel()
 	var steps []minigpt.Step
-	text, _ := m.GenerateText(context.Background(), vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 20, Temperature: 1.5, TopK: 5, Rand: minigpt.SampleRand(42, 0),
-		TraceTopN: 6, OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }})
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 20, Temperature: 1.5, TopK: 5, Seed: 42,
+		TraceTopN: 6, OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "the " + res[0].Text
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2+20+1 || lines[len(lines)-1] != fmt.Sprintf("text %q (length)", text) {
 		t.Fatalf("%d lines, last %q; want 23 ending with the text %q", len(lines), lines[len(lines)-1], text)
@@ -209,8 +219,12 @@ func TestLogprobsJSON(t *testing.T) {
 	}
 	m, vocab, _ := minigpt.DefaultModel()
 	var steps []minigpt.Step
-	text, _ := m.GenerateText(context.Background(), vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 15, TopP: 0.8, Temperature: 1.7, Rand: minigpt.SampleRand(3, 0),
-		OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }})
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 15, TopP: 0.8, Temperature: 1.7, Seed: 3,
+		OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "the " + res[0].Text
 	sc := bufio.NewScanner(strings.NewReader(out))
 	i := 0
 	for ; sc.Scan(); i++ {

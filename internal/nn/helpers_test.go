@@ -87,3 +87,32 @@ func runInRanges(job interface{ Run(lo, hi int) }, n, step int) {
 		job.Run(lo, min(lo+step, n))
 	}
 }
+
+// guardLen is the number of guard elements guarded places before and
+// after a buffer; guardBits is their value, a NaN no kernel computes.
+const (
+	guardLen  = 16
+	guardBits = 0x7ff8dead0000beef
+)
+
+// guarded returns a copy of x inside guard zones: x's part is
+// g[guardLen:guardLen+len(x)].
+func guarded(x []float64) []float64 {
+	g := make([]float64, len(x)+2*guardLen)
+	for i := range g {
+		g[i] = math.Float64frombits(guardBits)
+	}
+	copy(g[guardLen:], x)
+	return g
+}
+
+// checkGuards reports the first guard element of g (around n values)
+// that is not intact.
+func checkGuards(g []float64, n int) (int, bool) {
+	for i, v := range g {
+		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
+			return i - guardLen, false
+		}
+	}
+	return 0, true
+}

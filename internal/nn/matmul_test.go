@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/kernels"
 )
 
 // weightGradOperands draws inp (N×C) and dout (N×OC) and returns them with
@@ -164,4 +166,31 @@ func BenchmarkMatmulWeightGrad(b *testing.B) {
 			b.ReportMetric(2*float64(N*C*OC)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// TestReLUMaskFromOutput: MatmulInputGrad masks the feed-forward gradient with
+// the ReLU's output (the forward pass keeps no copy of its input), which
+// must keep exactly the entries its input would: relu(x) > 0 exactly
+// where x > 0, NaN, ±0, subnormals and infinities included, on every
+// kernel path.
+func TestReLUMaskFromOutput(t *testing.T) {
+	xs := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 5e-324, -5e-324, 1, -1, math.MaxFloat64, -math.MaxFloat64}
+	for len(xs) < 37 {
+		xs = append(xs, float64(len(xs)%7)-3.5)
+	}
+	forEachPath(t, func(t *testing.T) {
+		act := make([]float64, len(xs))
+		kernels.ReLU(act, xs)
+		fromIn, fromOut := make([]float64, len(xs)), make([]float64, len(xs))
+		for i := range fromIn {
+			fromIn[i], fromOut[i] = float64(i)+0.5, float64(i)+0.5
+		}
+		kernels.ReLUMask(fromIn, xs)
+		kernels.ReLUMask(fromOut, act)
+		for i := range xs {
+			if math.Float64bits(fromIn[i]) != math.Float64bits(fromOut[i]) {
+				t.Fatalf("x = %v: masked by the input %v, by the output %v", xs[i], fromIn[i], fromOut[i])
+			}
+		}
+	})
 }

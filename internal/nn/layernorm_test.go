@@ -1,4 +1,4 @@
-package minigpt
+package nn
 
 import (
 	"math/rand/v2"
@@ -13,7 +13,9 @@ import (
 // 8 and 32 columns, at row counts that leave every kind of remainder to
 // the row-statistics blocks of 8 and 4 rows, with guard zones around
 // every output (the column blocks must stop at their range, the row
-// loops at C and at the last row).
+// loops at C and at the last row). The input gradient starts from a
+// given gradient (Start) and the weight and bias gradients continue
+// given sums, so both ways of writing a gradient are checked.
 func TestLayerNormPaths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	fill := func(n int, scale float64) []float64 {
@@ -28,10 +30,14 @@ func TestLayerNormPaths(t *testing.T) {
 		defer kernels.SetPath(path)()
 		g := func(x []float64) []float64 { y := guarded(make([]float64, len(x))); copy(y[guardLen:], x); return y }
 		out, mean, rstd := g(make([]float64, N*C)), g(make([]float64, N)), g(make([]float64, N))
-		dinp, dw, db := g(dinp0), g(dw0), g(db0)
+		dinp, dw, db := g(make([]float64, N*C)), g(dw0), g(db0)
 		in := func(y []float64, n int) []float64 { return y[guardLen : guardLen+n] }
-		layernormForward(in(out, N*C), in(mean, N), in(rstd, N), inp, w, b, N, C)
-		layernormBackward(in(dinp, N*C), in(dw, C), in(db, C), dout, inp, w, in(mean, N), in(rstd, N), N, C)
+		f := LayerNorm{Out: in(out, N*C), Mean: in(mean, N), Rstd: in(rstd, N), Inp: inp, Weight: w, Bias: b, C: C}
+		runInRanges(&f, N, 3)
+		bw := LayerNormBackward{DInp: in(dinp, N*C), Start: dinp0, DOut: dout, Inp: inp, Weight: w, Mean: in(mean, N), Rstd: in(rstd, N), C: C}
+		runInRanges(&bw, N, 2)
+		pg := LayerNormParamGrads{DWeight: in(dw, C), DBias: in(db, C), DOut: dout, Inp: inp, Mean: in(mean, N), Rstd: in(rstd, N), N: N, C: C}
+		runInRanges(&pg, C, 5)
 		for _, z := range []struct {
 			y []float64
 			n int
@@ -46,7 +52,7 @@ func TestLayerNormPaths(t *testing.T) {
 	for _, C := range []int{1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 20, 32, 33, 36, 44, 63, 64, 65, 77, 128} {
 		for _, N := range []int{1, 3, 4, 7, 9, 12, 17} {
 			inp, w, b, dout := fill(N*C, 6), fill(C, 2), fill(C, 1), fill(N*C, 1)
-			dinp0, dw0, db0 := fill(N*C, 1), fill(C, 1), fill(C, 1) // gradients accumulate
+			dinp0, dw0, db0 := fill(N*C, 1), fill(C, 1), fill(C, 1) // the input gradient's start, the sums to continue
 			want, ok := run("go", N, C, inp, w, b, dout, dinp0, dw0, db0)
 			if !ok {
 				return
