@@ -11,6 +11,7 @@ import (
 // BenchmarkGemm times every kernel path on every training shape, single
 // threaded, and reports GFLOP/s (2·M·N·K flops per call).
 func BenchmarkGemm(b *testing.B) {
+	b.Cleanup(SetPath(Path()))
 	for _, path := range Impls() {
 		restore := SetPath(path)
 		for _, s := range gemmShapes {
@@ -95,6 +96,7 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 	out, mean, rstd, dinp, dw, db := make([]float64, N*C), make([]float64, N), make([]float64, N), make([]float64, N*C), make([]float64, C), make([]float64, C)
 	h, dh, res := benchFill(rng, N*4*C), benchFill(rng, N*4*C), make([]float64, N*C)
 	k := AdamCoefficients{Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, LR: 1e-3, Eps: 1e-8, Shrink: 1}
+	b.Cleanup(SetPath(Path()))
 	for _, path := range Impls() {
 		restore := SetPath(path)
 		for _, op := range []struct {
@@ -137,6 +139,7 @@ func BenchmarkNonGemmLoops(b *testing.B) {
 // are timed as ratios to the Go twins.
 func BenchmarkLayerNormRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(53, 54))
+	b.Cleanup(SetPath(Path()))
 	for _, shape := range []struct{ N, C int }{{256, 64}, {768, 128}} {
 		N, C := shape.N, shape.C
 		out, mean, rstd := make([]float64, N*C), make([]float64, N), make([]float64, N)

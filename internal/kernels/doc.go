@@ -101,8 +101,9 @@
 // # Files
 //
 // gemm.go, vec.go, transpose.go, layernorm.go, softmax.go and math.go hold
-// the entry points and Go twins; the _amd64.go files of the same names
-// the hooks and stubs, and the .s files (gemm_avx512_amd64.s,
+// the entry points and Go twins; gemm_amd64.go, vec_amd64.go (with
+// Transpose's), layernorm_amd64.go and softmax_amd64.go the hooks and
+// stubs, and the .s files (gemm_avx512_amd64.s,
 // gemm_avx2_amd64.s, gemm_tri_amd64.s, vec_avx512_amd64.s,
 // vec_avx2_amd64.s, layernorm_avx512_amd64.s, layernorm_avx2_amd64.s,
 // layernorm_stats_amd64.s, softmax_avx512_amd64.s, softmax_avx2_amd64.s,

@@ -51,7 +51,7 @@ const (
 // old values are never read. It panics if epi is not one of the
 // epilogues or their allowed combination.
 func GemmNNSet(c []float64, ldc int, bias, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
-	if epi != EpiNone && epi != EpiReLU && epi != EpiResidual && epi != EpiReLU|EpiResidual && epi != EpiMask {
+	if epi != EpiNone && epi&^(EpiReLU|EpiResidual) != 0 && epi != EpiMask {
 		panic(fmt.Sprintf("kernels: GemmNNSet with epilogue %d (EpiMask combines with nothing)", epi))
 	}
 	if M <= 0 || N <= 0 {
@@ -119,7 +119,9 @@ func GemmNNTri(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb i
 	if n < 2 || N <= 0 {
 		return
 	}
-	gemmNNTriGo(c, ldc, a, ai, ak, b, ldb, gemmNNTriAsm(c, ldc, a, ai, ak, b, ldb, n, N, upper), n, N, upper)
+	if r := gemmNNTriAsm(c, ldc, a, ai, ak, b, ldb, n, N, upper); r < n {
+		gemmNNTriGo(c, ldc, a, ai, ak, b, ldb, r, n, N, upper)
+	}
 }
 
 // Dot is the canonical dot product of x and y (y at least as long as

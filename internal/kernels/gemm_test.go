@@ -268,6 +268,7 @@ func FuzzGemm(f *testing.F) {
 		g2.M, g2.N, g2.K = int(m%80), int(n%80), int(k%80)
 		g = resizeCase(rng, &g2)
 		want := g.run(naiveNN, naiveNT)
+		t.Cleanup(SetPath(Path())) // the path as it was, even if a case panics
 		for _, path := range Impls() {
 			restore := SetPath(path)
 			got := g.run(GemmNN, GemmNT)

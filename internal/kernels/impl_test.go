@@ -18,6 +18,7 @@ func TestImpls(t *testing.T) {
 		t.Fatalf("Impls() = %v: the Go twins must come first", impls)
 	}
 	start := Path()
+	t.Cleanup(SetPath(start))
 	if !slices.Contains(impls, start) {
 		t.Fatalf("Path() = %q, not among %v", start, impls)
 	}

@@ -86,7 +86,8 @@ func softmaxScaledAsm(row []float64, scale float64) int {
 // softmaxScaledRowsAsm is SoftmaxScaledRows's hook: all n rows on
 // AVX-512 and AVX2, none on the Go path. A block of four rows that fits
 // the AVX-512 kernel runs side by side; the rows it hands back (left as
-// they were) and every other row go through SoftmaxScaled.
+// they were) and every other row go through SoftmaxScaled's hook, which
+// does the whole row on these paths.
 func softmaxScaledRowsAsm(rows []float64, ld, n, n0 int, scale float64) int {
 	if level == levelGo {
 		return 0
@@ -99,7 +100,7 @@ func softmaxScaledRowsAsm(rows []float64, ld, n, n0 int, scale float64) int {
 	}
 	for r := 0; r < n; r++ {
 		if done&(1<<r) == 0 {
-			SoftmaxScaled(rows[r*ld:r*ld+n0+r], scale)
+			softmaxScaledAsm(rows[r*ld:r*ld+n0+r], scale) // all of the row on these paths
 		}
 	}
 	return n
