@@ -1,0 +1,180 @@
+package minigpt
+
+// This file holds the checkpoint format's layout (CHECKPOINT.md) and its
+// writer.
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+)
+
+// The byte layout; CHECKPOINT.md is its description.
+const (
+	checkpointMagic   = "\x89GPT\r\n\x1a\n"
+	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
+
+	flagTrain     = 1 << 0 // the training config section is present
+	flagOptimizer = 1 << 1 // the optimizer sections are present
+	flagRNG       = 1 << 2 // the sampler state section is present
+	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
+	flagHistory   = 1 << 4 // the loss history section is present (version 2)
+	flagsFull     = flagTrain | flagOptimizer | flagRNG
+	knownFlagsV1  = flagsFull
+	knownFlags    = flagsFull | flagCorpus | flagHistory
+
+	headerSizeV1   = 56 // through the header CRC
+	headerSize     = 64 // version 2: the loss-point counts before the CRC
+	corpusSumSize  = sha256.Size
+	lossPointSize  = 16 // an i64 step and an f64 loss
+	trainSize      = 11 * 8
+	optimizerSize  = 5 * 8
+	maxRNGStateLen = 64 // a PCG state is 20 bytes
+	checksumSize   = sha256.Size
+
+	// ioChunk is how many bytes the reader and writer handle at a time;
+	// the reader allocates for a section only as its bytes arrive.
+	ioChunk = 64 << 10
+)
+
+// WriteCheckpoint writes c to w in the format of CHECKPOINT.md (version
+// 2): a full checkpoint when c.Train, c.Opt and the sampler state are
+// present, with the corpus fingerprint and loss history if c has them; a
+// weights-only one when they are nil. It refuses (with ErrBadCheckpoint) a
+// checkpoint that ReadCheckpoint would refuse.
+func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	cw := &ckptWriter{w: bufio.NewWriterSize(w, ioChunk), sum: sha256.New()}
+	cfg := c.Model.cfg
+	var flags uint32
+	if c.Train != nil {
+		flags |= flagTrain
+	}
+	if c.Opt != nil {
+		flags |= flagOptimizer
+	}
+	if c.rngState != nil {
+		flags |= flagRNG
+	}
+	if c.CorpusSHA256 != nil {
+		flags |= flagCorpus
+	}
+	if c.TrainLoss != nil || c.ValLoss != nil {
+		flags |= flagHistory
+	}
+
+	hdr := make([]byte, 0, headerSize)
+	hdr = append(hdr, checkpointMagic...)
+	hdr = binary.LittleEndian.AppendUint32(hdr, checkpointVersion)
+	hdr = binary.LittleEndian.AppendUint32(hdr, flags)
+	for _, v := range []int{cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, b2i(cfg.TiedHead)} {
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(v))
+	}
+	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.Step))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.rngState)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.TrainLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.ValLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
+	cw.write(hdr)
+
+	vocab := make([]byte, 0, 4*c.Vocab.Size())
+	for _, r := range c.Vocab.chars {
+		vocab = binary.LittleEndian.AppendUint32(vocab, uint32(r))
+	}
+	cw.write(vocab)
+
+	if tc := c.Train; tc != nil {
+		b := make([]byte, 0, trainSize)
+		for _, v := range []uint64{
+			uint64(tc.Steps), uint64(tc.BatchSize), math.Float64bits(tc.LR), tc.Seed,
+			uint64(tc.WarmupSteps), uint64(b2i(tc.CosineDecay)), math.Float64bits(tc.MinLR),
+			math.Float64bits(tc.GradClip), math.Float64bits(tc.WeightDecay),
+			uint64(tc.EvalEvery), uint64(tc.EvalBatches),
+		} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		cw.write(b)
+	}
+	if o := c.Opt; o != nil {
+		b := make([]byte, 0, optimizerSize)
+		for _, v := range []uint64{
+			math.Float64bits(o.config.Beta1), math.Float64bits(o.config.Beta2),
+			math.Float64bits(o.config.Eps), math.Float64bits(o.config.WeightDecay),
+			uint64(o.step),
+		} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		cw.write(b)
+	}
+	cw.write(c.rngState)
+	cw.write(c.CorpusSHA256)
+	cw.floats(c.Model.slab)
+	if o := c.Opt; o != nil {
+		cw.floats(o.m)
+		cw.floats(o.v)
+	}
+	for _, curve := range [][]LossPoint{c.TrainLoss, c.ValLoss} {
+		for len(curve) > 0 && cw.err == nil {
+			n := min(len(curve), ioChunk/lossPointSize)
+			cw.buf = cw.buf[:0]
+			for _, p := range curve[:n] {
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, uint64(p.Step))
+				cw.buf = binary.LittleEndian.AppendUint64(cw.buf, math.Float64bits(p.Loss))
+			}
+			cw.write(cw.buf)
+			curve = curve[n:]
+		}
+	}
+	if cw.err == nil {
+		_, cw.err = cw.w.Write(cw.sum.Sum(nil))
+	}
+	if cw.err == nil {
+		cw.err = cw.w.Flush()
+	}
+	if cw.err != nil {
+		return fmt.Errorf("write checkpoint: %w", cw.err)
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ckptWriter writes through a running SHA-256, keeping the first error.
+type ckptWriter struct {
+	w   *bufio.Writer
+	sum hash.Hash
+	err error
+	buf []byte
+}
+
+func (cw *ckptWriter) write(b []byte) {
+	if cw.err != nil {
+		return
+	}
+	cw.sum.Write(b)
+	_, cw.err = cw.w.Write(b)
+}
+
+func (cw *ckptWriter) floats(xs []float64) {
+	for len(xs) > 0 && cw.err == nil {
+		n := min(len(xs), ioChunk/8)
+		cw.buf = cw.buf[:0]
+		for _, x := range xs[:n] {
+			cw.buf = binary.LittleEndian.AppendUint64(cw.buf, math.Float64bits(x))
+		}
+		cw.write(cw.buf)
+		xs = xs[n:]
+	}
+}
