@@ -147,8 +147,13 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars [
 		r.tr = tr
 	}
 	grow := len(ids) + min(o.MaxNewTokens, 1024) // more as tokens arrive
+	attn := r.tr != nil && o.TraceAttention && !o.beam()
 	for b := range rows {
 		rows[b].seq = slices.Grow(rows[b].seq[:0], grow)
+		rows[b].att = nil
+		if attn {
+			rows[b].att = make([]float64, m.cfg.Layers*m.cfg.Heads*T)
+		}
 		rows[b].rand = nil
 		if o.sampled() {
 			rows[b].rand = SampleRand(o.Seed, b)

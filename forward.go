@@ -20,6 +20,10 @@ type rowSeq struct {
 	ids    []int // the tokens at positions [t0, t1)
 	t0, t1 int
 	out0   int
+	// att, if not nil, receives the attention weights of the last
+	// position, t1-1, in every layer and head: (L, NH, T), row (l, h)
+	// holding its weights over positions [0, t1).
+	att []float64
 
 	row, outRow int // set by forward: the sequence's first row, and first row of logits
 }
@@ -148,6 +152,7 @@ func (m *Model) forward(a *activations, kv *kvCache, seqs []rowSeq, targets []in
 		}
 		m.addAttention(a, kv, l, seqs, last && No < N)
 		j.sec.Run()
+		m.captureAttention(a, l, seqs, last && No < N)
 
 		// resid2 = in + attnOut·attnProj
 		// resid3 = resid2 + relu(layernorm(resid2)·fc + b)·fcProj + b
@@ -245,6 +250,33 @@ func (m *Model) addAttention(a *activations, kv *kvCache, l int, seqs []rowSeq, 
 	}
 	j.attn = nn.Attention{Seqs: j.aseqs, C: C, NH: NH, LdAtt: T}
 	j.sec.Add(&j.attn, len(seqs)*NH, 1, cost/max(len(seqs)*NH, 1))
+}
+
+// captureAttention copies layer l's attention weights of the last
+// position of every sequence that asked for them (rowSeq.att): a few
+// hundred values per sequence, and nothing when none asked.
+func (m *Model) captureAttention(a *activations, l int, seqs []rowSeq, outOnly bool) {
+	c := m.cfg
+	NH, T := c.Heads, c.BlockSize
+	if a.keep {
+		T = a.T
+	}
+	att := a.layer(a.att, l, NH*T)
+	for i := range seqs {
+		s := &seqs[i]
+		if s.att == nil {
+			continue
+		}
+		q0, row := s.t0, s.row
+		if outOnly {
+			q0, row = s.out0, s.outRow
+		}
+		nq, t := s.t1-q0, s.t1-1
+		for h := range NH {
+			src := att[row*NH*T+(h*nq+t-q0)*T:][:t+1]
+			copy(s.att[(l*NH+h)*c.BlockSize:][:t+1], src)
+		}
+	}
 }
 
 // runChain runs the chain over n rows as one parallel section, beside

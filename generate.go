@@ -119,6 +119,10 @@ type GenerateOptions struct {
 	// TraceTopN is the number of candidates a Step lists, in [0, vocabulary
 	// size]; it has an effect only with OnStep or Trace.
 	TraceTopN int
+	// TraceAttention adds to every Step the attention weights, in every
+	// layer and head, of the position that chose its token (Step.Attention);
+	// it has an effect only with OnStep or Trace, and costs nothing without.
+	TraceAttention bool
 	// Trace records every released token's Step in Completion.Steps and
 	// in Chunk.Steps.
 	Trace bool

@@ -48,7 +48,9 @@ type reqRow struct {
 	state  seqState
 	rand   *rand.Rand
 	done   bool
-	pass   int // the decoder index of the row's pass this step, or -1
+	pass   int       // the decoder index of the row's pass this step, or -1
+	att    []float64 // with TraceAttention: the pass's attention weights, (L, NH, T)
+	window int       // the length of the window of the row's last pass
 }
 
 // errFinished tells a request that a sample has ended.
@@ -100,10 +102,14 @@ func (r *request) plan(d *decoder) {
 		if end == P {
 			out0 = P - 1
 		}
-		i := d.add(rowSeq{slot: r.rows[0].slot, ids: r.prompt[r.prefill:end], t0: r.prefill, t1: end, out0: out0})
+		s := rowSeq{slot: r.rows[0].slot, ids: r.prompt[r.prefill:end], t0: r.prefill, t1: end, out0: out0}
+		if end == P {
+			s.att = r.rows[0].att
+		}
+		i := d.add(s)
 		r.prefill = end
 		if end == P {
-			r.rows[0].pass = i
+			r.rows[0].pass, r.rows[0].window = i, P
 		}
 		return
 	}
@@ -114,12 +120,13 @@ func (r *request) plan(d *decoder) {
 		}
 		n := len(row.seq)
 		if !r.o.noCache && n <= T && row.cached == n-1 {
-			row.pass = d.add(rowSeq{slot: row.slot, ids: row.seq[n-1:], t0: n - 1, t1: n, out0: n - 1})
-			row.cached = n
+			row.pass = d.add(rowSeq{slot: row.slot, ids: row.seq[n-1:], t0: n - 1, t1: n, out0: n - 1, att: row.att})
+			row.cached, row.window = n, n
 			continue
 		}
 		w := row.seq[max(0, n-T):]
-		row.pass = d.add(rowSeq{slot: row.slot, ids: w, t0: 0, t1: len(w), out0: len(w) - 1})
+		row.pass = d.add(rowSeq{slot: row.slot, ids: w, t0: 0, t1: len(w), out0: len(w) - 1, att: row.att})
+		row.window = len(w)
 		row.cached = 0 // the next token slides the window again
 		if n <= T && !r.o.noCache {
 			row.cached = n
@@ -190,6 +197,13 @@ func (r *request) sample(logits func(b int) []float64) error {
 		if err != nil {
 			return fmt.Errorf("%w at position %d", err, len(row.seq))
 		}
+		if r.tr != nil && r.o.TraceAttention {
+			src := row
+			if r.steps == 0 {
+				src = &r.rows[0] // the prompt's pass ran in the first row
+			}
+			r.traceAttention(src)
+		}
 		row.seq = append(row.seq, id)
 		row.state.add(id)
 		if r.tr != nil {
@@ -208,6 +222,19 @@ func (r *request) sample(logits func(b int) []float64) error {
 		}
 	}
 	return nil
+}
+
+// traceAttention copies the attention weights of row's last pass into the
+// trace, compacted to the window it saw.
+func (r *request) traceAttention(row *reqRow) {
+	c := r.m.cfg
+	n, T := row.window, c.BlockSize
+	tr := r.tr
+	tr.Context = n
+	tr.Attention = tr.Attention[:0]
+	for lh := range c.Layers * c.Heads {
+		tr.Attention = append(tr.Attention, row.att[lh*T:lh*T+n]...)
+	}
 }
 
 // finish ends r: samples still running end at the length limit,

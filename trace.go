@@ -68,6 +68,15 @@ type Step struct {
 	Active [NumStages]bool
 	// Chosen is ID's candidate record.
 	Chosen Candidate
+	// Attention, with GenerateOptions.TraceAttention, holds the attention
+	// weights of the position whose logits chose ID, in every layer and
+	// head, over the Context positions of the window it saw (position 0
+	// is the window's first): Attention[(l*Heads+h)*Context+s] is layer
+	// l head h's weight on position s. The decoder's own weights, from
+	// the pass that computed the logits.
+	Attention []float64
+	// Context is the length of the window Attention covers.
+	Context int
 	// Top lists the GenerateOptions.TraceTopN most probable tokens under
 	// the raw distribution, most probable first (ties to the lower id).
 	Top []Candidate
@@ -77,12 +86,17 @@ type Step struct {
 func (s *Step) Clone() Step {
 	c := *s
 	c.Top = append([]Candidate(nil), s.Top...)
+	c.Attention = append([]float64(nil), s.Attention...)
 	return c
 }
 
 // copyStep copies src into dst, reusing dst's Top buffer.
 func copyStep(dst, src *Step) {
-	top := dst.Top
+	top, att := dst.Top, dst.Attention
 	*dst = *src
 	dst.Top = append(top[:0], src.Top...)
+	dst.Attention = append(att[:0], src.Attention...)
+	if src.Attention == nil {
+		dst.Attention = nil
+	}
 }
