@@ -13,7 +13,7 @@ var ErrBadCheckpoint = errors.New("bad checkpoint")
 
 // Checkpoint is a model with its vocabulary and, for a full checkpoint,
 // everything a Trainer needs to continue exactly where it stopped. The
-// byte layout is described in CHECKPOINT.md.
+// byte layout is described in docs/checkpoint-format.md.
 type Checkpoint struct {
 	Model *Model
 	Vocab *Vocab // its size is Model.Config.VocabSize

@@ -1,6 +1,6 @@
 package minigpt
 
-// This file holds the checkpoint reader: every section of CHECKPOINT.md
+// This file holds the checkpoint reader: every section of docs/checkpoint-format.md
 // read, bounded by what the input holds, and checked.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"slices"
 )
 
-// This file holds the checkpoint reader: every section of CHECKPOINT.md
+// This file holds the checkpoint reader: every section of docs/checkpoint-format.md
 // read, bounded by what the input holds, and checked.
 
 // ReadCheckpointInfo reads the beginning of a checkpoint from r: its
@@ -38,7 +38,7 @@ func ReadCheckpointInfo(r io.Reader) (*CheckpointInfo, error) {
 }
 
 // ReadCheckpoint reads one checkpoint from r and validates all of it (see
-// CHECKPOINT.md). It reads exactly the checkpoint's bytes and no further.
+// docs/checkpoint-format.md). It reads exactly the checkpoint's bytes and no further.
 // Anything wrong with the bytes is an error wrapping ErrBadCheckpoint that
 // names the field or section; an error of r itself is returned wrapped as
 // is. Memory grows only with the bytes actually read, whatever the header

@@ -235,7 +235,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 	}
 }
 
-// The sizes CHECKPOINT.md states for the default model.
+// The sizes docs/checkpoint-format.md states for the default model.
 func TestCheckpointSizesInTheDocs(t *testing.T) {
 	d, err := NewDataset(LanternBay, DefaultConfig().BlockSize)
 	if err != nil {
@@ -250,7 +250,7 @@ func TestCheckpointSizesInTheDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))); n != 838_016 {
-		t.Errorf("default weights-only checkpoint: %d bytes, CHECKPOINT.md says 838,016", n)
+		t.Errorf("default weights-only checkpoint: %d bytes, docs/checkpoint-format.md says 838,016", n)
 	}
 	// After the default run: 1200 steps, one training point each, one
 	// validation point at the end.
@@ -261,6 +261,6 @@ func TestCheckpointSizesInTheDocs(t *testing.T) {
 	}
 	c.ValLoss = []LossPoint{{1200, 1}}
 	if n := len(encodeCheckpoint(t, c)); n != 2_533_060 {
-		t.Errorf("default full checkpoint after 1200 steps: %d bytes, CHECKPOINT.md says 2,533,060", n)
+		t.Errorf("default full checkpoint after 1200 steps: %d bytes, docs/checkpoint-format.md says 2,533,060", n)
 	}
 }

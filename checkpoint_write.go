@@ -1,6 +1,6 @@
 package minigpt
 
-// This file holds the checkpoint format's layout (CHECKPOINT.md) and its
+// This file holds the checkpoint format's layout (docs/checkpoint-format.md) and its
 // writer.
 
 import (
@@ -14,7 +14,7 @@ import (
 	"math"
 )
 
-// The byte layout; CHECKPOINT.md is its description.
+// The byte layout; docs/checkpoint-format.md is its description.
 const (
 	checkpointMagic   = "\x89GPT\r\n\x1a\n"
 	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
@@ -42,7 +42,7 @@ const (
 	ioChunk = 64 << 10
 )
 
-// WriteCheckpoint writes c to w in the format of CHECKPOINT.md (version
+// WriteCheckpoint writes c to w in the format of docs/checkpoint-format.md (version
 // 2): a full checkpoint when c.Train, c.Opt and the sampler state are
 // present, with the corpus fingerprint and loss history if c has them; a
 // weights-only one when they are nil. It refuses (with ErrBadCheckpoint) a

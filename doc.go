@@ -1,96 +1,106 @@
-// Package minigpt is a tiny character-level GPT, trained and sampled from
-// scratch in pure Go with no dependencies beyond the standard library.
+// Package minigpt is a small character-level GPT, trained and sampled from
+// scratch in pure Go with no dependencies beyond the standard library, and
+// reproducible to the bit: the same seed gives the same weights, loss
+// curve and text on every machine.
 //
-// The model follows the seed lessons' NumPy MiniGPT exactly: token and
-// position embeddings, pre-LayerNorm blocks of causal multi-head attention
-// and a ReLU feed-forward network, a final LayerNorm and a linear head,
-// trained with a hand-written backward pass and Adam.
+// The model is the classic one: token and position embeddings,
+// pre-LayerNorm blocks of causal multi-head attention and a ReLU
+// feed-forward network, a final LayerNorm and a linear head, trained with
+// a hand-written backward pass and Adam. It implements a series of
+// lessons on GPTs written in NumPy, and follows their code exactly (where
+// their prose and code disagree, the code; the repository's
+// docs/lessons.md says where and why this package departs).
 //
-// # Types
+// # A map, in the order the data flows
 //
-//   - [Vocab] maps characters to token ids (sorted, like the seed's
-//     sorted(set(text))); [Dataset] is a corpus encoded with one and split
-//     90/10 into training and validation tokens.
-//   - [Config] is a model's shape; [ConfigFor] gives the seed's shape for a
-//     vocabulary. [Model] is a Config and one flat parameter slab
-//     ([Model.Params]) with named views into it, llm.c style.
-//   - [TrainConfig] describes a run; [Trainer] runs it with [Adam] and
-//     reports [Progress] through a callback.
-//   - [Checkpoint] is a model with its vocabulary, and for a full checkpoint
-//     the trainer's whole state; CHECKPOINT.md at the repository root is the
-//     byte format. [CheckpointInfo] is its header, read without the weights.
-//   - [GenerateOptions] configures generation: greedy decoding, and the
-//     seed's sampling pipeline (temperature, top-k, top-p, repetition
-//     penalty) with the knobs of real sampling APIs (min-p, presence and
-//     frequency penalties, logit bias, no-repeat n-grams, stop strings,
-//     beam search). [Model.Generate] works on token ids,
-//     [Model.GenerateText] on text, and [Model.Complete] computes n samples
-//     (or beams) of one prompt together, streaming each [Chunk] of text as
-//     it becomes final and returning a [Completion] per sample. A per-token
-//     [Step] trace shows what each stage of the pipeline did.
-//   - [Model.GreedyDecode] is the seed's greedy_decode (seed lesson 000)
-//     and [LoopOnset] the loop detector of seed lesson 003's exercise 3.
+// Text becomes a model, and a model becomes text:
 //
-// # Data flow
+//   - corpus.go: [Vocab] (characters ↔ token ids) and [Dataset] (a text
+//     encoded and split 90/10). The built-in text is [LanternBay].
+//   - minigpt.go: [Config] (a model's shape) and [Model] (a Config and one
+//     flat slab of parameters with named views into it).
+//   - forward.go, backward.go, activations.go: the one forward pass, for
+//     training, scoring and every generation step alike, and the backward
+//     pass; they compose the layers of internal/nn and schedule them
+//     with internal/par.
+//   - train.go, adam.go, clip.go: [Trainer] runs a [TrainConfig] with
+//     [Adam], reporting [Progress] through a callback.
+//   - checkpoint.go, checkpoint_write.go, checkpoint_read.go,
+//     checkpoint_file.go: [Checkpoint], the model with its vocabulary and,
+//     for a full checkpoint, the trainer's whole state (the byte format is
+//     docs/checkpoint-format.md); safetensors*.go: the same weights in
+//     the format PyTorch users exchange (docs/interop.md).
+//   - generate.go: the two ways to generate, [Model.Generate] on token ids
+//     and [Model.Complete] on text, configured by [GenerateOptions];
+//     sample.go (the sampling pipeline), beam.go (beam search), stop.go
+//     (stop strings), trace.go (the per-token [Step] trace).
+//   - request.go, decode.go: a call while it runs, its samples as rows of
+//     a decoder with a KV cache slot each; batch.go: [Batch], many callers'
+//     requests decoded together (continuous batching).
 //
-// corpus → training → checkpoint → generation:
+// Below the package, each a layer the compiler keeps apart:
+//
+//   - internal/nn: the layers (encoder, LayerNorm, matrix product,
+//     attention, cross-entropy) as forward/backward jobs over flat slices.
+//   - internal/par: the deterministic fork-join scheduler, which knows only
+//     jobs, item counts and costs.
+//   - internal/kernels: the numbers themselves: matrix products, vector
+//     loops, LayerNorm, softmax, exp and log, in portable Go and AVX2 and
+//     AVX-512 assembly; its doc states every sum's fixed order.
+//   - internal/safefile: atomic saves that never replace anything but a
+//     regular file, and reads that never block on a FIFO.
+//
+// The commands (cmd/train, cmd/generate, cmd/serve, cmd/export,
+// cmd/import) and the OpenAI-compatible server (package server) sit on
+// top.
+//
+// # Using it
 //
 //	data, _ := minigpt.NewDataset(text, 32)                     // vocabulary + 90/10 split
 //	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), 42) // fresh weights
 //	tr, _ := minigpt.NewTrainer(m, data, minigpt.DefaultTrainConfig())
-//	_ = tr.Run(ctx, func(p minigpt.Progress) { ... })
+//	_ = tr.Run(ctx, func(p minigpt.Progress) { /* report */ })
 //	_ = minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
 //	c, _ := minigpt.LoadCheckpoint("my.ckpt")
-//	text, _ := c.Model.GenerateText(ctx, c.Vocab, "the ", opts)
+//	res, _ := c.Model.Complete(ctx, c.Vocab, "the ", minigpt.CompleteOptions{
+//		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 100, Temperature: 0.8, Seed: 1},
+//	})
 //
 // A full checkpoint resumes bit for bit ([ResumeTrainer]). To fine-tune
 // instead, pass a loaded model to [NewTrainer] with a dataset encoded with
-// the checkpoint's vocabulary ([NewDatasetWithVocab]): fresh optimizer,
-// step 0, new text. [DefaultModel] is the seed's trained Lantern Bay model,
-// embedded in the package.
+// the checkpoint's vocabulary ([NewDatasetWithVocab]). [DefaultModel] is a
+// model trained on Lantern Bay, embedded in the package.
 //
-// The library never prints, exits or reads flags; cmd/train and
-// cmd/generate do. Errors a caller may branch on wrap sentinels:
-// ErrBadConfig, ErrBadTrainConfig, ErrBadAdamConfig and ErrBadOption for
-// invalid settings; ErrUnknownChar, ErrBadText and ErrBadToken for text
-// and ids; ErrVocabMismatch, ErrCorpusMismatch and ErrTooLarge from
+// The library never prints, exits or reads flags; the commands do.
+// Errors a caller may branch on wrap sentinels: ErrBadConfig,
+// ErrBadTrainConfig, ErrBadAdamConfig and ErrBadOption for invalid
+// settings; ErrUnknownChar, ErrBadText and ErrBadToken for text and ids;
+// ErrVocabMismatch, ErrCorpusMismatch, ErrTooLarge and ErrModelInUse from
 // NewTrainer and ResumeTrainer; ErrDiverged from training; ErrNonFinite
-// and ErrAllBanned from generation; ErrBadCheckpoint and ErrNotRegularFile
-// from reading and writing files (with fs.ErrExist and fs.ErrNotExist).
+// and ErrAllBanned from generation; ErrClosed from a closed Batch;
+// ErrBadCheckpoint (and ErrBadSafetensors) and ErrNotRegularFile from
+// reading and writing files (with fs.ErrExist and fs.ErrNotExist).
 //
-// # Determinism
+// # Reproducibility
 //
 // The same seed gives the same weights, loss curve and text, to the bit,
 // at any GOMAXPROCS, on amd64 and arm64, with or without assembly (build
-// tag purego). Three rules make it so: every sum has one fixed order
-// (internal/kernels' package doc states each; work is split between
-// goroutines only across independent outputs, never inside a sum); every
-// product that feeds a sum is an explicit math.FMA or explicitly rounded
-// with float64(x*y), so no compiler can fuse differently per architecture;
-// exp and log are the module's own (internal/kernels' Exp and Log) and the
-// learning rate's cosine is a rounded Taylor series (cosDet), not the
-// platform's. Random
-// draws come from math/rand/v2 PCG sources with fixed streams:
+// tag purego), alone or batched with other requests. Three rules make it
+// so. Every sum has one fixed order (internal/kernels states each), and
+// work is split between goroutines only across independent outputs,
+// never inside a sum (internal/par). Every product that feeds a sum is an
+// explicit math.FMA or explicitly rounded with float64(x*y), so no
+// compiler can fuse differently per architecture. Exp, log and the
+// learning rate's cosine are this module's own, not the platform's.
+// Random draws come from math/rand/v2 PCG sources with fixed streams:
 // initialisation from NewModel's seed, batches and validation batches from
-// TrainConfig.Seed, sampling from GenerateOptions.Rand. TestPinnedTrainingHash
-// pins the weights after a short run; CI checks it on arm64 under qemu.
-//
-// # Kernel dispatch
-//
-// The matrix kernels and the vector loops (softmax, LayerNorm, ReLU,
-// residual adds, Adam) live in internal/kernels: a portable Go twin of
-// each, always compiled and the reference, and on amd64 AVX2 and AVX-512
-// assembly versions chosen once at start-up from CPUID and XGETBV (the
-// build tag purego or a CPU without the features selects Go). Every path
-// computes the same order of operations, and the kernel tests check that
-// they agree to the bit.
+// TrainConfig.Seed, sampling from GenerateOptions.Seed.
 //
 // # Concurrency
 //
-// Generation (Generate, GenerateText, Complete) only reads a Model and is
-// safe for concurrent use: each call has its own KV cache and buffers,
-// pooled, and gives the same bits whether or not others run. Logits, Loss
-// and Gradients only read it too and are safe for concurrent use (a call
-// that finds the Model's buffers taken works in its own). Training changes
-// Params and needs exclusive use of the Model.
+// Generation, Logits, Loss and Gradients only read a Model and are safe
+// for concurrent use, each call with buffers of its own, and give the
+// same bits whether or not others run. A Trainer holds its model: its
+// steps wait for readers and readers wait for a step, and a second
+// Trainer on the same model is refused.
 package minigpt

@@ -1,5 +1,5 @@
 // Command train trains a MiniGPT on a text corpus and writes a checkpoint
-// (format: CHECKPOINT.md at the repository root).
+// (format: docs/checkpoint-format.md).
 //
 //	go run ./cmd/train                                   # the seed run: Lantern Bay, 1200 steps
 //	go run ./cmd/train -preset baby -corpus input.txt -out shakespeare.ckpt
