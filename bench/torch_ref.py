@@ -1,33 +1,49 @@
 #!/usr/bin/env python3
-"""PyTorch float64 training-speed baseline with the same architecture as
-minigpt and bench/numpy_ref.py.
+"""PyTorch training-speed reference, float32 or float64, for any shape, with
+the same architecture as minigpt and bench/numpy_ref.py.
 
 Architecture: token + position embeddings; per layer a pre-LN block
   x = x + Wo(attn(LN1(x)))   (Q, K, V, Wo without bias; causal softmax
                               attention scaled by 1/sqrt(head_size))
   x = x + W2(relu(W1(LN2(x)) + b1)) + b2
-then final LN, head Linear(C, V) with bias, mean cross-entropy. LN eps 1e-5.
-Everything in torch.float64, Adam(lr=1e-3).
+then final LN, head Linear(C, V) with bias (not tied to the embedding),
+mean cross-entropy. LN eps 1e-5. No dropout. Adam(lr=1e-3), betas 0.9/0.999.
+Every tensor in --dtype (default float64, minigpt's precision).
 
-Configs:
-  baby (default): nanoGPT's "baby" shakespeare_char size: block 64, batch 12,
-        4 layers, 4 heads, width 128, vocabulary 65 (tiny Shakespeare's).
+Configs (the sizes of bench/compare.sh's scale table and of minigpt's
+BenchmarkTrainStepScale):
   seed: the seed lessons' config: block 32, batch 32, width 64, 4 heads,
-        2 layers, vocabulary 24 (Lantern Bay's).
-Without --text FILE the corpus is a fixed pseudo-random text over the
-config's vocabulary (the time per step depends on the shapes only); with it,
-the vocabulary is the sorted set of the file's characters, first 90% = train.
+        2 layers, vocabulary 24 (Lantern Bay's); 0.10M parameters.
+  baby (default): nanoGPT's CPU "baby" shakespeare_char size: block 64,
+        batch 12, 4 layers, 4 heads, width 128, vocabulary 65 (tiny
+        Shakespeare's); 0.82M parameters.
+  mid:  block 128, batch 8, 4 layers, 4 heads (of 64, as full), width 256,
+        vocabulary 65; 3.2M parameters.
+  full: nanoGPT's config/train_shakespeare_char.py shape: block 256,
+        6 layers, 6 heads, width 384, vocabulary 65, at batch 4 (nanoGPT
+        trains at 64); 10.8M parameters.
+--layers, --heads, --embd, --block, --batch and --vocab override the
+config's values one by one. Without --text FILE the corpus is a fixed
+pseudo-random text over the vocabulary (the time per step depends on the
+shapes only); with it, the vocabulary is the sorted set of the file's
+characters (--vocab is then ignored), first 90% = train.
 
 Usage (Debian: apt-get install -y python3-torch python3-numpy; use /usr/bin/python3):
-  /usr/bin/python3 torch_baby.py [--config baby|seed] [--threads N] [--steps N] [--text FILE]
+  /usr/bin/python3 torch_ref.py [--config seed|baby|mid|full] [--dtype float32|float64]
+      [--layers N] [--heads N] [--embd N] [--block N] [--batch N] [--vocab N]
+      [--threads N] [--steps N] [--warmup N] [--text FILE]
 --threads N sets torch.set_num_threads(N) and, unless already set in the
 environment, OPENBLAS_NUM_THREADS=N (Debian's torch calls OpenBLAS for matmuls).
-Timing starts after --warmup steps (default 10); prints steps/s and tokens/s
-(tokens/s = steps * batch * block / seconds).
+Timing starts after --warmup steps (default 10). The last line gives steps/s,
+tokens/s (steps * batch * block / seconds) and the process's peak resident
+memory (resource.getrusage ru_maxrss: the torch runtime, the model, Adam's
+state and the activations of a step), with the resident memory before the
+first step beside it for scale.
 """
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 
@@ -52,33 +68,36 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 CONFIGS = {
-    "baby": dict(block=64, batch=12, layers=4, heads=4, embd=128, vocab=65),
     "seed": dict(block=32, batch=32, layers=2, heads=4, embd=64, vocab=24),
+    "baby": dict(block=64, batch=12, layers=4, heads=4, embd=128, vocab=65),
+    "mid": dict(block=128, batch=8, layers=4, heads=4, embd=256, vocab=65),
+    "full": dict(block=256, batch=4, layers=6, heads=6, embd=384, vocab=65),
 }
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dtype):
         super().__init__()
-        self.g = nn.Parameter(torch.ones(c, dtype=torch.float64))
-        self.b = nn.Parameter(torch.zeros(c, dtype=torch.float64))
+        self.g = nn.Parameter(torch.ones(c, dtype=dtype))
+        self.b = nn.Parameter(torch.zeros(c, dtype=dtype))
 
     def forward(self, x):
         return F.layer_norm(x, (x.shape[-1],), self.g, self.b, eps=1e-5)
 
 
 class Block(nn.Module):
-    def __init__(self, c, h):
+    def __init__(self, c, h, dtype):
         super().__init__()
         self.h = h
-        self.ln1 = LayerNorm(c)
-        self.wq = nn.Linear(c, c, bias=False, dtype=torch.float64)
-        self.wk = nn.Linear(c, c, bias=False, dtype=torch.float64)
-        self.wv = nn.Linear(c, c, bias=False, dtype=torch.float64)
-        self.wo = nn.Linear(c, c, bias=False, dtype=torch.float64)
-        self.ln2 = LayerNorm(c)
-        self.w1 = nn.Linear(c, 4 * c, dtype=torch.float64)
-        self.w2 = nn.Linear(4 * c, c, dtype=torch.float64)
+        self.ln1 = LayerNorm(c, dtype)
+        self.wq = nn.Linear(c, c, bias=False, dtype=dtype)
+        self.wk = nn.Linear(c, c, bias=False, dtype=dtype)
+        self.wv = nn.Linear(c, c, bias=False, dtype=dtype)
+        self.wo = nn.Linear(c, c, bias=False, dtype=dtype)
+        self.ln2 = LayerNorm(c, dtype)
+        self.w1 = nn.Linear(c, 4 * c, dtype=dtype)
+        self.w2 = nn.Linear(4 * c, c, dtype=dtype)
 
     def forward(self, x, mask):
         B, T, C = x.shape
@@ -95,13 +114,13 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, block, embd, heads, layers):
+    def __init__(self, vocab, block, embd, heads, layers, dtype):
         super().__init__()
-        self.E = nn.Parameter(torch.randn(vocab, embd, dtype=torch.float64) * 0.02)
-        self.P = nn.Parameter(torch.randn(block, embd, dtype=torch.float64) * 0.02)
-        self.blocks = nn.ModuleList([Block(embd, heads) for _ in range(layers)])
-        self.lnf = LayerNorm(embd)
-        self.head = nn.Linear(embd, vocab, dtype=torch.float64)
+        self.E = nn.Parameter(torch.randn(vocab, embd, dtype=dtype) * 0.02)
+        self.P = nn.Parameter(torch.randn(block, embd, dtype=dtype) * 0.02)
+        self.blocks = nn.ModuleList([Block(embd, heads, dtype) for _ in range(layers)])
+        self.lnf = LayerNorm(embd, dtype)
+        self.head = nn.Linear(embd, vocab, dtype=dtype)
         for name, p in self.named_parameters():  # reference init: N(0, 0.02), biases 0
             if name.endswith("weight"):
                 nn.init.normal_(p, 0.0, 0.02)
@@ -137,16 +156,51 @@ def blas_info():
     return "; ".join(out) or "no BLAS found"
 
 
+def rss_mib():
+    """The process's resident memory now, in MiB (Linux /proc; else 0)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def peak_rss_mib():
+    """The process's peak resident memory so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB elsewhere
+
+
+def positive(s):
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not a positive integer")
+    return v
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--config", choices=sorted(CONFIGS), default="baby")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=200)
+    ap = argparse.ArgumentParser(description="PyTorch training-speed reference with minigpt's architecture.")
+    ap.add_argument("--config", choices=list(CONFIGS), default="baby")
+    ap.add_argument("--dtype", choices=list(DTYPES), default="float64")
+    for k in ("layers", "heads", "embd", "block", "batch", "vocab"):
+        ap.add_argument("--" + k, type=positive, help=f"override the config's {k}")
+    ap.add_argument("--threads", type=positive, default=1)
+    ap.add_argument("--steps", type=positive, default=200)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--text")
     ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args()
-    cfg = CONFIGS[args.config]
+    cfg = dict(CONFIGS[args.config])
+    label = args.config
+    for k in cfg:
+        if getattr(args, k) is not None and getattr(args, k) != cfg[k]:
+            cfg[k] = getattr(args, k)
+            label += f" {k}={cfg[k]}"
+    if cfg["embd"] % cfg["heads"]:
+        ap.error(f"width {cfg['embd']} is not divisible by {cfg['heads']} heads")
+    if not args.text and not 2 <= cfg["vocab"] <= 94:
+        ap.error(f"vocabulary {cfg['vocab']} is outside [2, 94] (the synthetic text uses printable ASCII)")
+    dtype = DTYPES[args.dtype]
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
@@ -156,11 +210,14 @@ def main():
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
     train = data[: int(0.9 * len(data))]
     block, batch = cfg["block"], cfg["batch"]
+    if len(train) < block + 2:
+        sys.exit(f"torch_ref.py: {len(train)} training characters, block {block} needs at least {block + 2}")
+    cfg["vocab"] = len(chars)
 
-    model = GPT(len(chars), block, cfg["embd"], cfg["heads"], cfg["layers"])
+    model = GPT(len(chars), block, cfg["embd"], cfg["heads"], cfg["layers"], dtype)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     nparams = sum(p.numel() for p in model.parameters())
-    print(f"config {args.config} {cfg} vocab {len(chars)} params {nparams} "
+    print(f"config {label}: {cfg} {args.dtype} params {nparams} "
           f"threads {torch.get_num_threads()} OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
           f"torch {torch.__version__}; BLAS: {blas_info()}")
 
@@ -177,6 +234,7 @@ def main():
         opt.step()
         return loss.item()
 
+    before = rss_mib()
     warm = max(args.warmup, 1)
     for _ in range(warm):
         loss0 = step()
@@ -184,9 +242,13 @@ def main():
     for _ in range(args.steps):
         loss = step()
     dt = time.perf_counter() - t0
+    if not (math.isfinite(loss0) and math.isfinite(loss)):
+        sys.exit(f"torch_ref.py: the loss is not finite ({loss0} after warm-up, {loss} at the end)")
     print(f"loss after warm-up {loss0:.4f}, after {warm + args.steps} steps {loss:.4f}")
-    print(f"torch f64 train [{args.config}, threads={args.threads}]: {args.steps} steps in {dt:.3f} s "
-          f"= {args.steps / dt:.2f} steps/s = {args.steps * batch * block / dt:.0f} tokens/s")
+    short = {"float32": "f32", "float64": "f64"}[args.dtype]
+    print(f"torch {short} train [{label}, threads={args.threads}]: {args.steps} steps in {dt:.3f} s "
+          f"= {args.steps / dt:.2f} steps/s = {args.steps * batch * block / dt:.0f} tokens/s; "
+          f"peak RSS {peak_rss_mib():.0f} MiB ({before:.0f} MiB before the first step)")
 
 
 if __name__ == "__main__":
