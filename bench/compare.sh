@@ -5,7 +5,8 @@
 # each row's GFLOP/s and its share of this machine's measured FMA peak
 # (BenchmarkPeakFMA), then a scale table over four model sizes: seed
 # (0.10M parameters), baby (0.82M), mid (3.2M) and nanoGPT's full
-# Shakespeare-char shape at batch 4 (10.8M). Runs from a fresh clone.
+# Shakespeare-char shape at batch 4 (10.8M), at two cores and, per
+# CPU-second, at one. Runs from a fresh clone.
 # docs/performance.md explains every column.
 #
 # The references are measured at their best: OPENBLAS_CORETYPE and
@@ -170,6 +171,7 @@ torch() { torchwith "$torch_env" "$@"; }
 # the machine is.
 numpy1() { local a=($np_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=1 $PY bench/numpy_ref.py "$@"; }
 torch1() { local a=($torch_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=1 $PY bench/torch_ref.py --threads 1 "$@"; }
+t32_1() { local a=($torch32_env); ref "${a[0]}" env OPENBLAS_NUM_THREADS=1 $PY bench/torch_ref.py --dtype float32 --threads 1 "$@"; }
 
 : >"$log"
 # timed KEY CMD...: CMD's rate (its last output line's steps/s), and the
@@ -206,6 +208,10 @@ for r in $(seq "$ROUNDS"); do
   done
   gorow go_mid_2 2 "$(scale mid)" "$(steps 10 4)x"
   gorow go_full_2 2 "$(scale full)" "$(steps 5 2)x"
+  if [ "$QUICK" != 1 ]; then
+    gorow go_mid_1 1 "$(scale mid)" 5x
+    gorow go_full_1 1 "$(scale full)" 3x
+  fi
   echo "go_decode $(gobench 2 '^BenchmarkGenerate/greedy/cached$' 3x | metric tokens/s)" >>"$log"
   if [ $have_numpy = 1 ]; then
     timed np1_seed numpy1 train "$(steps 60 30)"
@@ -225,6 +231,14 @@ for r in $(seq "$ROUNDS"); do
     timed t32_baby torchwith "$torch32_env" --dtype float32 --steps "$(steps 30 15)"
     timed t32_mid torchwith "$torch32_full_env" --dtype float32 --config mid --steps "$(steps 15 6)" --warmup 2
     timed t32_full torchwith "$torch32_full_env" --dtype float32 --config full --steps "$(steps 6 3)" --warmup 2
+    if [ "$QUICK" != 1 ]; then
+      timed torch1_mid torch1 --config mid --steps 6 --warmup 2
+      timed torch1_full torch1 --config full --steps 3 --warmup 2
+      timed t32_1_seed t32_1 --config seed --steps 60
+      timed t32_1_baby t32_1 --steps 20
+      timed t32_1_mid t32_1 --config mid --steps 10 --warmup 2
+      timed t32_1_full t32_1 --config full --steps 4 --warmup 2
+    fi
   fi
 done
 # One to two threads, both back to back in one process (BenchmarkTwoThreads):
@@ -346,6 +360,23 @@ for s in $sizes; do
   awk -v s="$s" -v g="$(get "go_${s}_2")" -v a="$(get "t32_$s")" -v b="$(get "torch_$s")" -v sp="$sp" 'BEGIN {
     x = (g != "" && a != "") ? sprintf("%.2fx", g / a) : "-"; y = (g != "" && b != "") ? sprintf("%.2fx", g / b) : "-"
     printf "%-5s %22s %22s %22s\n", s, x, y, (sp != "" ? sprintf("%.2fx", sp) : "-") }'
+done
+echo
+echo "scale, one thread each, per CPU-second (rate / busy cores: robust to other processes; minigpt at"
+echo "GOMAXPROCS=1, the references with one torch and one OpenBLAS thread), and minigpt's share of one core's peak:"
+printf "%-5s %14s %14s %14s %12s %12s %14s\n" size "minigpt" "PyTorch f32" "PyTorch f64" "/ f32" "/ f64" "minigpt % pk"
+for s in $sizes; do
+  g=$(get "go_${s}_1"); gk=$(get "go_${s}_1_cores"); a=$(get "t32_1_$s"); ak=$(get "t32_1_${s}_cores")
+  b=$(get "torch1_$s"); bk=$(get "torch1_${s}_cores"); f=$(get "go_${s}_1_gflop")
+  [ -z "$g" ] && continue
+  awk -v s="$s" -v g="$g" -v gk="$gk" -v a="$a" -v ak="$ak" -v b="$b" -v bk="$bk" -v f="${f:-0}" -v p="${peak:-0}" '
+    function per(v, k) { return (v != "" && k > 0) ? v / k : "" }
+    function cell(x) { return x != "" ? sprintf("%.2f", x) : "-" }
+    BEGIN {
+      x = per(g, gk); y = per(a, ak); z = per(b, bk)
+      printf "%-5s %14s %14s %14s %12s %12s %13s%%\n", s, cell(x), cell(y), cell(z),
+        (x != "" && y != "") ? sprintf("%.2fx", x / y) : "-", (x != "" && z != "") ? sprintf("%.2fx", x / z) : "-",
+        (x != "" && p > 0) ? sprintf("%.1f", 100 * x * f / p) : "-" }'
 done
 echo
 echo "minigpt memory per size: activations from its buffers against Config.activationFloats, and the"
