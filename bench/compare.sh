@@ -332,7 +332,7 @@ srow() {
     -v p="${peak:-0}" -v x="$4" -v rss="$rss" -v bpt="$bpt" -v k="$k" 'BEGIN {
     g = v * f; pc = (p > 0 ? 100 * g / (2 * p) : 0)
     printf "%-5s %-7s %-18s %-34s %9.2f %10.0f %8.1f %8.1f%% %8.1f%% %9s %10s %6s\n", s, pm, sh, l, v, v * t, g, pc, pc / x,
-      (rss != "" ? sprintf("%.0f", rss) : "-"), (bpt != "" ? sprintf("%.0f", bpt) : "-"), (k != "" ? sprintf("%.2f", k) : "-") }'
+      (rss != "" ? sprintf("%.0f", rss) : "-"), (bpt != "" ? sprintf("%.0f", bpt) : "-"), (k != "" ? sprintf("%.2f%s", k, k < 1.8 ? "*" : "") : "-") }'
 }
 echo
 echo "scale table: medians of $ROUNDS interleaved rounds, two cores each (minigpt GOMAXPROCS=2, the"
@@ -349,7 +349,9 @@ for s in $sizes; do
   srow "$s" "PyTorch f32 (${t32:-})" "t32_$s" 2
   srow "$s" "PyTorch f64 (${te:-})" "torch_$s" 1
   srow "$s" "NumPy f64 (${np_env:-})" "np_$s" 1
-done
+done | tee "$tmp/table"
+grep -q '\*$' "$tmp/table" && echo "* below 1.8 busy cores: other processes had part of the machine, so wall-clock rates and their ratios
+  compare unequal shares of it; the per-CPU-second table below is the fair comparison then."
 r0=$(get torch_full_rss0); r1=$(get t32_full_rss0)
 [ -n "$r0$r1" ] && echo "(PyTorch's RSS includes its runtime: ${r1:-?} MiB (f32) and ${r0:-?} MiB (f64) resident before the first step at full.)"
 echo
