@@ -350,8 +350,8 @@ for s in $sizes; do
   srow "$s" "PyTorch f64 (${te:-})" "torch_$s" 1
   srow "$s" "NumPy f64 (${np_env:-})" "np_$s" 1
 done | tee "$tmp/table"
-grep -q '\*$' "$tmp/table" && echo "* below 1.8 busy cores: other processes had part of the machine, so wall-clock rates and their ratios
-  compare unequal shares of it; the per-CPU-second table below is the fair comparison then."
+grep -q '\*$' "$tmp/table" && echo "* below 1.8 busy cores: the row's setting runs one thread (its probe found that fastest), or other
+  processes had part of the machine; for the code rather than the machine, see the per-CPU-second table."
 r0=$(get torch_full_rss0); r1=$(get t32_full_rss0)
 [ -n "$r0$r1" ] && echo "(PyTorch's RSS includes its runtime: ${r1:-?} MiB (f32) and ${r0:-?} MiB (f64) resident before the first step at full.)"
 echo
