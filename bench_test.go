@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +28,12 @@ func trainingFLOPs(c Config, B, T int) float64 {
 }
 
 func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
+	timeTrainSteps(b, newBenchTrainer(b, cfg, batch, text))
+}
+
+// newBenchTrainer is a trainer of cfg (its vocabulary taken from text) at
+// this batch size, after one warm-up step that allocates the activations.
+func newBenchTrainer(b *testing.B, cfg Config, batch int, text string) *Trainer {
 	d, err := NewDataset(text, cfg.BlockSize)
 	if err != nil {
 		b.Fatal(err)
@@ -41,7 +49,15 @@ func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr.TrainStep() // warm-up: allocates the activations once
+	if _, err := tr.TrainStep(); err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// timeTrainSteps times tr's training steps and reports their rate.
+func timeTrainSteps(b *testing.B, tr *Trainer) {
+	cfg, batch := tr.Model().Config, tr.Config().BatchSize
 	b.ReportAllocs()
 	cpu0, haveCPU := processCPUTime()
 	for b.Loop() {
@@ -73,7 +89,7 @@ func BenchmarkTrainStep(b *testing.B) {
 // MINIGPT_BENCH_TEXT (tiny Shakespeare, say) if set, else a fixed
 // pseudo-random text over 65 symbols, tiny Shakespeare's vocabulary size.
 // The time per step depends only on the shapes, so the two time the same;
-// bench/torch_baby.py and bench/numpy_ref.py make the same text.
+// bench/torch_ref.py and bench/numpy_ref.py make the same text.
 func babyText(b testing.TB) string {
 	if path := os.Getenv("MINIGPT_BENCH_TEXT"); path != "" {
 		raw, err := os.ReadFile(path)
@@ -101,50 +117,116 @@ func BenchmarkTrainStepBaby(b *testing.B) {
 	benchTrainStep(b, babyConfig(), 12, babyText(b))
 }
 
+// scaleSizes are the model sizes of bench/compare.sh's scale table, the
+// shapes of bench/torch_ref.py's configs of the same names: the seed's
+// run (0.10M parameters), nanoGPT's baby (0.82M), a 3.2M model between
+// them and nanoGPT's config/train_shakespeare_char.py (10.8M) at batch 4
+// instead of its 64, about 1000 tokens a step each. pairReps is the
+// steps per thread count in a round of BenchmarkTwoThreads.
+var scaleSizes = []struct {
+	name            string
+	cfg             Config
+	batch, pairReps int
+	text            func(testing.TB) string
+}{
+	{"seed", DefaultConfig(), 32, 20, func(testing.TB) string { return LanternBay }},
+	{"baby", babyConfig(), 12, 5, babyText},
+	{"mid", Config{VocabSize: 65, BlockSize: 128, EmbedDim: 256, Heads: 4, Layers: 4}, 8, 2, babyText},
+	{"full", Config{VocabSize: 65, BlockSize: 256, EmbedDim: 384, Heads: 6, Layers: 6}, 4, 1, babyText},
+}
+
+// BenchmarkTrainStepScale is one training step at each of scaleSizes
+// (seed and baby are BenchmarkTrainStep's and BenchmarkTrainStepBaby's
+// runs), with benchTrainStep's metrics and the memory beside them:
+// B/token, the bytes of activations and their gradients per token of
+// batch, counted from the trainer's own buffers, and est-B/token, the
+// same from Config.activationFloats (which NewTrainer's estimate uses);
+// heap-MiB, the live heap the trainer added (parameters, gradients,
+// Adam's moments, transposed weights, activations, batches), against
+// est-MiB, NewTrainer's estimate (trainingBytes, checked against
+// MaxTrainingBytes); and peak-RSS-MiB, the process's peak resident
+// memory, which is the size's own when one size runs per process, as
+// in bench/compare.sh:
+//
+//	go test -run '^$' -bench 'BenchmarkTrainStepScale/full$' -benchtime 5x
+func BenchmarkTrainStepScale(b *testing.B) {
+	for _, s := range scaleSizes {
+		b.Run(s.name, func(b *testing.B) {
+			text := s.text(b)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			tr := newBenchTrainer(b, s.cfg, s.batch, text)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			cfg, tc := tr.Model().Config, tr.Config()
+			tokens := float64(s.batch * cfg.BlockSize)
+			timeTrainSteps(b, tr)
+			b.ReportMetric(8*float64(activationBufferFloats(tr.Model().batch))/tokens, "B/token")
+			b.ReportMetric(8*cfg.activationFloats(s.batch, cfg.BlockSize)/tokens, "est-B/token")
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MiB")
+			b.ReportMetric(trainingBytes(cfg, tc)/(1<<20), "est-MiB")
+			if rss, ok := peakRSS(); ok {
+				b.ReportMetric(rss/(1<<20), "peak-RSS-MiB")
+			}
+		})
+	}
+}
+
+// activationBufferFloats counts the float64s of a's per-token buffers:
+// every []float64 field but weightsT (parameter-sized, not per token),
+// found by reflection so that a buffer added later is counted too.
+func activationBufferFloats(a *activations) int {
+	v := reflect.ValueOf(a).Elem()
+	n := 0
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Type() == reflect.TypeFor[[]float64]() && v.Type().Field(i).Name != "weightsT" {
+			n += f.Len()
+		}
+	}
+	return n
+}
+
+// peakRSS returns the process's peak resident memory in bytes (VmHWM in
+// Linux's /proc/self/status), or false where that is not available.
+func peakRSS() (float64, bool) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%g kB", &kb); err != nil {
+				return 0, false
+			}
+			return kb * 1024, true
+		}
+	}
+	return 0, false
+}
+
 // BenchmarkTwoThreads measures what a second thread buys a training
-// step, seed and baby configs, on a machine whose speed drifts (a shared
+// step, at each of scaleSizes, on a machine whose speed drifts (a shared
 // virtual machine's host): each iteration is one round of a few steps
-// at GOMAXPROCS 1 and the same number at GOMAXPROCS 2, back to back in
-// one process, and "speedup" is the median over the rounds of the
-// one-thread time over the two-thread time, so a drift slower than a
+// (pairReps) at GOMAXPROCS 1 and the same number at GOMAXPROCS 2, back
+// to back in one process, and "speedup" is the median over the rounds of
+// the one-thread time over the two-thread time, so a drift slower than a
 // round cancels out. Run it with -benchtime 15x or so; it restores
 // GOMAXPROCS when done.
 func BenchmarkTwoThreads(b *testing.B) {
-	for _, c := range []struct {
-		name        string
-		cfg         Config
-		batch, reps int
-		text        func() string
-	}{
-		{"seed", DefaultConfig(), 32, 20, func() string { return LanternBay }},
-		{"baby", babyConfig(), 12, 5, func() string { return babyText(b) }},
-	} {
+	for _, c := range scaleSizes {
 		b.Run(c.name, func(b *testing.B) {
-			d, err := NewDataset(c.text(), c.cfg.BlockSize)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg := c.cfg
-			cfg.VocabSize = d.Vocab.Size()
-			m, err := NewModel(cfg, 42)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tc := DefaultTrainConfig()
-			tc.BatchSize = c.batch
-			tr, err := NewTrainer(m, d, tc)
-			if err != nil {
-				b.Fatal(err)
-			}
+			tr := newBenchTrainer(b, c.cfg, c.batch, c.text(b))
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-			tr.TrainStep()
 			var ratios, one, two []float64
 			for b.Loop() {
 				var dt [2]time.Duration
 				for k, procs := range []int{1, 2} {
 					runtime.GOMAXPROCS(procs)
 					start := time.Now()
-					for range c.reps {
+					for range c.pairReps {
 						if _, err := tr.TrainStep(); err != nil {
 							b.Fatal(err)
 						}
@@ -152,8 +234,8 @@ func BenchmarkTwoThreads(b *testing.B) {
 					dt[k] = time.Since(start)
 				}
 				ratios = append(ratios, dt[0].Seconds()/dt[1].Seconds())
-				one = append(one, dt[0].Seconds()*1e3/float64(c.reps))
-				two = append(two, dt[1].Seconds()*1e3/float64(c.reps))
+				one = append(one, dt[0].Seconds()*1e3/float64(c.pairReps))
+				two = append(two, dt[1].Seconds()*1e3/float64(c.pairReps))
 			}
 			median := func(x []float64) float64 {
 				slices.Sort(x)

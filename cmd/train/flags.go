@@ -33,6 +33,7 @@ type options struct {
 type preset struct {
 	name, about string
 	values      [][2]string // flag name, value, in the order -h shows them
+	notes       []string    // lines -h shows after the values
 }
 
 // presets is the one description of every preset: -h text, the list in
@@ -47,6 +48,27 @@ var presets = []preset{{
 		{"block", "64"}, {"batch", "12"}, {"layers", "4"}, {"heads", "4"}, {"embd", "128"},
 		{"lr", "1e-3"}, {"steps", "2000"}, {"warmup", "100"}, {"cosine", "true"}, {"min-lr", "1e-4"},
 		{"grad-clip", "1"}, {"weight-decay", "0.1"}, {"eval-every", "100"}, {"eval-batches", "40"},
+	},
+}, {
+	name:  "shakespeare-char",
+	about: "nanoGPT's config/train_shakespeare_char.py, the 10.8M-parameter model its README trains on a GPU",
+	// From that file and nanoGPT's train.py defaults: block 256, batch
+	// 64, 6 layers, 6 heads, width 384, lr 1e-3, 100 warmup steps,
+	// cosine decay to 1e-4 at max_iters 5000, grad_clip 1, weight_decay
+	// 0.1, evaluation every 250 steps over eval_iters 200 batches; its
+	// model ties the head to the token embedding.
+	values: [][2]string{
+		{"block", "256"}, {"batch", "64"}, {"layers", "6"}, {"heads", "6"}, {"embd", "384"}, {"tied", "true"},
+		{"lr", "1e-3"}, {"steps", "5000"}, {"warmup", "100"}, {"cosine", "true"}, {"min-lr", "1e-4"},
+		{"grad-clip", "1"}, {"weight-decay", "0.1"}, {"eval-every", "250"}, {"eval-batches", "200"},
+	},
+	notes: []string{
+		"Not as nanoGPT: no dropout (nanoGPT's is 0.2), ReLU instead of GELU, biases in the feed-forward",
+		"layers and LayerNorms (nanoGPT has none anywhere; neither has them in attention), Adam's beta2",
+		"0.999 instead of 0.99, every weight initialised N(0, 0.02) (nanoGPT scales the residual",
+		"projections down), float64, and a fixed validation set instead of fresh random batches.",
+		"A step at batch 64 is 16 times the work of the batch-4 step bench/compare.sh times, and the",
+		"run needs about 6 GiB of memory; for a quick look: -batch 8 -steps 500 -eval-every 100 -eval-batches 20.",
 	},
 }}
 
@@ -71,6 +93,9 @@ func presetHelp() string {
 			} else {
 				fmt.Fprintf(&b, " -%s %s", kv[0], kv[1])
 			}
+		}
+		for _, line := range p.notes {
+			fmt.Fprintf(&b, "\n  %s", line)
 		}
 	}
 	return b.String()

@@ -30,6 +30,11 @@ func TestPreset(t *testing.T) {
 		{"defaults are the seed run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
 		{"baby", []string{"-preset", "baby"}, options{steps: 2000, lr: 1e-3, batch: 12, block: 64, embd: 128, heads: 4, layers: 4, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
 		{"explicit flags win", []string{"-layers", "2", "-preset", "baby", "-lr", "5e-4"}, options{steps: 2000, lr: 5e-4, batch: 12, block: 64, embd: 128, heads: 4, layers: 2, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
+		// The values of nanoGPT's config/train_shakespeare_char.py and
+		// its train.py defaults (grad_clip, weight_decay; its model ties
+		// the head), and the quick look the preset's -h suggests.
+		{"shakespeare-char", []string{"-preset", "shakespeare-char"}, options{steps: 5000, lr: 1e-3, batch: 64, block: 256, embd: 384, heads: 6, layers: 6, tied: true, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 250, evalBatches: 200}},
+		{"shakespeare-char quick look", []string{"-preset", "shakespeare-char", "-batch", "8", "-steps", "500", "-eval-every", "100", "-eval-batches", "20"}, options{steps: 500, lr: 1e-3, batch: 8, block: 256, embd: 384, heads: 6, layers: 6, tied: true, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, _, err := parseFlags(tc.args, io.Discard)
@@ -58,5 +63,28 @@ func TestPresetHelpListsValues(t *testing.T) {
 				t.Errorf("-h lacks preset %s's %q", p.name, want)
 			}
 		}
+		for _, line := range p.notes {
+			if !strings.Contains(stdout, line) {
+				t.Errorf("-h lacks preset %s's note %q", p.name, line)
+			}
+		}
+	}
+}
+
+// The quick look that -preset shakespeare-char's -h suggests is the one
+// TestPreset parses.
+func TestPresetQuickLookParses(t *testing.T) {
+	p, _ := findPreset("shakespeare-char")
+	note := strings.Join(p.notes, " ")
+	_, quick, ok := strings.Cut(note, "for a quick look: ")
+	if !ok {
+		t.Fatalf("no quick look in %q", note)
+	}
+	args := append([]string{"-preset", p.name}, strings.Fields(strings.TrimSuffix(quick, "."))...)
+	if _, _, err := parseFlags(args, io.Discard); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	if want := "-batch 8 -steps 500 -eval-every 100 -eval-batches 20."; quick != want {
+		t.Errorf("the quick look is %q; TestPreset checks %q", quick, want)
 	}
 }

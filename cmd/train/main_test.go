@@ -126,7 +126,7 @@ func TestRunErrors(t *testing.T) {
 		{"unparsable steps", []string{"-steps", "many"}, 2, `invalid value "many" for flag -steps`},
 		{"unknown flag", []string{"-epochs", "3"}, 2, "flag provided but not defined: -epochs"},
 		{"stray argument", []string{"input.txt"}, 2, `unexpected argument "input.txt"`},
-		{"unknown preset", []string{"-preset", "huge"}, 2, `invalid value "huge" for flag -preset: the presets are baby`},
+		{"unknown preset", []string{"-preset", "huge"}, 2, `invalid value "huge" for flag -preset: the presets are baby, shakespeare-char`},
 		{"model flag with resume", []string{"-resume", weights, "-embd", "8"}, 2, "-embd cannot be combined with -resume"},
 		{"init-from with resume", []string{"-resume", otherFull, "-init-from", weights}, 2, "-init-from cannot be combined with -resume"},
 		{"init-from shape mismatch", tinyArgs(out, "-init-from", weights, "-embd", "32"), 2, "-embd 32 does not match -init-from " + weights + ", whose model has 16"},
