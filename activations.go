@@ -83,6 +83,10 @@ type buffer struct {
 // Config.activationFloats counts. Gradients are the second table.
 func (a *activations) table(c Config) (forward, grads []buffer) {
 	C, NH, V, T := c.EmbedDim, c.Heads, c.VocabSize, c.BlockSize
+	gather := C // the rows that go on past the last attention: inference only
+	if a.keep {
+		gather = 0
+	}
 	forward = []buffer{
 		{&a.encoded, C, false},
 		{&a.ln1, C, true}, {&a.ln1Mean, 1, true}, {&a.ln1Rstd, 1, true},
@@ -91,7 +95,7 @@ func (a *activations) table(c Config) (forward, grads []buffer) {
 		{&a.attnOut, C, true}, {&a.resid2, C, true},
 		{&a.ln2, C, true}, {&a.ln2Mean, 1, true}, {&a.ln2Rstd, 1, true},
 		{&a.fcAct, 4 * C, true}, {&a.resid3, C, true},
-		{&a.gather, C, false},
+		{&a.gather, gather, false},
 		{&a.lnf, C, false}, {&a.lnfMean, 1, false}, {&a.lnfRstd, 1, false},
 		{&a.logits, V, false}, {&a.losses, 1, false},
 	}
@@ -108,7 +112,7 @@ func (a *activations) table(c Config) (forward, grads []buffer) {
 // activations table), computed in float64 so that no size can overflow:
 // every term is an integer below 2^53 near the limits it is compared with.
 func (c Config) activationFloats(B, T int) float64 {
-	var a activations
+	a := activations{keep: true}
 	forward, grads := a.table(c)
 	N, L, total := float64(B)*float64(T), float64(c.Layers), 0.0
 	for _, b := range append(forward, grads...) {

@@ -57,7 +57,7 @@ func newBenchTrainer(b *testing.B, cfg Config, batch int, text string) *Trainer 
 
 // timeTrainSteps times tr's training steps and reports their rate.
 func timeTrainSteps(b *testing.B, tr *Trainer) {
-	cfg, batch := tr.Model().Config, tr.Config().BatchSize
+	cfg, batch := tr.Model().Config(), tr.Config().BatchSize
 	b.ReportAllocs()
 	cpu0, haveCPU := processCPUTime()
 	for b.Loop() {
@@ -159,10 +159,10 @@ func BenchmarkTrainStepScale(b *testing.B) {
 			tr := newBenchTrainer(b, s.cfg, s.batch, text)
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			cfg, tc := tr.Model().Config, tr.Config()
+			cfg, tc := tr.Model().Config(), tr.Config()
 			tokens := float64(s.batch * cfg.BlockSize)
 			timeTrainSteps(b, tr)
-			b.ReportMetric(8*float64(activationBufferFloats(tr.Model().batch))/tokens, "B/token")
+			b.ReportMetric(8*float64(activationBufferFloats(tr.acts))/tokens, "B/token")
 			b.ReportMetric(8*cfg.activationFloats(s.batch, cfg.BlockSize)/tokens, "est-B/token")
 			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MiB")
 			b.ReportMetric(trainingBytes(cfg, tc)/(1<<20), "est-MiB")

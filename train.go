@@ -208,11 +208,13 @@ func (t *Trainer) Step() int { return t.step }
 const MaxTrainingBytes = 16 << 30
 
 // trainingBytes estimates a trainer's memory: four parameter-sized slabs
-// (parameters, gradients, two moments), one batch's activations and
+// (parameters, gradients, two moments), the transposed weights the input
+// gradients read (12·C² per layer), one batch's activations and
 // gradients, and the fixed validation windows.
 func trainingBytes(c Config, tc TrainConfig) float64 {
-	T := c.BlockSize
-	return 8 * (4*float64(c.numParams()) + c.activationFloats(tc.BatchSize, T) + 2*float64(tc.EvalBatches)*float64(tc.BatchSize)*float64(T))
+	T, C := c.BlockSize, float64(c.EmbedDim)
+	weightsT := 12 * C * C * float64(c.Layers)
+	return 8 * (4*float64(c.numParams()) + weightsT + c.activationFloats(tc.BatchSize, T) + 2*float64(tc.EvalBatches)*float64(tc.BatchSize)*float64(T))
 }
 
 // sampleBatch fills x and y with B windows of T tokens from data and their
