@@ -2,7 +2,9 @@ package par
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,10 +76,16 @@ func (panicAtOnce) Run(lo, hi int) {
 	_ = s[lo]
 }
 
-// panicOnWorker panics in the ranges it runs on a worker.
-type panicOnWorker struct{}
+// panicOnWorker panics in the ranges it runs on a worker. Every range
+// first waits until two have started, so that a worker surely runs one
+// however fast the caller is.
+type panicOnWorker struct{ started atomic.Int64 }
 
-func (panicOnWorker) Run(lo, hi int) {
+func (j *panicOnWorker) Run(lo, hi int) {
+	j.started.Add(1)
+	for deadline := time.Now().Add(5 * time.Second); j.started.Load() < 2 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
 	if onWorker() {
 		var s []int
 		_ = s[lo]
@@ -103,7 +111,7 @@ func TestHalvesPanicDoesNotHang(t *testing.T) {
 			var h Halves
 			var first Job = panicAtOnce{}
 			if where == "worker" {
-				first = panicOnWorker{}
+				first = &panicOnWorker{}
 			}
 			s.AddHalves(&h, first, newCountJob(64, 1), 64, 1, 1<<14)
 			s.Run()
