@@ -60,8 +60,57 @@ func epilogue(c []float64, ldc, M, N int, epi Epilogue, aux []float64) {
 	}
 }
 
+// nnNBlock and nnMBlock bound the column and row blocks gemmNNBlocks
+// cuts a large product into, so that the block of B one pass over k
+// reads (nnKBlock × nnNBlock, 384 KB) stays in L2 beside the rows of A
+// and C that sweep it, instead of streaming from L3 for every row block:
+// at 1536 columns (the feed-forward layers of width 384) a block of k of
+// B is 1.5 MB, and the products ran at 55% of the one-core peak instead
+// of 80%. Blocks are exact: every output's chain is unchanged.
+const (
+	nnNBlock = 384
+	nnMBlock = 240
+)
+
 // gemmNNBlocks is gemmNN (M, N, K >= 1, strides >= 0) on the AVX-512 or
-// AVX2 kernels, the chains started from C (mode 0), from the bias for
+// AVX2 kernels: products wider than nnNBlock or taller than nnMBlock go
+// as blocks of about equal size (columns in multiples of 32, rows in
+// multiples of 6) to gemmNNBlock.
+func gemmNNBlocks(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
+	if M > nnMBlock {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		n := (M + nnMBlock - 1) / nnMBlock
+		step := ((M+n-1)/n + 5) / 6 * 6
+		for i0 := 0; i0 < M; i0 += step {
+			var ri []float64
+			if aux != nil {
+				ri = aux[i0*ldc:]
+			}
+			gemmNNBlocks(c[i0*ldc:], ldc, bias, mode, a[i0*ai:], ai, ak, b, ldb, min(step, M-i0), N, K, epi, ri)
+		}
+		return
+	}
+	if N > nnNBlock {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		n := (N + nnNBlock - 1) / nnNBlock
+		step := ((N+n-1)/n + 31) / 32 * 32
+		for j0 := 0; j0 < N; j0 += step {
+			var bj, rj []float64
+			if mode == 1 {
+				bj = bias[j0:]
+			}
+			if aux != nil {
+				rj = aux[j0:]
+			}
+			gemmNNBlock(c[j0:], ldc, bj, mode, a, ai, ak, b[j0:], ldb, M, min(step, N-j0), K, epi, rj)
+		}
+		return
+	}
+	gemmNNBlock(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
+}
+
+// gemmNNBlock is one block of gemmNNBlocks on the AVX-512 or AVX2
+// kernels, the chains started from C (mode 0), from the bias for
 // every row (mode 1) or from +0 (mode 2), in blocks of nnKBlock steps of
 // k (later blocks continue the chains stored in C). The AVX-512 kernels
 // apply epi (aux laid out as C) on the last block as they store; the
@@ -71,7 +120,7 @@ func epilogue(c []float64, ldc, M, N int, epi Epilogue, aux []float64) {
 // whose kernel is the slowest. Products of at most four rows within one
 // block of k (the attention's) go straight to the kernels, whose call
 // costs about as much as the product there.
-func gemmNNBlocks(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
+func gemmNNBlock(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
 	// The assembly trusts its arguments: check the last element each
 	// operand is read or written at, as the Go twin's indexing would.
 	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)

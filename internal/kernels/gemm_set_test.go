@@ -405,3 +405,90 @@ func TestGemmNNTriPaths(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmNNLargeBlocks checks the products big enough for the amd64
+// drivers to cut them into row and column blocks (nnMBlock, nnNBlock)
+// and blocks of k: GemmNN, and GemmNNSet with a bias or +0 and every
+// epilogue (ReLU, residual, both, the ReLU's mask), on every path,
+// against the definition written out (naiveNN, then the epilogue), to
+// the bit, with row-major and transposed A, C's stride wider than N and
+// guard zones around C. Shapes straddle the block sizes: rows just
+// past one and two row blocks, 6·k ± 1, columns past 384 and 768 that
+// are not multiples of 32.
+func TestGemmNNLargeBlocks(t *testing.T) {
+	shapes := [][3]int{{241, 385, 129}, {487, 777, 60}, {250, 1536, 17}, {1024, 70, 257}, {13, 1161, 131}, {245, 33, 300}}
+	if testing.Short() {
+		shapes = shapes[:2]
+	}
+	forEachImpl(t, func(t *testing.T, path string) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		for n, sh := range shapes {
+			M, N, K := sh[0], sh[1], sh[2]
+			g := &gemmCase{M: M, N: N, K: K, ldc: N + n%3, ld: N + (n+1)%2}
+			if n%2 == 0 {
+				g.ai, g.ak = K, 1
+			} else {
+				g.ai, g.ak = 1, M+1
+			}
+			g.a = randomSlice(rng, span(M, g.ai, K, g.ak))
+			g.b = randomSlice(rng, span(K, g.ld, N, 1))
+			g.c = randomSlice(rng, span(M, g.ldc, N, 1))
+			aux := randomSlice(rng, len(g.c))
+			bias := randomSlice(rng, N)
+			// GemmNN: chains from C.
+			want := g.run(naiveNN, naiveNT)
+			if got := g.run(GemmNN, GemmNT); !bitsEqual(t, got, want) {
+				t.Fatalf("%v: GemmNN differs from the definition", g)
+			}
+			for k, epi := range []Epilogue{EpiNone, EpiReLU, EpiResidual, EpiReLU | EpiResidual, EpiMask} {
+				b := bias
+				if k%2 == 1 {
+					b = nil
+				}
+				want := append([]float64(nil), g.c...)
+				clearRows(want, g.ldc, M, N)
+				if b != nil {
+					for i := 0; i < M; i++ {
+						copy(want[i*g.ldc:i*g.ldc+N], b)
+					}
+				}
+				naiveNN(want, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K)
+				for i := 0; i < M; i++ {
+					for j := 0; j < N; j++ {
+						x, r := want[i*g.ldc+j], aux[i*g.ldc+j]
+						if epi&EpiReLU != 0 {
+							x = max(x, 0)
+						}
+						if epi&EpiResidual != 0 {
+							x = r + x
+						}
+						if epi&EpiMask != 0 && !(r > 0) {
+							x = 0
+						}
+						want[i*g.ldc+j] = x
+					}
+				}
+				gc := guarded(g.c)
+				c := gc[guardLen : guardLen+len(g.c)]
+				GemmNNSet(c, g.ldc, b, g.a, g.ai, g.ak, g.b, g.ld, M, N, K, epi, aux)
+				if i, ok := sameBits(c, want); !ok {
+					t.Fatalf("%v bias %v epi %d: c[%d] = %v, the definition gives %v", g, b != nil, epi, i, c[i], want[i])
+				}
+				if i, ok := checkGuards(gc, len(g.c)); !ok {
+					t.Fatalf("%v epi %d: wrote c[%d]", g, epi, i)
+				}
+			}
+		}
+	})
+}
+
+// bitsEqual reports whether got and want are the same to the bit,
+// logging the first difference.
+func bitsEqual(t *testing.T, got, want []float64) bool {
+	t.Helper()
+	if i, ok := sameBits(got, want); !ok {
+		t.Logf("c[%d] = %v, want %v", i, got[i], want[i])
+		return false
+	}
+	return true
+}
