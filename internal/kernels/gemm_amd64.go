@@ -4,6 +4,8 @@
 
 package kernels
 
+import "math"
+
 // nnKBlock is the depth of one pass of the gemmNN kernels over C: a block
 // of B (nnKBlock × N) then stays in L2 while every row block of A sweeps
 // it. Splitting the k loop is exact: the chain continues from the stored c.
@@ -77,37 +79,46 @@ const (
 // as blocks of about equal size (columns in multiples of 32, rows in
 // multiples of 6) to gemmNNBlock.
 func gemmNNBlocks(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
-	if M > nnMBlock {
-		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
-		n := (M + nnMBlock - 1) / nnMBlock
-		step := ((M+n-1)/n + 5) / 6 * 6
-		for i0 := 0; i0 < M; i0 += step {
-			var ri []float64
-			if aux != nil {
-				ri = aux[i0*ldc:]
-			}
-			gemmNNBlocks(c[i0*ldc:], ldc, bias, mode, a[i0*ai:], ai, ak, b, ldb, min(step, M-i0), N, K, epi, ri)
-		}
+	if M <= nnMBlock && N <= nnNBlock {
+		gemmNNBlock(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux, noNext)
 		return
 	}
+	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+	mstep, nstep := M, N
+	if M > nnMBlock {
+		n := (M + nnMBlock - 1) / nnMBlock
+		mstep = ((M+n-1)/n + 5) / 6 * 6
+	}
 	if N > nnNBlock {
-		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
 		n := (N + nnNBlock - 1) / nnNBlock
-		step := ((N+n-1)/n + 31) / 32 * 32
-		for j0 := 0; j0 < N; j0 += step {
+		nstep = ((N+n-1)/n + 31) / 32 * 32
+	}
+	for i0 := 0; i0 < M; i0 += mstep {
+		for j0 := 0; j0 < N; j0 += nstep {
 			var bj, rj []float64
 			if mode == 1 {
 				bj = bias[j0:]
 			}
 			if aux != nil {
-				rj = aux[j0:]
+				rj = aux[i0*ldc+j0:]
 			}
-			gemmNNBlock(c[j0:], ldc, bj, mode, a, ai, ak, b[j0:], ldb, M, min(step, N-j0), K, epi, rj)
+			// The block of B the next call starts with, as an offset from
+			// this call's: the next columns, or the first ones again for
+			// the next rows.
+			next := nstep
+			if j0+nstep >= N {
+				next = -j0
+				if i0+mstep >= M {
+					next = noNext
+				}
+			}
+			gemmNNBlock(c[i0*ldc+j0:], ldc, bj, mode, a[i0*ai:], ai, ak, b[j0:], ldb, min(mstep, M-i0), min(nstep, N-j0), K, epi, rj, next)
 		}
-		return
 	}
-	gemmNNBlock(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
 }
+
+// noNext is gemmNNBlock's next when no product follows.
+const noNext = math.MinInt
 
 // gemmNNBlock is one block of gemmNNBlocks on the AVX-512 or AVX2
 // kernels, the chains started from C (mode 0), from the bias for
@@ -120,7 +131,7 @@ func gemmNNBlocks(c []float64, ldc int, bias []float64, mode int, a []float64, a
 // whose kernel is the slowest. Products of at most four rows within one
 // block of k (the attention's) go straight to the kernels, whose call
 // costs about as much as the product there.
-func gemmNNBlock(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) {
+func gemmNNBlock(c []float64, ldc int, bias []float64, mode int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64, next int) {
 	// The assembly trusts its arguments: check the last element each
 	// operand is read or written at, as the Go twin's indexing would.
 	boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
@@ -185,12 +196,24 @@ func gemmNNBlock(c []float64, ldc int, bias []float64, mode int, a []float64, ai
 			m |= int(epi)
 		}
 		var ri []float64
+		// The first row block fetches the block of B into L2 for the
+		// others; it also touches the next block of k on the way, so that
+		// the next pass finds it there instead of waiting on L3 for
+		// every row of it (rows ldb apart, which the hardware prefetchers
+		// do not follow across pages).
+		pf := 0
+		if k0+kn < K {
+			pf = kn * ldb * 8
+		} else if next != noNext {
+			pf = (next - k0*ldb) * 8
+		}
 		i := 0
 		for ; i < 6*n6; i += 6 {
 			if aux != nil {
 				ri = aux[i*ldc:]
 			}
-			gemmNN6AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, m, ri)
+			gemmNN6AVX512(c[i*ldc:], ldc, ak0[i*ai:], ai, ak, bk0, ldb, N, kn, bias, m, ri, pf)
+			pf = 0
 		}
 		for ; i+4 <= M; i += 4 {
 			if aux != nil {
@@ -377,10 +400,13 @@ func gemmNN4AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, l
 
 // gemmNN6AVX512 is gemmNN4AVX512's Go loop above with i < 6 (the same
 // modes and epilogues): six rows of C, so that each vector of B loaded
-// feeds six multiply-adds instead of four.
+// feeds six multiply-adds instead of four. A pf other than 0 asks it to
+// prefetch into L2, as it reads each 32 columns of a row of B, the same
+// columns pf bytes on (the block of B the caller's next call reads);
+// prefetches change no result and never fault.
 //
 //go:noescape
-func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
+func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64, pf int)
 
 // gemmNN1AVX512 is one row of gemmNN (N, K >= 1), the chains started
 // from x0 = c[j] (mode&3 = 0), bias[j] (1) or 0 (2), then epi's layers

@@ -480,7 +480,7 @@ nn4z_done:
 	NNZ_RES(a2, Z26, x2); \
 	NNZ_RES(a3, Z27, x3)
 
-// func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64)
+// func gemmNN6AVX512(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, N, K int, bias []float64, mode int, res []float64, pf int)
 //
 // gemmNN4AVX512 for six rows of C: the same Go loop with i < 6, the same
 // modes and epilogues. Six rows of 32 columns take 24 accumulators, so
@@ -492,14 +492,21 @@ nn4z_done:
 // (in-process A/B, 41 alternating rounds). The order of every chain is
 // unchanged, so are the bits.
 //
+// With pf != 0 the 32-column k loop also issues PREFETCHT1 for the four
+// lines pf bytes past those of B it loads: the caller's next block of B,
+// whose rows lie ldb apart on pages of their own, which the hardware
+// prefetchers do not follow; the first row block of each pass touches
+// it so that the next pass finds it in L2.
+//
 // Registers: AX a (k=0), SI a at k for rows 0-2, R12 for rows 3-5, R9
 // ai*8, R10 ak*8; BX b at the block (k=0), DI b at k, R11 ldb*8; CX c at
 // the block, DI rows 3-5 of c (or res) around the k loop, R8 ldc*8, R13
-// 3*ldc*8; R14 bias at the block; DX k countdown; N+104(FP) columns
-// left; Z0-Z23 accumulators (row r in Z4r-Z4r+3), Z24-Z27 B, Z28
+// 3*ldc*8 (pf in the prefetching k loop); R14 bias at the block; DX k
+// countdown; N+104(FP) columns left; Z0-Z23 accumulators (row r in
+// Z4r-Z4r+3), Z24-Z27 B, Z28
 // broadcast A, K1 tail mask; the epilogue: res_base+152(FP) res - c,
 // SI res at the block, Z28 +0, K2 the mask's lanes > 0.
-TEXT ·gemmNN6AVX512(SB), NOSPLIT, $0-176
+TEXT ·gemmNN6AVX512(SB), NOSPLIT, $0-184
 	NNZ_ARGS
 
 nn6z_cols:
@@ -545,6 +552,9 @@ nn6z_32_init:
 	ADDQ AX, R12
 	MOVQ BX, DI
 	MOVQ K+112(FP), DX
+	MOVQ pf+176(FP), R13
+	TESTQ R13, R13
+	JNZ  nn6z_32_kpf
 
 nn6z_32_k:
 	VMOVUPD (DI), Z24
@@ -562,6 +572,33 @@ nn6z_32_k:
 	ADDQ    R11, DI
 	DECQ    DX
 	JNZ     nn6z_32_k
+	JMP     nn6z_32_epi
+
+	// The same loop, touching the B block the next call will read (pf
+	// bytes on) into L2 as it goes.
+nn6z_32_kpf:
+	PREFETCHT1 (DI)(R13*1)
+	PREFETCHT1 64(DI)(R13*1)
+	PREFETCHT1 128(DI)(R13*1)
+	PREFETCHT1 192(DI)(R13*1)
+	VMOVUPD (DI), Z24
+	VMOVUPD 64(DI), Z25
+	VMOVUPD 128(DI), Z26
+	VMOVUPD 192(DI), Z27
+	NN6_ROW4((SI), Z0, Z1, Z2, Z3)
+	NN6_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7)
+	NN6_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11)
+	NN6_ROW4((R12), Z12, Z13, Z14, Z15)
+	NN6_ROW4((R12)(R9*1), Z16, Z17, Z18, Z19)
+	NN6_ROW4((R12)(R9*2), Z20, Z21, Z22, Z23)
+	ADDQ    R10, SI
+	ADDQ    R10, R12
+	ADDQ    R11, DI
+	DECQ    DX
+	JNZ     nn6z_32_kpf
+
+nn6z_32_epi:
+	LEAQ (R8)(R8*2), R13
 
 	// The epilogue, as gemmNN4AVX512's.
 	MOVQ  mode+144(FP), DX

@@ -20,14 +20,15 @@ func weightGradOperands(rng *rand.Rand, N, C, OC int) (inp, dout, want []float64
 // TestMatmulWeightGradSplits: MatmulWeightGrad's items cover every output
 // of dW = inpᵀ·dout exactly once, whatever the ranges, each output its
 // whole chain: against the definition, bit for bit, on every kernel path,
-// with ragged row and column blocks (C not a multiple of 4, OC not of
-// weightGradCols, one block or several) and a dW full of NaN first (every
+// with ragged row blocks and groups (C not a multiple of 4, past one and
+// two groups of weightGradRows, OC past the kernels' column blocks) and a
+// dW full of NaN first (every
 // output must be set); and as two halves, the second (Add) continuing
 // the first's chains over the later rows.
 func TestMatmulWeightGradSplits(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
-		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}, {9, 6, 300}, {33, 10, 384}, {2, 9, 64}} {
+		for _, shape := range [][3]int{{37, 7, 130}, {64, 64, 192}, {5, 3, 65}, {40, 9, 64}, {9, 6, 300}, {33, 10, 384}, {2, 9, 64}, {19, 197, 33}, {11, 97, 400}} {
 			N, C, OC := shape[0], shape[1], shape[2]
 			inp, dout, want := weightGradOperands(rng, N, C, OC)
 			for _, step := range []int{1, 2, 3, 5, 1000} {
