@@ -12,9 +12,15 @@ import (
 
 // attnRows is the number of query rows attention handles together: their
 // scores are one GemmNTSet call and their weighted sums of values share one
-// product over the keys all of them see, so the kernels run four rows'
-// chains side by side instead of one short row at a time.
-const attnRows = 4
+// product over the keys all of them see, so the kernels run the rows'
+// chains side by side instead of one short row at a time (eight rows:
+// two of GemmNT's four-row blocks, two softmax blocks of four).
+// attnBackRows is the same for the backward pass, whose four rows' sums
+// run in four scalar chains side by side.
+const (
+	attnRows     = 8
+	attnBackRows = 4
+)
 
 // AttentionSeq is one sequence of an Attention pass: the query rows of
 // its positions [T0, T1), computed against the keys and values of its
@@ -129,11 +135,11 @@ func (j *AttentionBackward) head(b, h int) {
 		clear(row[C+h*hs : C+h*hs+hs])
 		clear(row[2*C+h*hs : 2*C+h*hs+hs])
 	}
-	// attnRows rows at a time: datt, then dpre in its place, then dq.
+	// attnBackRows rows at a time: datt, then dpre in its place, then dq.
 	// Each of these outputs belongs to its row t alone, and every sum
 	// keeps its order (as in Attention).
-	for t0 := 0; t0 < T; t0 += attnRows {
-		t1 := min(t0+attnRows, T)
+	for t0 := 0; t0 < T; t0 += attnBackRows {
+		t1 := min(t0+attnBackRows, T)
 		n := t1 - t0
 		kernels.GemmNTSet(datt[t0*T:], T, dout[t0*C:], C, values, C3, n, t1, hs) // datt = dout·vᵀ
 		// sum[t] = Σ_s≤t att[t,s]·datt[t,s], a chain over s ascending
@@ -141,8 +147,8 @@ func (j *AttentionBackward) head(b, h int) {
 		// keys [0, t0] all its rows see (four independent chains instead
 		// of one latency-bound chain at a time), then each row's on over
 		// its own keys (t0, t].
-		var sums [attnRows]float64
-		if n == attnRows {
+		var sums [attnBackRows]float64
+		if n == attnBackRows {
 			p0, d0 := att[t0*T:t0*T+t0+1], datt[t0*T:t0*T+t0+1]
 			p1, d1 := att[(t0+1)*T:][:len(p0)], datt[(t0+1)*T:][:len(p0)]
 			p2, d2 := att[(t0+2)*T:][:len(p0)], datt[(t0+2)*T:][:len(p0)]
@@ -154,7 +160,7 @@ func (j *AttentionBackward) head(b, h int) {
 				s2 = math.FMA(p2[s], d2[s], s2)
 				s3 = math.FMA(p3[s], d3[s], s3)
 			}
-			sums = [attnRows]float64{s0, s1, s2, s3}
+			sums = [attnBackRows]float64{s0, s1, s2, s3}
 		} else {
 			for r := range n {
 				p, dp := att[(t0+r)*T:][:t0+1], datt[(t0+r)*T:][:t0+1]

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"example.org/minigpt/internal/kernels"
 )
@@ -140,13 +141,15 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 }
 
 // BenchmarkAttention times one layer's attention forward and backward at
-// the seed and baby shapes, blocked (as the model runs it) and row by row
-// (the definition), in one binary so the two can be compared.
+// the seed, baby and full shapes, blocked (as the model runs it), also
+// forward and backward alone, and row by row (the definition), in one
+// binary so the two can be compared. GFLOP/s counts the causal triangle
+// of both products, forward 4·B·NH·hs·T(T+1)/2 and backward twice that.
 func BenchmarkAttention(b *testing.B) {
 	for _, s := range []struct {
 		name        string
 		B, T, C, NH int
-	}{{"seed", 32, 32, 64, 4}, {"baby", 12, 64, 128, 4}} {
+	}{{"seed", 32, 32, 64, 4}, {"baby", 12, 64, 128, 4}, {"full", 4, 256, 384, 6}} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		B, T, C, NH := s.B, s.T, s.C, s.NH
 		C3 := 3 * C
@@ -158,13 +161,39 @@ func BenchmarkAttention(b *testing.B) {
 			j.Seqs = append(j.Seqs, AttentionSeq{Q: qkv[b*T*C3:], KV: qkv[b*T*C3:], Out: out[b*T*C:], Att: att[b*NH*T*T:], T0: 0, T1: T})
 		}
 		bj := AttentionBackward{DQKV: dqkv, DAtt: datt, DOut: dout, QKV: qkv, Att: att, T: T, C: C, NH: NH}
+		fwd := 4 * float64(B*NH*(C/NH)) * float64(T*(T+1)/2)
+		gflops := func(b *testing.B, flops float64, cpu0 time.Duration) {
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			if cpu1, ok := processCPUTime(); ok {
+				b.ReportMetric(flops*float64(b.N)/(cpu1-cpu0).Seconds()/1e9, "cpu-GFLOP/s")
+			}
+		}
 		b.Run(s.name+"/blocks", func(b *testing.B) {
+			cpu0, _ := processCPUTime()
 			for b.Loop() {
 				j.Run(0, B*NH)
 				bj.Run(0, B*NH)
 			}
+			gflops(b, 3*fwd, cpu0)
+		})
+		b.Run(s.name+"/forward", func(b *testing.B) {
+			cpu0, _ := processCPUTime()
+			for b.Loop() {
+				j.Run(0, B*NH)
+			}
+			gflops(b, fwd, cpu0)
+		})
+		b.Run(s.name+"/backward", func(b *testing.B) {
+			cpu0, _ := processCPUTime()
+			for b.Loop() {
+				bj.Run(0, B*NH)
+			}
+			gflops(b, 2*fwd, cpu0)
 		})
 		b.Run(s.name+"/rows", func(b *testing.B) {
+			if s.name == "full" {
+				b.Skip("minutes per round")
+			}
 			for b.Loop() {
 				for b := range B {
 					attentionRowByRow(out[b*T*C:], att[b*NH*T*T:], qkv[b*T*C3:], T, 0, T, C, NH)
