@@ -128,7 +128,9 @@ func (j *MatmulWeightGrad) Run(lo, hi int) {
 		}
 		return
 	}
-	buf := scratch.get(min(weightGradRows, r1-r0) * N)
+	// The size a group can take, whatever this range's: a pool buffer
+	// then never has to grow after the first step.
+	buf := scratch.get(weightGradRows * N)
 	defer scratch.put(buf)
 	for g0 := r0; g0 < r1; g0 += weightGradRows {
 		g1 := min(g0+weightGradRows, r1)
