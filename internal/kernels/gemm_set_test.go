@@ -413,8 +413,8 @@ func TestGemmNNTriPaths(t *testing.T) {
 // against the definition written out (naiveNN, then the epilogue), to
 // the bit, with row-major and transposed A, C's stride wider than N and
 // guard zones around C. Shapes straddle the block sizes: rows just
-// past one and two row blocks, 6·k ± 1, columns past 384 and 768 that
-// are not multiples of 32.
+// past one and two row blocks, 6·k ± 1, columns past one and several
+// column blocks that are not multiples of 32.
 func TestGemmNNLargeBlocks(t *testing.T) {
 	shapes := [][3]int{{241, 385, 129}, {487, 777, 60}, {250, 1536, 17}, {1024, 70, 257}, {13, 1161, 131}, {245, 33, 300}}
 	if testing.Short() {
