@@ -205,7 +205,7 @@ func TestCORS(t *testing.T) {
 		t.Errorf("preflight without CORS: status %d", r.status)
 	}
 	_, cors := newTestServer(t, func(c *Config) { c.CORSOrigin = "https://app.example" })
-	r := do(t, "OPTIONS", cors.URL+"/v1/completions", "")
+	r := do(t, "OPTIONS", cors.URL+"/v1/completions", "", "Access-Control-Request-Method", "POST")
 	if r.status != 204 || r.header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
 		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Errorf("preflight: %d %v", r.status, r.header)

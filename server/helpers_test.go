@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -77,6 +78,16 @@ func do(t testing.TB, method, url, body string, header ...string) response {
 		t.Fatal(err)
 	}
 	return response{resp.StatusCode, resp.Header, b}
+}
+
+// newPost returns a JSON POST of body to url, cancelled with ctx.
+func newPost(ctx context.Context, url, body string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
 }
 
 func post(t testing.TB, ts *httptest.Server, body string, header ...string) response {

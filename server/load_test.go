@@ -101,7 +101,7 @@ func TestLoad(t *testing.T) {
 				o := &outcomes[i]
 				o.disconnect = disconnect
 				ctx, cancel := context.WithCancel(context.Background())
-				req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(body))
+				req := newPost(ctx, ts.URL+"/v1/completions", body)
 				t0 := time.Now()
 				resp, err := client.Do(req)
 				if err != nil {

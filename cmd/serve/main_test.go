@@ -154,31 +154,92 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
-// TestDrainDeadline: requests still running at the drain deadline are
-// cancelled, and run returns soon after.
+// TestDrainDeadline: at the drain deadline every request still running
+// ends as -request-timeout ends it (issue 26, defect 3: a non-streaming
+// client got HTTP 200 with an empty body, a streaming one no finish_reason
+// and no [DONE]), and run returns soon after with the interrupted status.
 func TestDrainDeadline(t *testing.T) {
-	s := startServe(t, "-drain-timeout", "100ms", "-max-tokens", "100000", "-request-timeout", "10m")
-	resp, err := http.Post(s.url+"/v1/completions", "application/json",
-		strings.NewReader(`{"prompt":"the ","max_tokens":100000,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
+	s := startServe(t, "-drain-timeout", "300ms", "-max-tokens", "100000", "-request-timeout", "10m", "-slots", "2")
+	type result struct {
+		body []byte
+		err  error
 	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	r.ReadString('\n')
+	results := make(chan result, 2)
+	for _, body := range []string{
+		`{"prompt":"the ","max_tokens":100000,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"the ","max_tokens":100000}`,
+	} {
+		go func() {
+			resp, err := http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				results <- result{nil, err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			results <- result{b, err}
+		}()
+	}
+	waitBusy(t, s.url, 2)
 	start := time.Now()
-	if err := s.stop(t); err != nil {
-		t.Errorf("run: %v", err)
+	err := s.stop(t)
+	if code := cli.ExitCode("serve", err, io.Discard); code != cli.ExitInterrupted {
+		t.Errorf("run: %v (exit %d), want the interrupted status", err, code)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("run took %v to return after a 100ms drain deadline", d)
+		t.Errorf("run took %v to return after a 300ms drain deadline", d)
 	}
 	if !strings.Contains(s.stderr.String(), "drain deadline passed") {
 		t.Errorf("stderr %q", s.stderr)
 	}
-	rest, _ := io.ReadAll(r)
-	if strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
-		t.Error("a 100000-token stream finished within the drain deadline")
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("reading a response cut at the drain deadline: %v", r.err)
+			continue
+		}
+		body := string(r.body)
+		if strings.HasPrefix(body, "data: ") {
+			if !strings.HasSuffix(body, "data: [DONE]\n\n") || !strings.Contains(body, `"finish_reason":"length"`) || !strings.Contains(body, `"usage":`) {
+				t.Errorf("stream cut at the drain deadline ends %q", tail(body))
+			}
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Text         string `json:"text"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal(r.body, &c); err != nil || len(c.Choices) != 1 || c.Choices[0].FinishReason != "length" ||
+			c.Usage.CompletionTokens != len(c.Choices[0].Text) || c.Usage.CompletionTokens == 0 {
+			t.Errorf("non-streaming response cut at the drain deadline: %v %q", err, tail(body))
+		}
+	}
+}
+
+// waitBusy waits until the server at url has n generations running.
+func waitBusy(t *testing.T, url string, n int) {
+	t.Helper()
+	want := fmt.Sprintf(`"busy":%d,`, n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health %s: never %d busy", b, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -273,7 +334,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", "a b=x"}, 2, "spaces"},
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-nope"}, 2, "-nope"},
-		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 1, "-model a"},
+		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 2, "-model a"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errOut)
