@@ -25,7 +25,9 @@ func newJSONWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, hea
 	return &jsonWriter{
 		w: w, out: out, head: head, choices: choices,
 		keep: req.logprobs >= 0 || req.trace > 0,
-		enc:  encoder{w: bufio.NewWriterSize(out, 32<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+		// Small writes: each must be accepted within WriteTimeout, so a
+		// client reading slowly but steadily never misses one.
+		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
 	}
 }
 
