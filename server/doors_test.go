@@ -1,5 +1,8 @@
 package server
 
+// The doors: every route with the key, CORS and preflights; the Host check;
+// the Content-Type check.
+
 import (
 	"context"
 	"net"

@@ -1,5 +1,8 @@
 package server
 
+// Refusals: each bad field's status, param, code and message; every numeric
+// field naming itself.
+
 import (
 	"bytes"
 	"fmt"

@@ -1,5 +1,8 @@
 package server
 
+// Helpers shared by the package's tests: servers, requests, decoded
+// responses.
+
 import (
 	"bufio"
 	"bytes"

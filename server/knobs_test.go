@@ -1,5 +1,8 @@
 package server
 
+// The sampling knobs: logprobs and trace against scoring, every knob
+// against the library, beam refusals.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,7 @@
 package server
 
+// Fuzzing the completion request parser.
+
 import (
 	"encoding/json"
 	"net/http/httptest"
