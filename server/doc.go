@@ -3,14 +3,16 @@
 // curl, LangChain) can sample from a checkpoint, and ships a playground
 // page that shows what each decoding knob does to the distribution.
 //
-// A Server is an http.Handler:
+// A Server is an http.Handler, an http.ServeMux with these patterns (a GET
+// route answers HEAD too; another method gets 405 with Allow):
 //
-//	POST /v1/completions   completions, streamed as Server-Sent Events with "stream": true
-//	GET  /v1/models        the models, with their vocabularies
-//	GET  /v1/models/{id}   one model
-//	GET  /health           {"status":"ok"}, 503 while draining
-//	GET  /metrics          Prometheus text format
-//	GET  /                 the playground
+//	POST /v1/completions       completions, streamed as Server-Sent Events with "stream": true
+//	POST /v1/chat/completions  400: a character model has no chat format
+//	GET  /v1/models            the models, with their vocabularies
+//	GET  /v1/models/{model}    one model
+//	GET  /health               {"status":"ok"}, 503 while draining
+//	GET  /metrics              Prometheus text format
+//	GET  /                     the playground (and GET /playground/{file})
 //
 // Mount it in a program's own mux, under a prefix if need be:
 //
@@ -31,10 +33,75 @@
 // server, returned in the response's "seed" field and its Minigpt-Seed
 // header, so every response can be reproduced.
 //
+// # Doors
+//
+// Before the mux routes a request, wrappers (each a
+// func(http.Handler) http.Handler in a file of its own) log and count it,
+// then, in this order:
+//
+//   - Host (hosts.go): a request that arrives on a loopback address must
+//     name localhost, a *.localhost name or a loopback address in its Host
+//     header, or one of Config.AllowedHosts; anything else is a 403. A web
+//     page can point a name it controls at 127.0.0.1 (DNS rebinding), but
+//     the browser still sends that name as Host, so the page cannot read
+//     this server's answers.
+//   - CORS (cors.go): with Config.CORSOrigin, every /v1/ response carries
+//     Access-Control-Allow-Origin and a preflight gets 204 with the methods
+//     the path is served with; without it, browsers on other origins
+//     cannot call the API.
+//   - Draining (drain.go): once Drain, Shutdown or Close is called, every
+//     /v1/ request gets 503 with Retry-After, on any connection, idle
+//     keep-alive ones included.
+//   - The API key (auth.go): with Config.APIKey, every /v1/ path (unknown
+//     ones included) needs "Authorization: Bearer <key>", the scheme in
+//     any case (RFC 7235); 401 otherwise. The playground, /health and
+//     /metrics stay open.
+//   - Content-Type (mediatype.go): a POST body must be application/json
+//     (415 otherwise): a page on another site can send a form or
+//     text/plain anywhere without asking, but JSON needs a CORS preflight.
+//
+// Together, Host and Content-Type keep a server on loopback without a key
+// out of reach of web pages; on any other address, set an API key.
+//
+// # Limits
+//
 // Errors are OpenAI's error objects with the matching status (400 naming
-// the parameter and its value, 401, 404, 405, 413, 429 with Retry-After,
-// 503 while draining). Work is bounded: a fixed number of generation
-// slots, a bounded queue, caps on the body, max_tokens, the prompt and
-// the number of choices, and a client that disconnects frees its slot at
-// once. The package uses only the standard library.
+// the parameter and its value, 401, 403, 404, 405, 413, 415, 429 with
+// Retry-After, 503 while draining). Work is bounded (Limits): a fixed
+// number of generation slots, a bounded queue, caps on the body,
+// max_tokens, the prompt and the number of choices, and on each request's
+// size: an upper bound, computed from its fields before it runs, on its
+// response's content,
+//
+//	Σ over choices (prompts × n) of (echoed prompt characters + max_tokens)
+//	  × bytes per character,
+//
+// where a character costs 8 bytes of text, plus 48 + 34 × (logprobs+1)
+// with logprobs, plus a trace step of at most trace+1 candidates over
+// every stage with trace (size.go has the constants). A request above
+// Limits.MaxResponseBytes is refused with a 400 that names n, max_tokens,
+// logprobs, echo and trace; requests whose sizes together exceed
+// Limits.MaxInFlightBytes wait in the queue, which bounds the memory the
+// server holds for responses. A non-streamed response is written choice by
+// choice as generation ends, never held encoded whole.
+//
+// Nothing is sent before a generation's first tokens: a request the
+// library refuses at its first token (every id banned by logit_bias)
+// gets the same 400 streamed or not. Once a stream has begun, a later
+// failure is its last event, before "data: [DONE]".
+//
+// A client that disconnects frees its slot at once; one that stops
+// reading loses its request after Limits.WriteTimeout. A generation ends
+// at Limits.RequestTimeout with finish_reason "length" as far as it got,
+// and its response must be written within WriteTimeout more.
+//
+// # Shutdown
+//
+// Shutdown (or Drain, then Shutdown) makes the API answer 503 and waits
+// for the requests in progress and in the queue; at its deadline, or on
+// Close, every generation still running ends as the request timeout ends
+// it (finish_reason "length", its usage, "data: [DONE]") and queued ones
+// get 503. Keep the listener open until Shutdown returns, then shut the
+// http.Server down, so that no request meets a closed connection. The
+// package uses only the standard library.
 package server

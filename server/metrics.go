@@ -1,5 +1,7 @@
 package server
 
+// This file owns the metrics: counters and gauges, and GET /metrics.
+
 import (
 	"cmp"
 	"fmt"
@@ -116,14 +118,19 @@ func (m *metrics) write(w io.Writer, s *Server) {
 	for _, sm := range s.models {
 		fmt.Fprintf(w, "minigpt_prompt_tokens_total{model=%q} %d\n", sm.name, m.prompt[sm.name])
 	}
-	head("minigpt_generations_cancelled_total", "counter", "Generations stopped early because the client went away.")
+	head("minigpt_generations_cancelled_total", "counter", "Generations stopped early because the client went away or stopped reading.")
 	fmt.Fprintf(w, "minigpt_generations_cancelled_total %d\n", m.cancelled)
 	head("minigpt_slots", "gauge", "Generation slots (generations that run at once).")
 	fmt.Fprintf(w, "minigpt_slots %d\n", s.limits.Slots)
+	busy, queued, used := s.slots.state()
 	head("minigpt_slots_busy", "gauge", "Generation slots in use.")
-	fmt.Fprintf(w, "minigpt_slots_busy %d\n", s.slots.busy())
-	head("minigpt_queue_depth", "gauge", "Requests waiting for a generation slot.")
-	fmt.Fprintf(w, "minigpt_queue_depth %d\n", s.slots.queued())
+	fmt.Fprintf(w, "minigpt_slots_busy %d\n", busy)
+	head("minigpt_queue_depth", "gauge", "Requests waiting for a generation slot or room in the in-flight budget.")
+	fmt.Fprintf(w, "minigpt_queue_depth %d\n", queued)
+	head("minigpt_inflight_bytes", "gauge", "Sizes (response bounds) of the requests generating or writing their response.")
+	fmt.Fprintf(w, "minigpt_inflight_bytes %d\n", used)
+	head("minigpt_inflight_budget_bytes", "gauge", "The most the sizes of the requests in flight may add up to.")
+	fmt.Fprintf(w, "minigpt_inflight_budget_bytes %d\n", s.limits.MaxInFlightBytes)
 	head("minigpt_queue_capacity", "gauge", "Requests that may wait for a slot before the server answers 429.")
 	fmt.Fprintf(w, "minigpt_queue_capacity %d\n", max(s.limits.Queue, 0))
 }

@@ -1,5 +1,7 @@
 package server
 
+// This file owns the model list: GET /v1/models and /v1/models/{model}.
+
 import (
 	"encoding/json"
 	"net/http"
@@ -56,7 +58,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 
 // serveModel describes one model: GET /v1/models/{model}.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	name := r.PathValue("model")
 	m := s.model(name)
 	if m == nil {
 		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
