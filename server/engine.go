@@ -152,7 +152,7 @@ func (e *engine) check(sp *sampling, prompts [][]int) *apiError {
 	if err := e.options(sp).Validate(); err != nil {
 		return badParam("", "invalid_value", "%v", err)
 	}
-	V := e.model.Config.VocabSize
+	V := e.model.Config().VocabSize
 	left := make([]bool, V) // the ids logit_bias leaves, as the library applies it
 	forced := false
 	for _, b := range sp.logitBias {
