@@ -21,6 +21,7 @@ func newCompletionID() string {
 }
 
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	req, aerr := s.parseCompletion(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
@@ -32,26 +33,29 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.leave()
 	ctx := r.Context()
-	if err := s.slots.acquire(ctx, s.base, req.size, s.limits.QueueTimeout); err != nil {
+	rows := rowsOf(&req.sampling)
+	waited, err := s.slots.acquire(ctx, s.base, req.model.index, rows, req.size, s.limits.QueueTimeout)
+	if err != nil {
 		switch {
 		case ctx.Err() != nil:
 			// The client went away while queued: nobody to answer.
 		case errors.Is(err, errClosed):
 			writeError(w, shuttingDown())
 		default:
-			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d slots, %d bytes in flight, %d queued): retry later",
+			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d bytes in flight, %d queued): retry later",
 				err, s.limits.Slots, s.limits.MaxInFlightBytes, max(s.limits.Queue, 0))
 			e.retryAfter = 1
 			writeError(w, e)
 		}
 		return
 	}
+	s.metrics.waited(waited)
 	defer s.slots.releaseBytes(req.size)
 	generating := true
 	doneGenerating := func() {
 		if generating {
 			generating = false
-			s.slots.releaseSlot()
+			s.slots.releaseRows(req.model.index, rows)
 		}
 	}
 	defer doneGenerating()
@@ -80,7 +84,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	if s.generationStart != nil {
 		s.generationStart(gctx)
 	}
-	err := s.generate(gctx, req, choices, cw)
+	err = s.generate(gctx, req, choices, cw, arrived)
 	if s.generationDone != nil {
 		s.generationDone(err)
 	}
@@ -116,11 +120,13 @@ func (s *Server) newChoices(req *completionRequest) []*choiceState {
 }
 
 // generate runs every prompt of req in turn, handing each choice's tokens
-// to out as soon as they are final. It returns the first error: the
+// to out as soon as they are final, and counts the time from the
+// request's arrival to its first token. It returns the first error: the
 // context's when the time is up, out's when the client is gone.
-func (s *Server) generate(ctx context.Context, req *completionRequest, choices []*choiceState, out completionWriter) error {
+func (s *Server) generate(ctx context.Context, req *completionRequest, choices []*choiceState, out completionWriter, arrived time.Time) error {
 	e := req.model.engine
 	n := req.n
+	first := true
 	for p, prompt := range req.prompts {
 		group := choices[p*n : (p+1)*n]
 		if req.echo && req.logprobs >= 0 {
@@ -134,6 +140,10 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, choices [
 		}
 		err := e.complete(ctx, prompt, &req.sampling, func(i int, toks []token, finish string) error {
 			c := group[i]
+			if first && len(toks) > 0 {
+				first = false
+				s.metrics.firstTokenAfter(time.Since(arrived))
+			}
 			err := out.tokens(c, toks, finish)
 			c.chars += len(toks)
 			c.nTokens += len(toks)

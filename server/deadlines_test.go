@@ -114,7 +114,7 @@ func TestRequestTimeoutBoundsWrites(t *testing.T) {
 // queued request gets 503.
 func TestCloseEndsLikeRequestTimeout(t *testing.T) {
 	s, ts := newTestServer(t, func(c *Config) {
-		c.Limits.Slots, c.Limits.Queue, c.Limits.MaxTokens = 3, 1, 100000
+		c.Limits.Slots, c.Limits.Queue, c.Limits.MaxTokens = 4, 1, 100000 // rows: 1 + 1 + 2
 	})
 	started := make(chan struct{}, 4)
 	s.generationStart = func(context.Context) { started <- struct{}{} }

@@ -14,15 +14,46 @@ import (
 	"example.org/minigpt"
 )
 
-// engine generates for one model.
+// engine generates for one model, through one continuous batch: every
+// request's samples (or beams) are rows of the same forward pass per
+// step, and each gets the bits it would get alone.
 type engine struct {
-	model *minigpt.Model // generation is safe for concurrent use on it
+	model *minigpt.Model // Logits (echo's scores) is safe for concurrent use on it
 	vocab *minigpt.Vocab
 	chars []rune
+	batch *minigpt.Batch
+	// alone makes every generation run by itself with Model.Complete
+	// instead of in the batch: the serial reference of the tests.
+	alone bool
 }
 
-func newEngine(m *minigpt.Model, v *minigpt.Vocab) *engine {
-	return &engine{model: m, vocab: v, chars: v.Chars()}
+// newEngine returns the engine of m with a batch of rows rows.
+func newEngine(m *minigpt.Model, v *minigpt.Vocab, rows int) (*engine, error) {
+	b, err := minigpt.NewBatch(m, rows)
+	if err != nil {
+		return nil, err
+	}
+	return &engine{model: m, vocab: v, chars: v.Chars(), batch: b}, nil
+}
+
+// close stops the batch once nothing runs in it.
+func (e *engine) close() { e.batch.Close() }
+
+// rowsOf is the number of batch rows a generation with sp takes: one per
+// beam, or per sample.
+func rowsOf(sp *sampling) int {
+	if sp.numBeams > 1 {
+		return sp.numBeams
+	}
+	return sp.n
+}
+
+// rowsParam is the field that sets rowsOf(sp).
+func rowsParam(sp *sampling) string {
+	if sp.numBeams > 1 {
+		return "num_beams"
+	}
+	return "n"
 }
 
 // token is one generated token as the client sees it.
@@ -225,20 +256,19 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 		}
 		return "", false
 	case errors.Is(err, minigpt.ErrBadOption):
-		// What check cannot see: the rows the batch needs for the model.
-		switch {
-		case sp.numBeams > 1:
-			return "num_beams", true
-		case sp.n > 1:
-			return "n", true
+		// What check cannot see: the memory the rows need for the model
+		// (the request's rows fit the batch: the parser made sure).
+		if rowsOf(sp) > 1 {
+			return rowsParam(sp), true
 		}
 		return "", true
 	}
 	return "", false
 }
 
-// complete generates sp.n samples continuing prompt with
-// minigpt.Model.Complete: sample i is the text cmd/generate prints with
+// complete generates sp.n samples continuing prompt in the model's
+// batch (minigpt.Batch.Complete, which gives minigpt.Model.Complete's
+// bits whatever else runs): sample i is the text cmd/generate prints with
 // -seed minigpt.SampleSeed(seed, i) and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
 // strings, once they cannot begin one), and with its finish reason on its
@@ -285,7 +315,12 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, rele
 		}
 		return release(c.Sample, toks, string(c.Finish))
 	}
-	_, err := e.model.Complete(ctx, e.vocab, prompt, opts)
+	var err error
+	if e.alone {
+		_, err = e.model.Complete(ctx, e.vocab, prompt, opts)
+	} else {
+		_, err = e.batch.Complete(ctx, e.vocab, prompt, opts)
+	}
 	return err
 }
 

@@ -42,6 +42,7 @@ func newTestServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close) // after ts.Close: stops the batches
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return s, ts
@@ -215,6 +216,7 @@ func newSmallBufferServer(t testing.TB, edit func(*Config)) (*Server, *httptest.
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	ts := httptest.NewUnstartedServer(s)
 	ts.Listener = smallBufferListener{ts.Listener}
 	ts.Start()

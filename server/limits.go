@@ -4,7 +4,6 @@ package server
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"example.org/minigpt"
@@ -13,12 +12,17 @@ import (
 // Limits bound what one request and the whole server may use. A zero field
 // takes its value from DefaultLimits.
 type Limits struct {
-	// Slots is the number of generations that run at once.
+	// Slots is the number of rows of each model's batch: the most
+	// sequences it decodes together, every running request advancing by
+	// a token per step in one forward pass with the others. A request
+	// takes one row per sample (n) or beam (num_beams) until its
+	// generation ends; one that needs more rows than Slots is refused
+	// with a 400 naming n or num_beams.
 	Slots int
-	// Queue is the number of requests that may wait for a slot (or for
-	// room in MaxInFlightBytes); a request that finds no room and the
-	// queue full gets 429. A negative Queue means no queue at all (0
-	// takes the default, as every field).
+	// Queue is the number of requests that may wait for rows (or for
+	// room in MaxInFlightBytes), served in arrival order; a request that
+	// finds no room and the queue full gets 429. A negative Queue means
+	// no queue at all (0 takes the default, as every field).
 	Queue int
 	// QueueTimeout is how long a request may wait in the queue before it
 	// gets 429.
@@ -46,27 +50,26 @@ type Limits struct {
 	// MaxResponseBytes.
 	MaxInFlightBytes int64
 	// RequestTimeout bounds one request's generation, counted from the
-	// moment it gets its slot; a request still generating then ends with
+	// moment it gets its rows; a request still generating then ends with
 	// finish_reason "length" as far as it got, and the rest of its
 	// response must be written within WriteTimeout: a request holds the
 	// server for at most RequestTimeout + WriteTimeout.
 	RequestTimeout time.Duration
 	// WriteTimeout is how long the client may take to accept each write:
-	// a client that stops reading loses its request (and its slot) after
+	// a client that stops reading loses its request (and its rows) after
 	// it.
 	WriteTimeout time.Duration
 }
 
-// DefaultLimits returns the limits cmd/serve starts with: one slot per
-// processor, a queue four times that, 1 MiB bodies, 4096 tokens, 8192
-// prompt characters, 16 choices, 32 MiB per response and 128 MiB in
-// flight, 10 s in the queue, 2 minutes of generation and 10 s for a
-// client to accept a write.
+// DefaultLimits returns the limits cmd/serve starts with: batches of 32
+// rows, a queue of 64 requests, 1 MiB bodies, 4096 tokens, 8192 prompt
+// characters, 16 choices, 32 MiB per response and 128 MiB in flight,
+// 10 s in the queue, 2 minutes of generation and 10 s for a client to
+// accept a write.
 func DefaultLimits() Limits {
-	p := runtime.GOMAXPROCS(0)
 	return Limits{
-		Slots:            p,
-		Queue:            4 * p,
+		Slots:            32,
+		Queue:            64,
 		QueueTimeout:     10 * time.Second,
 		MaxBodyBytes:     1 << 20,
 		MaxTokens:        4096,

@@ -195,6 +195,15 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	if sp.trace > 0 && sp.n*len(req.prompts) > 1 {
 		return nil, badParam("trace", "invalid_value", "trace %d needs a single choice (one prompt, n 1): it is for the playground", sp.trace)
 	}
+	if need := rowsOf(sp); need > s.limits.Slots {
+		// A request's samples (or beams) decode together, one batch row
+		// each: one that needs more rows than there are could never run.
+		per := "sample"
+		if sp.numBeams > 1 {
+			per = "beam"
+		}
+		return nil, badParam(rowsParam(sp), "invalid_value", "%s %d needs one row of the model's batch per %s, more than the %d rows it has", rowsParam(sp), need, per, s.limits.Slots)
+	}
 	// What the library would refuse, or refuse only once it runs, is
 	// refused here, before the status line: a stream and a plain request
 	// get the same 400.

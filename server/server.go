@@ -75,6 +75,7 @@ type Server struct {
 	mu     sync.Mutex    // guards admits and the closing of idle
 	admits int           // completion requests admitted and not yet answered
 	idle   chan struct{} // closed once draining with nothing admitted
+	closed sync.Once     // the engines' batches are stopped
 
 	// Test hooks, nil outside tests: generationStart is called when a
 	// request has its slot, before it generates (a test can hold the slot
@@ -86,6 +87,7 @@ type Server struct {
 // servedModel is a Model with what the server derives from it once.
 type servedModel struct {
 	name        string
+	index       int // in Server.models, and in the admission's rows
 	model       *minigpt.Model
 	vocab       *minigpt.Vocab
 	created     int64
@@ -112,6 +114,12 @@ func New(cfg Config) (*Server, error) {
 		hosts = append(hosts, h)
 	}
 	s := &Server{limits: limits}
+	built := false
+	defer func() {
+		if !built { // stop the batches of the models before the one refused
+			s.closeEngines()
+		}
+	}()
 	now := time.Now().Unix()
 	for i, m := range cfg.Models {
 		switch {
@@ -124,14 +132,18 @@ func New(cfg Config) (*Server, error) {
 		case s.model(m.Name) != nil:
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
+		e, err := newEngine(m.Model, m.Vocab, limits.Slots)
+		if err != nil {
+			return nil, fmt.Errorf("server: model %q with %d batch rows (Limits.Slots): %w", m.Name, limits.Slots, err)
+		}
 		s.models = append(s.models, &servedModel{
-			name: m.Name, model: m.Model, vocab: m.Vocab, created: now,
+			name: m.Name, index: i, model: m.Model, vocab: m.Vocab, created: now,
 			fingerprint: fingerprint(m.Model, m.Vocab),
 			jsonChars:   jsonChars(m.Vocab.Chars()),
-			engine:      newEngine(m.Model, m.Vocab),
+			engine:      e,
 		})
 	}
-	s.slots = newSlots(limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
+	s.slots = newSlots(len(s.models), limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
 	s.metrics = newMetrics()
 	s.base, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})
@@ -147,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		refuseWhileDraining(&s.draining),
 		requireAPIKey(cfg.APIKey),
 	)
+	built = true
 	return s, nil
 }
 
@@ -214,12 +227,14 @@ func (s *Server) Drain() {
 }
 
 // Shutdown drains the server and waits for the requests in progress and
-// in the queue to finish. If ctx ends first, it calls Close and returns
-// ctx's error. Call it on SIGTERM, before http.Server.Shutdown.
+// in the queue to finish, then stops the models' batches. If ctx ends
+// first, it calls Close and returns ctx's error. Call it on SIGTERM,
+// before http.Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
 	select {
 	case <-s.idle:
+		s.closeEngines()
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -232,11 +247,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // finish_reason "length", its usage and, for a stream, "data: [DONE]".
 // Queued requests get 503. Close waits until every admitted request has
 // been answered (each response's writes are bounded by
-// Limits.WriteTimeout).
+// Limits.WriteTimeout), then stops the models' batches.
 func (s *Server) Close() {
 	s.Drain()
 	s.cancel(errClosed)
 	<-s.idle
+	s.closeEngines()
+}
+
+// closeEngines stops the models' batches (their loops and caches): once
+// the server is drained and idle nothing generates any more.
+func (s *Server) closeEngines() {
+	s.closed.Do(func() {
+		for _, m := range s.models {
+			m.engine.close()
+		}
+	})
 }
 
 // admit registers a completion request, unless the server is draining.

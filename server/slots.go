@@ -1,63 +1,84 @@
 package server
 
-// This file owns admission: the generation slots, the in-flight byte
+// This file owns admission: each model's batch rows, the in-flight byte
 // budget and the bounded queue in front of them.
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
 
-// slots is a fixed number of generation slots and a budget of in-flight
-// bytes, with a bounded queue in front of them. A request takes a slot and
-// its size at once if both are free and nobody waits, otherwise waits in
-// the queue if there is room (first come, first served), otherwise is
-// refused: the server never holds more than slots+queue requests, nor
-// more than the budget's worth of responses, whatever the load.
+// slots admits requests to the models' batches: each model has a fixed
+// number of rows (Limits.Slots, the most sequences its batch decodes
+// together), a request takes one per sample or beam and its size bound
+// of a server-wide byte budget, and a request that cannot have both at
+// once waits in a bounded queue or is refused. The server never holds
+// more than the queue's requests waiting, more rows than the batches
+// have, nor more than the budget's worth of responses, whatever the load.
+//
+// The queue is served in arrival order: a request is granted as soon as
+// its rows and its bytes are free, provided that no request that arrived
+// before it still waits for the same model's rows or for bytes it would
+// take (the sizes of the earlier waiters are held back from the budget).
+// So a request of another model, or a small one, may start before an
+// earlier request that waits, but never delays it; no request waits for
+// one that came after it.
 type slots struct {
 	mu       sync.Mutex
-	n        int   // slots
+	rows     int   // rows per model
+	free     []int // free rows, per model
 	queueCap int   // waiting requests at most
 	budget   int64 // bytes
-	inUse    int   // slots taken
 	used     int64 // bytes taken
 	waiting  []*waiter
+	blocked  []bool // grant's scratch: models with an earlier waiter
 }
 
 type waiter struct {
+	model   int
+	rows    int
 	size    int64
-	granted chan struct{} // closed when the slot and the bytes are the waiter's
+	granted chan struct{} // closed when the rows and the bytes are the waiter's
 }
 
 var (
-	errQueueFull    = errors.New("every generation slot is busy (or the in-flight budget is taken) and the queue is full")
-	errQueueTimeout = errors.New("timed out waiting for a generation slot (or room in the in-flight budget)")
+	errQueueFull    = errors.New("every batch row is taken (or the in-flight budget is) and the queue is full")
+	errQueueTimeout = errors.New("timed out waiting for batch rows (or room in the in-flight budget)")
 	errClosed       = errors.New("the server is shutting down")
 )
 
-func newSlots(n, queue int, budget int64) *slots {
-	return &slots{n: n, queueCap: queue, budget: budget}
+// newSlots returns the admission of models models of rows rows each.
+func newSlots(models, rows, queue int, budget int64) *slots {
+	s := &slots{rows: rows, free: make([]int, models), queueCap: queue, budget: budget, blocked: make([]bool, models)}
+	for i := range s.free {
+		s.free[i] = rows
+	}
+	return s
 }
 
-// acquire takes a slot and size bytes of the budget, waiting at most
-// timeout in the queue. It returns errQueueFull, errQueueTimeout, errClosed
-// (closed is done) or ctx's error if it gets none; otherwise the caller
-// must call releaseSlot and releaseBytes(size), in either order.
-func (s *slots) acquire(ctx, closed context.Context, size int64, timeout time.Duration) error {
+// acquire takes rows rows of model's batch and size bytes of the budget,
+// waiting at most timeout in the queue. It returns errQueueFull,
+// errQueueTimeout, errClosed (closed is done) or ctx's error if it gets
+// none; otherwise the caller must call releaseRows and releaseBytes, in
+// either order. It returns how long the request waited.
+func (s *slots) acquire(ctx, closed context.Context, model, rows int, size int64, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	w := &waiter{model: model, rows: rows, size: size, granted: make(chan struct{})}
 	s.mu.Lock()
-	if len(s.waiting) == 0 && s.fits(size) {
-		s.take(size)
-		s.mu.Unlock()
-		return nil
-	}
-	if len(s.waiting) >= s.queueCap {
-		s.mu.Unlock()
-		return errQueueFull
-	}
-	w := &waiter{size: size, granted: make(chan struct{})}
 	s.waiting = append(s.waiting, w)
+	s.grant()
+	if granted(w) {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	if len(s.waiting) > s.queueCap {
+		s.remove(w) // the last: nobody after it was held back for it
+		s.mu.Unlock()
+		return 0, errQueueFull
+	}
 	s.mu.Unlock()
 
 	t := time.NewTimer(timeout)
@@ -65,7 +86,7 @@ func (s *slots) acquire(ctx, closed context.Context, size int64, timeout time.Du
 	var err error
 	select {
 	case <-w.granted:
-		return nil
+		return time.Since(start), nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-closed.Done():
@@ -75,47 +96,60 @@ func (s *slots) acquire(ctx, closed context.Context, size int64, timeout time.Du
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if granted(w) {
+		// Granted while giving up: hand it on.
+		s.free[model] += rows
+		s.used -= size
+	} else {
+		s.remove(w)
+	}
+	s.grant() // a request that left may unblock the ones after it
+	return time.Since(start), err
+}
+
+func granted(w *waiter) bool {
 	select {
 	case <-w.granted:
-		// Granted while giving up: hand it on.
-		s.inUse--
-		s.used -= size
-		s.grant()
+		return true
 	default:
-		for i, x := range s.waiting {
-			if x == w {
-				s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
-				break
-			}
-		}
-		s.grant() // a large request that left may unblock smaller ones
+		return false
 	}
-	return err
 }
 
-func (s *slots) fits(size int64) bool { return s.inUse < s.n && s.used+size <= s.budget }
-
-func (s *slots) take(size int64) {
-	s.inUse++
-	s.used += size
+// remove takes w out of the queue (s.mu held).
+func (s *slots) remove(w *waiter) {
+	if i := slices.Index(s.waiting, w); i >= 0 {
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+	}
 }
 
-// grant gives slots to the waiters at the head of the queue while they
-// fit (s.mu held).
+// grant gives the waiters, in arrival order, their rows and bytes when
+// both are free and no earlier waiter wants them (s.mu held).
 func (s *slots) grant() {
-	for len(s.waiting) > 0 && s.fits(s.waiting[0].size) {
-		w := s.waiting[0]
-		s.waiting = s.waiting[1:]
-		s.take(w.size)
-		close(w.granted)
+	clear(s.blocked)
+	var held int64 // bytes the earlier waiters still wait for
+	kept := s.waiting[:0]
+	for _, w := range s.waiting {
+		if !s.blocked[w.model] && s.free[w.model] >= w.rows && s.used+held+w.size <= s.budget {
+			s.free[w.model] -= w.rows
+			s.used += w.size
+			close(w.granted)
+			continue
+		}
+		s.blocked[w.model] = true
+		held += w.size
+		kept = append(kept, w)
 	}
+	clear(s.waiting[len(kept):])
+	s.waiting = kept
 }
 
-// releaseSlot gives a slot back (the request no longer generates).
-func (s *slots) releaseSlot() {
+// releaseRows gives rows rows of model's batch back (the request no
+// longer generates).
+func (s *slots) releaseRows(model, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.inUse--
+	s.free[model] += rows
 	s.grant()
 }
 
@@ -128,10 +162,22 @@ func (s *slots) releaseBytes(size int64) {
 	s.grant()
 }
 
+// state returns the rows taken (every model's), the requests waiting and
+// the bytes taken.
 func (s *slots) state() (busy, queued int, used int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inUse, len(s.waiting), s.used
+	for _, f := range s.free {
+		busy += s.rows - f
+	}
+	return busy, len(s.waiting), s.used
+}
+
+// busyRows returns the rows taken of model's batch.
+func (s *slots) busyRows(model int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rows - s.free[model]
 }
 
 func (s *slots) busy() int {
