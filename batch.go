@@ -168,11 +168,13 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	b.mu.Unlock()
 	b.kick()
 	var events []batchEvent
+	over := false // cancelled, or a callback failed: no more callbacks, as alone
 	for {
 		select {
 		case <-c.signal:
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
+			over = true
 			<-c.signal // the loop's acknowledgement: the rows are free
 		}
 		c.mu.Lock()
@@ -180,8 +182,12 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		ended := c.ended
 		c.mu.Unlock()
 		for i := range events {
+			if over {
+				break
+			}
 			if err := c.deliver(&events[i], o); err != nil {
 				c.cancel(err)
+				over = true
 			}
 		}
 		if ended {

@@ -152,3 +152,44 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchStopsCallingBackAfterAnError: as with Model.Complete, a Stream
+// or OnStep callback that returns an error ends its request, is not
+// called again, and its error is the call's, even when the loop has
+// already queued more events than the callback has seen.
+func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	stop := errors.New("the client went away")
+	for _, traced := range []bool{false, true} {
+		calls := 0
+		callback := func() error {
+			calls++
+			if calls == 2 {
+				// Let the loop queue a backlog behind this call.
+				time.Sleep(20 * time.Millisecond)
+				return stop
+			}
+			return nil
+		}
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Greedy: true}}
+		if traced {
+			o.OnStep = func(*Step) error { return callback() }
+		} else {
+			o.Stream = func(*Chunk) error { return callback() }
+		}
+		if _, err := b.Complete(context.Background(), vocab, "the ", o); !errors.Is(err, stop) {
+			t.Errorf("traced %t: %v, want the callback's error", traced, err)
+		}
+		if calls != 2 {
+			t.Errorf("traced %t: the callback was called %d times, the second returned an error", traced, calls)
+		}
+	}
+}
