@@ -175,12 +175,16 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
 			over = true
+			b.kick()   // the loop may be waiting for paused callers
 			<-c.signal // the loop's acknowledgement: the rows are free
 		}
 		c.mu.Lock()
 		events, c.events = c.events, events[:0]
 		ended := c.ended
 		c.mu.Unlock()
+		if len(events) > maxBacklog {
+			b.kick() // the request was paused: it may go on
+		}
 		for i := range events {
 			if over {
 				break
@@ -188,6 +192,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 			if err := c.deliver(&events[i], o); err != nil {
 				c.cancel(err)
 				over = true
+				b.kick()
 			}
 		}
 		if ended {
@@ -295,7 +300,11 @@ func (b *Batch) loop() {
 			b.m.use.RLock()
 			holding = true
 		}
-		b.step(run)
+		if !b.step(run) {
+			// Every running request is paused for its caller: wait for
+			// one to catch up (or be cancelled) or for a new one.
+			<-b.steps
+		}
 	}
 }
 
@@ -325,22 +334,27 @@ func (b *Batch) admit() {
 }
 
 // step runs one pass over the running requests and ends those that are
-// done or cancelled.
-func (b *Batch) step(run []*batchCall) {
+// done or cancelled. It reports whether any request moved: false when
+// every one is paused for its caller.
+func (b *Batch) step(run []*batchCall) bool {
 	d := b.dec
 	d.begin()
+	moved := false
 	for _, c := range run {
 		c.mu.Lock()
 		cancelled := c.cancelled
 		c.mu.Unlock()
 		if cancelled != nil {
 			c.r.stop(cancelled)
+			moved = true
 			continue
 		}
 		if !c.backlog() {
 			c.r.plan(d)
+			moved = true
 		}
 	}
+	passed := len(d.seqs) > 0
 	d.run(b.m)
 	tokens := 0
 	for _, c := range run {
@@ -348,9 +362,11 @@ func (b *Batch) step(run []*batchCall) {
 		tokens += c.r.made
 	}
 	b.mu.Lock()
-	b.stats.Steps++
+	if passed {
+		b.stats.Steps++
+		b.stats.RowsHist[min(b.rows-len(b.free), len(b.stats.RowsHist)-1)]++
+	}
 	b.stats.Tokens += int64(tokens)
-	b.stats.RowsHist[min(b.rows-len(b.free), len(b.stats.RowsHist)-1)]++
 	kept := b.running[:0]
 	for _, c := range b.running {
 		if c.r.done {
@@ -362,6 +378,7 @@ func (b *Batch) step(run []*batchCall) {
 	clear(b.running[len(kept):])
 	b.running = kept
 	b.mu.Unlock()
+	return moved
 }
 
 // end frees c's rows and tells its caller. b.mu is held.

@@ -193,3 +193,63 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchPausedRequestWaits: a request whose caller has fallen
+// maxBacklog events behind is paused, and a batch with nothing else to
+// run waits for the caller instead of spinning through empty steps;
+// once the caller catches up the request goes on, and a request that
+// arrives meanwhile runs.
+func TestBatchPausedRequestWaits(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Within the block a token costs one cached position: the backlog
+	// fills fast.
+	const prompt = "the "
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hold, calls := make(chan struct{}), 0
+	ended := make(chan error, 1)
+	go func() {
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 3 * maxBacklog, Greedy: true}}
+		o.Stream = func(*Chunk) error {
+			if calls++; calls == 1 {
+				<-hold
+			}
+			return nil
+		}
+		_, err := b.Complete(ctx, vocab, prompt, o)
+		ended <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for b.Stats().Tokens <= maxBacklog {
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog never filled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the loop sees the backlog
+	before := b.Stats()
+	time.Sleep(100 * time.Millisecond)
+	after := b.Stats()
+	if after.Steps-before.Steps > 2 || after.Tokens != before.Tokens {
+		t.Errorf("paused: %d steps and %d tokens in 100 ms", after.Steps-before.Steps, after.Tokens-before.Tokens)
+	}
+	// Another request runs beside the paused one.
+	if res, err := b.Complete(context.Background(), vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, Greedy: true}}); err != nil || len(res[0].IDs) != 5 {
+		t.Errorf("beside a paused request: %v %v", res, err)
+	}
+	close(hold)
+	if err := <-ended; err != nil {
+		t.Errorf("the paused request, once its caller caught up: %v", err)
+	}
+	if calls < 3*maxBacklog {
+		t.Errorf("%d chunks streamed, want %d", calls, 3*maxBacklog)
+	}
+}
