@@ -7,15 +7,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Batch generates for many callers at once on one model: a decoding loop
 // advances every running request by one token (or a chunk of its prompt)
-// per step, in one forward pass over all their rows, and requests join
-// and leave between steps. A request needs one row per sample (or beam);
-// one that finds too few free rows waits, in order of arrival.
+// per step, in forward passes over all their rows (a few requests' rows
+// per pass, the passes of a step spread over the processors), and
+// requests join and leave between steps. A request needs one row per
+// sample (or beam); one that finds too few free rows waits, in order of
+// arrival.
 //
 // Every request's completions are the bits Model.Generate or
 // Model.Complete gives for the same options alone, whatever else is in
@@ -28,8 +32,7 @@ import (
 type Batch struct {
 	m     *Model
 	rows  int
-	dec   *decoder
-	s     sampler
+	kv    *kvCache      // every row's cache slot
 	steps chan struct{} // capacity 1: there is work
 
 	mu      sync.Mutex
@@ -40,7 +43,26 @@ type Batch struct {
 	stats   BatchStats
 	done    chan struct{} // closed when the loop has ended
 
-	run []*batchCall // the loop's copy of running, reused
+	run   []*batchCall // the loop's copy of running, reused
+	ready []*batchCall // the step's requests to advance, reused
+	next  atomic.Int64 // the next of ready for a pass to claim
+	made  atomic.Int64 // the step's tokens
+	pass  []*passer    // pass[0] is the loop's own; the others run beside it
+	wg    sync.WaitGroup
+}
+
+// passer runs passes over the requests of a step: the loop itself and,
+// beside it, a goroutine per further processor, each with its own
+// activations and sampler (the cache is the batch's). A step's requests
+// are split into passes of about maxPassRows positions, which the
+// passers claim in turn: the passes of a step run on every core at once,
+// each small enough to stay in its core's cache, with no barrier inside
+// a pass. Which passer runs which request moves no bit.
+type passer struct {
+	dec   *decoder
+	s     sampler
+	group []*batchCall
+	wake  chan struct{} // nil for the loop's; closed by Close
 }
 
 // MaxBatchRows is the largest number of rows a Batch may have.
@@ -55,19 +77,26 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
 	}
-	b := &Batch{m: m, rows: rows, dec: newDecoder(m.cfg, rows), s: newSampler(m.cfg.VocabSize),
-		steps: make(chan struct{}, 1), done: make(chan struct{})}
+	b := &Batch{m: m, rows: rows, kv: newKVCache(m.cfg, rows), steps: make(chan struct{}, 1), done: make(chan struct{})}
 	for r := rows - 1; r >= 0; r-- {
 		b.free = append(b.free, r)
 	}
 	b.stats.RowsHist = make([]int64, rows+1)
+	for i := range min(runtime.GOMAXPROCS(0), rows, maxPassers) {
+		p := &passer{dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)}
+		if i > 0 {
+			p.wake = make(chan struct{})
+			go b.passes(p)
+		}
+		b.pass = append(b.pass, p)
+	}
 	go b.loop()
 	return b, nil
 }
 
 // BatchStats is a snapshot of a Batch's counters.
 type BatchStats struct {
-	Steps    int64         // forward passes run
+	Steps    int64         // steps run: each advances every running request once
 	Tokens   int64         // tokens generated (every sample's or beam's)
 	RowsHist []int64       // RowsHist[n]: steps that ran with n rows in use
 	Requests int64         // requests that ended
@@ -98,6 +127,9 @@ func (b *Batch) Close() {
 	b.mu.Unlock()
 	b.kick()
 	<-b.done
+	for _, p := range b.pass[1:] {
+		close(p.wake)
+	}
 }
 
 // Generate is Model.Generate run in the batch.
@@ -154,7 +186,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	for i := range c.rows {
 		c.rows[i].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	}
-	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.s, &c.step)
+	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.pass[0].s, &c.step) // each pass sets its passer's
 	c.r.emit = c.enqueueChunk
 	if o.OnStep != nil {
 		c.r.onStep = c.enqueueStep
@@ -168,7 +200,8 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	b.mu.Unlock()
 	b.kick()
 	var events []batchEvent
-	over := false // cancelled, or a callback failed: no more callbacks, as alone
+	over := false    // cancelled, or a callback failed: no more callbacks, as alone
+	var failed error // the callback's error, the call's even if the loop had ended the request
 	for {
 		select {
 		case <-c.signal:
@@ -191,7 +224,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 			}
 			if err := c.deliver(&events[i], o); err != nil {
 				c.cancel(err)
-				over = true
+				over, failed = true, err
 				b.kick()
 			}
 		}
@@ -202,6 +235,9 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	c.mu.Lock()
 	err := c.cancelled
 	c.mu.Unlock()
+	if failed != nil {
+		err = failed
+	}
 	if err == nil {
 		err = c.r.err
 	}
@@ -337,9 +373,8 @@ func (b *Batch) admit() {
 // done or cancelled. It reports whether any request moved: false when
 // every one is paused for its caller.
 func (b *Batch) step(run []*batchCall) bool {
-	d := b.dec
-	d.begin()
 	moved := false
+	ready := b.ready[:0]
 	for _, c := range run {
 		c.mu.Lock()
 		cancelled := c.cancelled
@@ -350,17 +385,23 @@ func (b *Batch) step(run []*batchCall) bool {
 			continue
 		}
 		if !c.backlog() {
-			c.r.plan(d)
+			ready = append(ready, c)
 			moved = true
 		}
 	}
-	passed := len(d.seqs) > 0
-	d.run(b.m)
-	tokens := 0
-	for _, c := range run {
-		c.r.advance(d)
-		tokens += c.r.made
+	b.ready = ready
+	b.next.Store(0)
+	b.made.Store(0)
+	passed := len(ready) > 0
+	helpers := min(len(b.pass), len(ready)) - 1
+	b.wg.Add(max(helpers, 0))
+	for _, p := range b.pass[1:max(1, helpers+1)] {
+		p.wake <- struct{}{}
 	}
+	b.claim(b.pass[0])
+	b.wg.Wait()
+	clear(b.ready)
+	tokens := int(b.made.Load())
 	b.mu.Lock()
 	if passed {
 		b.stats.Steps++
@@ -390,4 +431,53 @@ func (b *Batch) end(c *batchCall) {
 	c.ended = true
 	c.mu.Unlock()
 	c.notify()
+}
+
+// passes is a helper passer's goroutine: it joins every step it is woken
+// for, until Close.
+func (b *Batch) passes(p *passer) {
+	for range p.wake {
+		b.claim(p)
+		b.wg.Done()
+	}
+}
+
+// maxPassRows is the most positions a passer puts in one pass before it
+// runs it (a request's own rows are never split): passes that small stay
+// in a core's cache, and a step's requests spread over the passers.
+const maxPassRows = 128
+
+// maxPassers caps the passers of a batch.
+const maxPassers = 8
+
+// claim runs passes over the step's ready requests until none is left:
+// it claims requests in turn, plans them into its pass up to maxPassRows
+// positions, runs the pass and advances them.
+func (b *Batch) claim(p *passer) {
+	d := p.dec
+	for {
+		d.begin()
+		p.group = p.group[:0]
+		for len(p.group) == 0 || d.rows < maxPassRows {
+			i := int(b.next.Add(1)) - 1
+			if i >= len(b.ready) {
+				break
+			}
+			c := b.ready[i]
+			c.r.s = &p.s
+			c.r.plan(d)
+			p.group = append(p.group, c)
+		}
+		if len(p.group) == 0 {
+			return
+		}
+		d.run(b.m)
+		made := 0
+		for _, c := range p.group {
+			c.r.advance(d)
+			made += c.r.made
+		}
+		b.made.Add(int64(made))
+		clear(p.group)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,8 +73,13 @@ func TestBatchMatchesSerial(t *testing.T) {
 		}
 		want[i], wantStream[i] = fmt.Sprint(res), s
 	}
-	for _, rows := range []int{4, 8, 32} {
+	// GOMAXPROCS sets the batch's passers: how a step's requests are
+	// split into passes, and run on how many goroutines.
+	for _, tc := range []struct{ rows, procs int }{{4, 1}, {8, 4}, {32, 2}, {32, 8}} {
+		rows := tc.rows
+		prev := runtime.GOMAXPROCS(tc.procs)
 		b, err := NewBatch(m, rows)
+		runtime.GOMAXPROCS(prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +129,7 @@ func TestBatchMatchesSerial(t *testing.T) {
 		if st.Requests != int64(n) || st.RowsUsed != 0 || st.Running != 0 || st.Waiting != 0 {
 			t.Errorf("rows %d: stats after every request ended: %+v", rows, st)
 		}
-		t.Logf("rows %d: %d steps, %d tokens", rows, st.Steps, st.Tokens)
+		t.Logf("rows %d, %d passers: %d steps, %d tokens", rows, len(b.pass), st.Steps, st.Tokens)
 		b.Close()
 		if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{}); !errors.Is(err, ErrClosed) {
 			t.Errorf("Complete on a closed batch: %v, want ErrClosed", err)
@@ -156,7 +162,8 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 // TestBatchStopsCallingBackAfterAnError: as with Model.Complete, a Stream
 // or OnStep callback that returns an error ends its request, is not
 // called again, and its error is the call's, even when the loop has
-// already queued more events than the callback has seen.
+// already queued more events than the callback has seen, or has ended
+// the request before the callback returned.
 func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 	m, vocab, err := DefaultModel()
 	if err != nil {
@@ -168,28 +175,36 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 	}
 	defer b.Close()
 	stop := errors.New("the client went away")
-	for _, traced := range []bool{false, true} {
+	for _, tc := range []struct{ traced, late bool }{{false, false}, {true, false}, {false, true}} {
+		traced := tc.traced
 		calls := 0
 		callback := func() error {
 			calls++
 			if calls == 2 {
-				// Let the loop queue a backlog behind this call.
+				// Let the loop queue a backlog behind this call, or (late)
+				// end the request.
 				time.Sleep(20 * time.Millisecond)
+				for tc.late && b.Stats().Running > 0 {
+					time.Sleep(time.Millisecond)
+				}
 				return stop
 			}
 			return nil
 		}
-		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Greedy: true}}
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 2000, Greedy: true}}
+		if tc.late {
+			o.MaxNewTokens = 50
+		}
 		if traced {
 			o.OnStep = func(*Step) error { return callback() }
 		} else {
 			o.Stream = func(*Chunk) error { return callback() }
 		}
 		if _, err := b.Complete(context.Background(), vocab, "the ", o); !errors.Is(err, stop) {
-			t.Errorf("traced %t: %v, want the callback's error", traced, err)
+			t.Errorf("%+v: %v, want the callback's error", tc, err)
 		}
 		if calls != 2 {
-			t.Errorf("traced %t: the callback was called %d times, the second returned an error", traced, calls)
+			t.Errorf("%+v: the callback was called %d times, the second returned an error", tc, calls)
 		}
 	}
 }

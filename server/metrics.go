@@ -187,7 +187,7 @@ func writeBatchMetrics(w io.Writer, s *Server, head func(name, typ, help string)
 	for i, sm := range s.models {
 		stats[i] = sm.engine.batch.Stats()
 	}
-	head("minigpt_batch_steps_total", "counter", "Forward passes of the model's batch, each advancing every running request by a token or a chunk of its prompt.")
+	head("minigpt_batch_steps_total", "counter", "Steps of the model's batch, each advancing every running request by a token or a chunk of its prompt.")
 	for i, sm := range s.models {
 		fmt.Fprintf(w, "minigpt_batch_steps_total{model=%q} %d\n", sm.name, stats[i].Steps)
 	}
