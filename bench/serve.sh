@@ -13,8 +13,9 @@
 # a 10-minute queue timeout, so that no request is refused. Each round
 # starts each server afresh and runs, in turn, 32 clients (JSON, then
 # streams) and 1 client; rounds are interleaved and the table gives
-# medians. The texts' checksum of every run must agree: the batches
-# return what the slots returned.
+# medians, wall-clock and per CPU-second of the server process (the
+# machine may be shared and noisy). The texts' checksum of every run must
+# agree: the batches return what the slots returned.
 #
 #   bench/serve.sh                  # 5 rounds, about 5 minutes on 2 cores
 #   ROUNDS=3 REQUESTS=2 bench/serve.sh
@@ -23,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 TOKENS=${TOKENS:-200}
-REQUESTS=${REQUESTS:-4}     # per client at 32 clients
+REQUESTS=${REQUESTS:-6}     # per client at 32 clients
 SINGLE=${SINGLE:-20}        # requests of the single client
 BEFORE=${BEFORE:-$(git log -1 --format=%H -S'releaseSlot' -- server/slots.go)^}
 
@@ -56,6 +57,8 @@ start() { # start BINARY SLOTS: sets pid and url
   if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$tmp/err"; exit 1; fi
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
+hz=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; } # the server's user + system time, in ticks
 
 log=$tmp/results
 for round in $(seq "$ROUNDS"); do
@@ -65,9 +68,13 @@ for round in $(seq "$ROUNDS"); do
     for load in "json32 -clients 32 -requests $REQUESTS" "stream32 -clients 32 -requests $REQUESTS -stream" \
                 "json1 -clients 1 -requests $SINGLE" "stream1 -clients 1 -requests $SINGLE -stream"; do
       read -r kind args <<<"$load"
+      before_cpu=$(cpu)
       # shellcheck disable=SC2086
       line=$("$tmp/serveload" -url "$url" -tokens "$TOKENS" $args)
-      echo "round=$round config=$name load=$kind load_avg=$(cut -d' ' -f1 /proc/loadavg) $line" | tee -a "$log"
+      used=$(awk -v a="$before_cpu" -v b="$(cpu)" -v hz="$hz" 'BEGIN {printf "%.2f", (b - a) / hz}')
+      tokens=$(grep -o ' tokens=[0-9]*' <<<"$line" | cut -d= -f2)
+      per_cpu=$(awk -v t="$tokens" -v c="$used" 'BEGIN {printf "%.0f", (c > 0) ? t / c : 0}')
+      echo "round=$round config=$name load=$kind load_avg=$(cut -d' ' -f1 /proc/loadavg) $line server_cpu_s=$used tokens_per_cpu_s=$per_cpu" | tee -a "$log"
     done
     stop
   done
@@ -99,6 +106,7 @@ row() { # row LOAD FIELD LABEL HIGHER_IS_BETTER
 }
 for kind in json32 stream32; do
   row $kind tokens_per_s "tokens/s" 1
+  row $kind tokens_per_cpu_s "tokens per server CPU-s" 1
   row $kind p50_ms "p50 ms" 0
   row $kind p99_ms "p99 ms" 0
 done
@@ -106,4 +114,9 @@ row stream32 ttft_p50_ms "first token p50 ms" 0
 for kind in json1 stream1; do
   row $kind p50_ms "p50 ms" 0
   row $kind tokens_per_s "tokens/s" 1
+  row $kind tokens_per_cpu_s "tokens per server CPU-s" 1
 done
+echo
+echo "tokens per server CPU-s divides the generated tokens by the user + system time of the server process"
+echo "during the load (from /proc): it does not depend on how much of the machine the server got."
+echo "Load averages during the runs: $(grep -o 'load_avg=[0-9.]*' "$log" | cut -d= -f2 | sort -g | sed -n '1p;$p' | paste -sd- -)"

@@ -154,7 +154,9 @@ func send(ctx context.Context, client *http.Client, o *options, i int) (result, 
 	if !o.stream {
 		var c struct {
 			Choices []struct{ Text string }
-			Usage   struct{ CompletionTokens int `json:"completion_tokens"` }
+			Usage   struct {
+				CompletionTokens int `json:"completion_tokens"`
+			}
 		}
 		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || len(c.Choices) != 1 {
 			return res, resp.StatusCode, fmt.Errorf("decoding the response: %v", err)
