@@ -9,17 +9,17 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// Batch generates for many callers at once on one model: a decoding loop
-// advances every running request by one token (or a chunk of its prompt)
-// per step, in forward passes over all their rows (a few requests' rows
-// per pass, the passes of a step spread over the processors), and
-// requests join and leave between steps. A request needs one row per
-// sample (or beam); one that finds too few free rows waits, in order of
-// arrival.
+// Batch generates for many callers at once on one model. Its requests run
+// in lanes, one per processor: a lane is a decoding loop that advances
+// every request it runs by one token (or a chunk of its prompt) per step,
+// in forward passes of a few requests' rows each, and requests join and
+// leave between steps. A request needs one row per sample (or beam); once
+// its rows are free, in order of arrival, it joins the lane with the
+// fewest rows in use. The lanes step independently, so a core taken away
+// by the operating system slows only its own lane's requests.
 //
 // Every request's completions are the bits Model.Generate or
 // Model.Complete gives for the same options alone, whatever else is in
@@ -32,44 +32,45 @@ import (
 type Batch struct {
 	m     *Model
 	rows  int
-	kv    *kvCache      // every row's cache slot
-	steps chan struct{} // capacity 1: there is work
+	kv    *kvCache // every row's cache slot
+	lanes []*lane
 
 	mu      sync.Mutex
 	waiting []*batchCall
-	running []*batchCall
 	free    []int // free rows (cache slots)
 	closed  bool
 	stats   BatchStats
-	done    chan struct{} // closed when the loop has ended
-
-	run   []*batchCall // the loop's copy of running, reused
-	ready []*batchCall // the step's requests to advance, reused
-	next  atomic.Int64 // the next of ready for a pass to claim
-	made  atomic.Int64 // the step's tokens
-	pass  []*passer    // pass[0] is the loop's own; the others run beside it
-	wg    sync.WaitGroup
 }
 
-// passer runs passes over the requests of a step: the loop itself and,
-// beside it, a goroutine per further processor, each with its own
-// activations and sampler (the cache is the batch's). A step's requests
-// are split into passes of about maxPassRows positions, which the
-// passers claim in turn: the passes of a step run on every core at once,
-// each small enough to stay in its core's cache, with no barrier inside
-// a pass. Which passer runs which request moves no bit.
-type passer struct {
+// lane is one decoding loop of a Batch: the requests it runs, and the
+// activations and sampler of its passes (the cache is the batch's).
+type lane struct {
+	b       *Batch
+	running []*batchCall  // b.mu
+	rows    int           // the rows its requests hold (b.mu)
+	kick    chan struct{} // capacity 1: there is work
+	done    chan struct{} // closed when the loop has ended
+
 	dec   *decoder
 	s     sampler
-	group []*batchCall
-	wake  chan struct{} // nil for the loop's; closed by Close
+	run   []*batchCall // the loop's copy of running
+	group []*batchCall // the requests of a pass
 }
 
 // MaxBatchRows is the largest number of rows a Batch may have.
 const MaxBatchRows = 1 << 12
 
+// maxLanes caps a Batch's lanes, which are GOMAXPROCS when it is made.
+const maxLanes = 8
+
+// maxPassRows is the most positions a lane puts in one pass before it
+// runs it (a request's own rows are never split): a pass that small stays
+// in its core's cache.
+const maxPassRows = 128
+
 // NewBatch returns a Batch of the given number of rows (cache slots) on
-// m, and starts its loop; Close stops it.
+// m, and starts its lanes (GOMAXPROCS of them, at most 8 and at most
+// rows); Close stops them.
 func NewBatch(m *Model, rows int) (*Batch, error) {
 	if rows < 1 || rows > MaxBatchRows {
 		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, MaxBatchRows)
@@ -77,28 +78,25 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
 	}
-	b := &Batch{m: m, rows: rows, kv: newKVCache(m.cfg, rows), steps: make(chan struct{}, 1), done: make(chan struct{})}
+	b := &Batch{m: m, rows: rows, kv: newKVCache(m.cfg, rows)}
 	for r := rows - 1; r >= 0; r-- {
 		b.free = append(b.free, r)
 	}
 	b.stats.RowsHist = make([]int64, rows+1)
-	for i := range min(runtime.GOMAXPROCS(0), rows, maxPassers) {
-		p := &passer{dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)}
-		if i > 0 {
-			p.wake = make(chan struct{})
-			go b.passes(p)
-		}
-		b.pass = append(b.pass, p)
+	for range min(runtime.GOMAXPROCS(0), rows, maxLanes) {
+		l := &lane{b: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
+			dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)}
+		b.lanes = append(b.lanes, l)
+		go l.loop()
 	}
-	go b.loop()
 	return b, nil
 }
 
 // BatchStats is a snapshot of a Batch's counters.
 type BatchStats struct {
-	Steps    int64         // steps run: each advances every running request once
+	Steps    int64         // steps run, every lane's: each advances its lane's requests once
 	Tokens   int64         // tokens generated (every sample's or beam's)
-	RowsHist []int64       // RowsHist[n]: steps that ran with n rows in use
+	RowsHist []int64       // RowsHist[n]: steps that ran with n of the batch's rows in use
 	Requests int64         // requests that ended
 	Waited   time.Duration // their total time waiting for rows
 	Running  int           // requests running now
@@ -112,7 +110,10 @@ func (b *Batch) Stats() BatchStats {
 	defer b.mu.Unlock()
 	s := b.stats
 	s.RowsHist = append([]int64(nil), b.stats.RowsHist...)
-	s.Running, s.Waiting, s.RowsUsed = len(b.running), len(b.waiting), b.rows-len(b.free)
+	for _, l := range b.lanes {
+		s.Running += len(l.running)
+	}
+	s.Waiting, s.RowsUsed = len(b.waiting), b.rows-len(b.free)
 	return s
 }
 
@@ -125,10 +126,11 @@ func (b *Batch) Close() {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
-	b.kick()
-	<-b.done
-	for _, p := range b.pass[1:] {
-		close(p.wake)
+	for _, l := range b.lanes {
+		l.signal()
+	}
+	for _, l := range b.lanes {
+		<-l.done
 	}
 }
 
@@ -149,7 +151,7 @@ func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts 
 	return b.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
 }
 
-// batchCall is a request in a Batch and what passes between the loop and
+// batchCall is a request in a Batch and what passes between its lane and
 // the caller: the chunks and steps to deliver, and the end.
 type batchCall struct {
 	r      *request
@@ -159,6 +161,7 @@ type batchCall struct {
 	step   Step
 	signal chan struct{} // capacity 1: events, or the end
 	since  time.Time     // when it was submitted
+	lane   *lane         // once admitted (b.mu)
 
 	mu        sync.Mutex
 	events    []batchEvent
@@ -186,7 +189,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	for i := range c.rows {
 		c.rows[i].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	}
-	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.pass[0].s, &c.step) // each pass sets its passer's
+	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.lanes[0].s, &c.step) // admission gives it its lane's
 	c.r.emit = c.enqueueChunk
 	if o.OnStep != nil {
 		c.r.onStep = c.enqueueStep
@@ -197,8 +200,8 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		return nil, ErrClosed
 	}
 	b.waiting = append(b.waiting, c)
+	b.admit()
 	b.mu.Unlock()
-	b.kick()
 	var events []batchEvent
 	over := false    // cancelled, or a callback failed: no more callbacks, as alone
 	var failed error // the callback's error, the call's even if the loop had ended the request
@@ -208,15 +211,15 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
 			over = true
-			b.kick()   // the loop may be waiting for paused callers
-			<-c.signal // the loop's acknowledgement: the rows are free
+			b.wake(c)
+			<-c.signal // the lane's acknowledgement: the rows are free
 		}
 		c.mu.Lock()
 		events, c.events = c.events, events[:0]
 		ended := c.ended
 		c.mu.Unlock()
 		if len(events) > maxBacklog {
-			b.kick() // the request was paused: it may go on
+			b.wake(c) // the request was paused: it may go on
 		}
 		for i := range events {
 			if over {
@@ -225,7 +228,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 			if err := c.deliver(&events[i], o); err != nil {
 				c.cancel(err)
 				over, failed = true, err
-				b.kick()
+				b.wake(c)
 			}
 		}
 		if ended {
@@ -300,129 +303,160 @@ func (c *batchCall) backlog() bool {
 	return len(c.events) > maxBacklog
 }
 
-func (b *Batch) kick() {
+// wake tells c's lane that c changed (cancelled, or caught up with its
+// events); a request still waiting is ended by admission if cancelled.
+func (b *Batch) wake(c *batchCall) {
+	b.mu.Lock()
+	l := c.lane
+	if l == nil {
+		b.admit()
+	}
+	b.mu.Unlock()
+	if l != nil {
+		l.signal()
+	}
+}
+
+func (l *lane) signal() {
 	select {
-	case b.steps <- struct{}{}:
+	case l.kick <- struct{}{}:
 	default:
 	}
 }
 
-// loop is the decoding loop: it admits waiting requests while rows are
-// free, runs a step over every running request, and hands each what it
-// produced, until the Batch is closed and idle.
-func (b *Batch) loop() {
-	defer close(b.done)
+// admit starts waiting requests, in order, while their rows are free,
+// each in the lane with the fewest rows in use, and ends the cancelled
+// ones. b.mu is held.
+func (b *Batch) admit() {
+	kept := b.waiting[:0]
+	for _, c := range b.waiting {
+		c.mu.Lock()
+		cancelled := c.cancelled != nil
+		c.mu.Unlock()
+		switch {
+		case cancelled:
+			b.end(c)
+			continue
+		case len(kept) > 0 || len(b.free) < c.need:
+			kept = append(kept, c) // behind the first that waits, in order
+			continue
+		}
+		c.slots = append(c.slots[:0], b.free[len(b.free)-c.need:]...)
+		b.free = b.free[:len(b.free)-c.need]
+		b.stats.Waited += time.Since(c.since)
+		l := b.lanes[0]
+		for _, x := range b.lanes[1:] {
+			if x.rows < l.rows {
+				l = x
+			}
+		}
+		c.lane, c.r.s = l, &l.s
+		c.r.start(c.slots)
+		l.running = append(l.running, c)
+		l.rows += c.need
+		l.signal()
+	}
+	clear(b.waiting[len(kept):])
+	b.waiting = kept
+}
+
+// loop is a lane's decoding loop: it runs a step over the lane's requests
+// and hands each what it produced, until the Batch is closed and idle.
+func (l *lane) loop() {
+	b := l.b
+	defer close(l.done)
 	holding := false // the model's read lock, held while requests run
 	for {
 		b.mu.Lock()
-		b.admit()
-		b.run = append(b.run[:0], b.running...)
-		run := b.run
-		idle := len(run) == 0
-		closed := b.closed && idle && len(b.waiting) == 0
+		l.run = append(l.run[:0], l.running...)
+		idle := len(l.run) == 0
+		exit := idle && b.closed && len(b.waiting) == 0
 		b.mu.Unlock()
 		if idle {
 			if holding {
 				b.m.use.RUnlock()
 				holding = false
 			}
-			if closed {
+			if exit {
 				return
 			}
-			<-b.steps
+			<-l.kick
 			continue
 		}
 		if !holding {
 			b.m.use.RLock()
 			holding = true
 		}
-		if !b.step(run) {
-			// Every running request is paused for its caller: wait for
-			// one to catch up (or be cancelled) or for a new one.
-			<-b.steps
+		if !l.step(l.run) {
+			// Every request of the lane is paused for its caller: wait
+			// for one to catch up (or be cancelled) or for a new one.
+			<-l.kick
 		}
 	}
 }
 
-// admit starts waiting requests, in order, while their rows are free.
-// b.mu is held.
-func (b *Batch) admit() {
-	for len(b.waiting) > 0 {
-		c := b.waiting[0]
-		c.mu.Lock()
-		cancelled := c.cancelled != nil
-		c.mu.Unlock()
-		if cancelled {
-			b.waiting = b.waiting[1:]
-			b.end(c)
-			continue
+// step advances the lane's requests once, in passes of about maxPassRows
+// positions, and ends those that are done or cancelled. It reports
+// whether any request moved: false when every one is paused for its
+// caller.
+func (l *lane) step(run []*batchCall) bool {
+	b, d := l.b, l.dec
+	moved, passed, tokens := false, false, 0
+	for i := 0; i < len(run); {
+		d.begin()
+		l.group = l.group[:0]
+		for ; i < len(run) && (len(l.group) == 0 || d.rows < maxPassRows); i++ {
+			c := run[i]
+			c.mu.Lock()
+			cancelled := c.cancelled
+			c.mu.Unlock()
+			switch {
+			case cancelled != nil:
+				c.r.stop(cancelled)
+				moved = true
+			case !c.backlog():
+				c.r.plan(d)
+				l.group = append(l.group, c)
+				moved = true
+			}
 		}
-		if len(b.free) < c.need {
-			return
+		if len(d.seqs) > 0 {
+			passed = true
+			d.run(b.m)
 		}
-		b.waiting = b.waiting[1:]
-		c.slots = append(c.slots[:0], b.free[len(b.free)-c.need:]...)
-		b.free = b.free[:len(b.free)-c.need]
-		b.stats.Waited += time.Since(c.since)
-		c.r.start(c.slots)
-		b.running = append(b.running, c)
+		for _, c := range l.group {
+			c.r.advance(d)
+			tokens += c.r.made
+		}
+		clear(l.group)
 	}
-}
-
-// step runs one pass over the running requests and ends those that are
-// done or cancelled. It reports whether any request moved: false when
-// every one is paused for its caller.
-func (b *Batch) step(run []*batchCall) bool {
-	moved := false
-	ready := b.ready[:0]
-	for _, c := range run {
-		c.mu.Lock()
-		cancelled := c.cancelled
-		c.mu.Unlock()
-		if cancelled != nil {
-			c.r.stop(cancelled)
-			moved = true
-			continue
-		}
-		if !c.backlog() {
-			ready = append(ready, c)
-			moved = true
-		}
-	}
-	b.ready = ready
-	b.next.Store(0)
-	b.made.Store(0)
-	passed := len(ready) > 0
-	helpers := min(len(b.pass), len(ready)) - 1
-	b.wg.Add(max(helpers, 0))
-	for _, p := range b.pass[1:max(1, helpers+1)] {
-		p.wake <- struct{}{}
-	}
-	b.claim(b.pass[0])
-	b.wg.Wait()
-	clear(b.ready)
-	tokens := int(b.made.Load())
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if passed {
 		b.stats.Steps++
 		b.stats.RowsHist[min(b.rows-len(b.free), len(b.stats.RowsHist)-1)]++
 	}
 	b.stats.Tokens += int64(tokens)
-	kept := b.running[:0]
-	for _, c := range b.running {
+	kept, ended := l.running[:0], false
+	for _, c := range l.running {
 		if c.r.done {
+			l.rows -= c.need
 			b.end(c)
+			ended = true
 			continue
 		}
 		kept = append(kept, c)
 	}
-	clear(b.running[len(kept):])
-	b.running = kept
-	b.mu.Unlock()
+	clear(l.running[len(kept):])
+	l.running = kept
+	if ended {
+		b.admit()
+	}
 	return moved
 }
 
-// end frees c's rows and tells its caller. b.mu is held.
+// end frees c's rows and tells its caller, and, once the batch is closed,
+// every lane (which may then stop). b.mu is held.
 func (b *Batch) end(c *batchCall) {
 	b.free = append(b.free, c.slots...)
 	c.slots = c.slots[:0]
@@ -431,53 +465,9 @@ func (b *Batch) end(c *batchCall) {
 	c.ended = true
 	c.mu.Unlock()
 	c.notify()
-}
-
-// passes is a helper passer's goroutine: it joins every step it is woken
-// for, until Close.
-func (b *Batch) passes(p *passer) {
-	for range p.wake {
-		b.claim(p)
-		b.wg.Done()
-	}
-}
-
-// maxPassRows is the most positions a passer puts in one pass before it
-// runs it (a request's own rows are never split): passes that small stay
-// in a core's cache, and a step's requests spread over the passers.
-const maxPassRows = 128
-
-// maxPassers caps the passers of a batch.
-const maxPassers = 8
-
-// claim runs passes over the step's ready requests until none is left:
-// it claims requests in turn, plans them into its pass up to maxPassRows
-// positions, runs the pass and advances them.
-func (b *Batch) claim(p *passer) {
-	d := p.dec
-	for {
-		d.begin()
-		p.group = p.group[:0]
-		for len(p.group) == 0 || d.rows < maxPassRows {
-			i := int(b.next.Add(1)) - 1
-			if i >= len(b.ready) {
-				break
-			}
-			c := b.ready[i]
-			c.r.s = &p.s
-			c.r.plan(d)
-			p.group = append(p.group, c)
+	if b.closed {
+		for _, l := range b.lanes {
+			l.signal()
 		}
-		if len(p.group) == 0 {
-			return
-		}
-		d.run(b.m)
-		made := 0
-		for _, c := range p.group {
-			c.r.advance(d)
-			made += c.r.made
-		}
-		b.made.Add(int64(made))
-		clear(p.group)
 	}
 }

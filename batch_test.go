@@ -73,8 +73,8 @@ func TestBatchMatchesSerial(t *testing.T) {
 		}
 		want[i], wantStream[i] = fmt.Sprint(res), s
 	}
-	// GOMAXPROCS sets the batch's passers: how a step's requests are
-	// split into passes, and run on how many goroutines.
+	// GOMAXPROCS sets the batch's lanes: which requests share a pass,
+	// and how many loops step at once.
 	for _, tc := range []struct{ rows, procs int }{{4, 1}, {8, 4}, {32, 2}, {32, 8}} {
 		rows := tc.rows
 		prev := runtime.GOMAXPROCS(tc.procs)
@@ -129,7 +129,7 @@ func TestBatchMatchesSerial(t *testing.T) {
 		if st.Requests != int64(n) || st.RowsUsed != 0 || st.Running != 0 || st.Waiting != 0 {
 			t.Errorf("rows %d: stats after every request ended: %+v", rows, st)
 		}
-		t.Logf("rows %d, %d passers: %d steps, %d tokens", rows, len(b.pass), st.Steps, st.Tokens)
+		t.Logf("rows %d, %d lanes: %d steps, %d tokens", rows, len(b.lanes), st.Steps, st.Tokens)
 		b.Close()
 		if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{}); !errors.Is(err, ErrClosed) {
 			t.Errorf("Complete on a closed batch: %v, want ErrClosed", err)

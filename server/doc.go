@@ -33,6 +33,30 @@
 // server, returned in the response's "seed" field and its Minigpt-Seed
 // header, so every response can be reproduced.
 //
+// # Continuous batching
+//
+// Each model generates through one minigpt.Batch of Limits.Slots rows:
+// a decoding loop advances every running request by one token per step
+// (a long prompt by chunks of 64 positions, beside the others), requests
+// join at the next step and leave when they finish, are cancelled, run
+// out of time or lose their client, and their rows free at once. A
+// request takes one row per sample (n) or beam (num_beams), its prompts
+// in turn; one that needs more rows than a batch has is refused with a
+// 400 naming n or num_beams. Every response is byte for byte the one the
+// same request gets alone (text, logprobs, trace, finish reasons, usage,
+// every event of a stream), whatever else is in the batch and whenever
+// it arrives, at any Limits.Slots and GOMAXPROCS: rows never mix in a
+// forward pass, and each output has one summation order.
+//
+// A request that finds too few free rows (or too little of the in-flight
+// budget) waits in a bounded queue, served in arrival order: it starts
+// as soon as its rows and bytes are free unless a request that came
+// before it still waits for the same model's rows or for bytes it would
+// take, so nothing that arrived later delays it. A full queue, or a wait
+// over Limits.QueueTimeout, is a 429 with Retry-After. A stream's events
+// are written on its request's own goroutine: a client that reads slowly
+// slows only its own request, which pauses once 4096 events wait for it.
+//
 // # Doors
 //
 // Before the mux routes a request, wrappers (each a
@@ -68,7 +92,7 @@
 // Errors are OpenAI's error objects with the matching status (400 naming
 // the parameter and its value, 401, 403, 404, 405, 413, 415, 429 with
 // Retry-After, 503 while draining). Work is bounded (Limits): a fixed
-// number of generation slots, a bounded queue, caps on the body,
+// number of batch rows per model, a bounded queue, caps on the body,
 // max_tokens, the prompt and the number of choices, and on each request's
 // size: an upper bound, computed from its fields before it runs, on its
 // response's content,
@@ -90,7 +114,7 @@
 // gets the same 400 streamed or not. Once a stream has begun, a later
 // failure is its last event, before "data: [DONE]".
 //
-// A client that disconnects frees its slot at once; one that stops
+// A client that disconnects frees its rows at once; one that stops
 // reading loses its request after Limits.WriteTimeout. A generation ends
 // at Limits.RequestTimeout with finish_reason "length" as far as it got,
 // and its response must be written within WriteTimeout more.
@@ -102,6 +126,34 @@
 // Close, every generation still running ends as the request timeout ends
 // it (finish_reason "length", its usage, "data: [DONE]") and queued ones
 // get 503. Keep the listener open until Shutdown returns, then shut the
-// http.Server down, so that no request meets a closed connection. The
-// package uses only the standard library.
+// http.Server down, so that no request meets a closed connection. Once
+// idle, Shutdown and Close stop the models' batches.
+//
+// # Metrics
+//
+// GET /metrics writes Prometheus' text format (version 0.0.4):
+//
+//	minigpt_http_requests_total{path,code}       counter    requests by route and status
+//	minigpt_completion_duration_seconds          histogram  a completion's latency, arrival to last byte
+//	minigpt_queue_wait_seconds                   histogram  an admitted completion's wait for its rows and bytes
+//	minigpt_time_to_first_token_seconds          histogram  arrival to its first generated token released
+//	minigpt_generated_tokens_total{model}        counter    completion tokens returned (a prompt's, once it ends)
+//	minigpt_prompt_tokens_total{model}           counter    prompt tokens processed
+//	minigpt_generations_cancelled_total          counter    generations whose client went away or stopped reading
+//	minigpt_batch_tokens_total{model}            counter    tokens the batch generated, every sample's and beam's, at each step
+//	minigpt_batch_steps_total{model}             counter    the batch's steps
+//	minigpt_batch_rows{model}                    histogram  rows in use at each step: the batch size
+//	minigpt_batch_rows_busy{model}               gauge      rows in use now
+//	minigpt_slots, minigpt_slots_busy            gauge      rows per model (Limits.Slots); rows taken by admitted requests
+//	minigpt_queue_depth, minigpt_queue_capacity  gauge      requests waiting; the most that may wait
+//	minigpt_inflight_bytes, ..._budget_bytes     gauge      size bounds of the requests in flight; their budget
+//
+// Generated tokens per second is rate(minigpt_batch_tokens_total[1m]),
+// which moves at every step (minigpt_generated_tokens_total counts a
+// prompt's tokens when it ends); the mean batch size is
+// rate(minigpt_batch_rows_sum[1m]) / rate(minigpt_batch_rows_count[1m]).
+// The latency histograms' bounds are in seconds, the batch size's in
+// rows (the powers of two below Limits.Slots, and Limits.Slots).
+//
+// The package uses only the standard library.
 package server

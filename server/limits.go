@@ -45,7 +45,7 @@ type Limits struct {
 	MaxResponseBytes int64
 	// MaxInFlightBytes caps the sizes of the requests admitted at once
 	// (generating, or writing a response): a request that would exceed it
-	// waits in the queue as for a slot. It bounds the memory the server
+	// waits in the queue as for rows. It bounds the memory the server
 	// holds for responses, whatever the clients do. It must be at least
 	// MaxResponseBytes.
 	MaxInFlightBytes int64

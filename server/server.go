@@ -78,7 +78,7 @@ type Server struct {
 	closed sync.Once     // the engines' batches are stopped
 
 	// Test hooks, nil outside tests: generationStart is called when a
-	// request has its slot, before it generates (a test can hold the slot
+	// request has its rows, before it generates (a test can hold them
 	// there); generationDone when its generation returns, with its error.
 	generationStart func(context.Context)
 	generationDone  func(error)
