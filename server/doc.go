@@ -36,10 +36,11 @@
 // # Continuous batching
 //
 // Each model generates through one minigpt.Batch of Limits.Slots rows:
-// a decoding loop advances every running request by one token per step
-// (a long prompt by chunks of 64 positions, beside the others), requests
-// join at the next step and leave when they finish, are cancelled, run
-// out of time or lose their client, and their rows free at once. A
+// its decoding loops (one per processor) advance every running request by
+// one token per step (a long prompt by chunks of 64 positions, beside the
+// others) in forward passes over several requests' rows, requests join
+// at the next step and leave when they finish, are cancelled, run out of
+// time or lose their client, and their rows free at once. A
 // request takes one row per sample (n) or beam (num_beams), its prompts
 // in turn; one that needs more rows than a batch has is refused with a
 // 400 naming n or num_beams. Every response is byte for byte the one the

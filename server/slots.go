@@ -173,13 +173,6 @@ func (s *slots) state() (busy, queued int, used int64) {
 	return busy, len(s.waiting), s.used
 }
 
-// busyRows returns the rows taken of model's batch.
-func (s *slots) busyRows(model int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rows - s.free[model]
-}
-
 func (s *slots) busy() int {
 	b, _, _ := s.state()
 	return b

@@ -1,5 +1,7 @@
 package main
 
+// serveload against an in-process server.
+
 import (
 	"bytes"
 	"net/http/httptest"
