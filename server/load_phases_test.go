@@ -18,16 +18,16 @@ import (
 )
 
 // largest sends requests as large as the default size limit allows (an
-// 18.8 MB response each) two at a time, as many slots as there are: two
-// that are read, then two that are never read, and reports the server's
-// peak RSS: the in-flight budget, not the requests, bounds it.
+// 18.8 MB response each) two at a time, as many as the batch has rows
+// for: two that are read, then two that are never read, and reports the
+// server's peak RSS: the in-flight budget, not the requests, bounds it.
 func largest(t *testing.T, lt *loadTarget, post func(context.Context, string) (*http.Response, error)) {
-	body := fmt.Sprintf(`{"prompt":%q,"echo":true,"logprobs":20,"n":3,"max_tokens":4096,"seed":7}`, strings.Repeat("the ", 2048))
+	body := fmt.Sprintf(`{"prompt":%q,"echo":true,"logprobs":20,"n":%d,"max_tokens":4096,"seed":7}`, strings.Repeat("the ", 2048), loadN)
 	before, _ := lt.peakRSS()
 	start := time.Now()
 	var wg sync.WaitGroup
 	var read atomic.Int64
-	for range loadSlots {
+	for range loadRequests {
 		wg.Go(func() {
 			resp, err := post(context.Background(), body)
 			if err != nil {
@@ -44,7 +44,7 @@ func largest(t *testing.T, lt *loadTarget, post func(context.Context, string) (*
 	}
 	wg.Wait()
 	var unread []net.Conn
-	for range loadSlots {
+	for range loadRequests {
 		c, err := net.Dial("tcp", strings.TrimPrefix(lt.url, "http://"))
 		if err != nil {
 			t.Fatal(err)
@@ -72,18 +72,18 @@ func largest(t *testing.T, lt *loadTarget, post func(context.Context, string) (*
 		return
 	}
 	t.Logf("load: %d requests of 18.8 MB (%d MB read), then %d never read, in %v: peak RSS %d MB before, %d MB after",
-		loadSlots, read.Load()>>20, loadSlots, time.Since(start).Round(time.Millisecond), before>>20, after>>20)
+		loadRequests, read.Load()>>20, loadRequests, time.Since(start).Round(time.Millisecond), before>>20, after>>20)
 	if after > 384<<20 {
 		t.Errorf("peak RSS %d MB", after>>20)
 	}
 }
 
-// drainAtDeadline signals the server to stop while two long requests run
-// and a third waits for a slot: a request on an idle keep-alive
-// connection gets 503 during the drain, and at the drain deadline the
-// running requests end as the request timeout ends them (finish_reason,
-// usage, [DONE]) and the queued one is refused (503, or 429 if its queue
-// wait ends first).
+// drainAtDeadline signals the server to stop while two long requests of
+// loadN samples run, taking every row, and a third waits: a request on an
+// idle keep-alive connection gets 503 during the drain, and at the drain
+// deadline the running requests end as the request timeout ends them
+// (finish_reason, usage, [DONE]) and the queued one is refused (503, or
+// 429 if its queue wait ends first).
 func drainAtDeadline(t *testing.T, lt *loadTarget) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -103,8 +103,8 @@ func drainAtDeadline(t *testing.T, lt *loadTarget) {
 		at     time.Duration
 	}
 	bodies := []string{
-		fmt.Sprintf(`{"prompt":"the ","max_tokens":%d,"stream":true,"stream_options":{"include_usage":true},"seed":1}`, loadMaxTokens),
-		fmt.Sprintf(`{"prompt":"the ","max_tokens":%d,"seed":2}`, loadMaxTokens),
+		fmt.Sprintf(`{"prompt":"the ","max_tokens":%d,"n":%d,"stream":true,"stream_options":{"include_usage":true},"seed":1}`, loadMaxTokens, loadN),
+		fmt.Sprintf(`{"prompt":"the ","max_tokens":%d,"n":%d,"seed":2}`, loadMaxTokens, loadN),
 		fmt.Sprintf(`{"prompt":"the ","max_tokens":%d,"seed":3}`, loadMaxTokens),
 	}
 	results := make([]chan result, len(bodies))
@@ -121,10 +121,10 @@ func drainAtDeadline(t *testing.T, lt *loadTarget) {
 			resp.Body.Close()
 			results[i] <- result{resp.StatusCode, body, err, time.Since(time.Unix(0, signalled.Load()))}
 		}()
-		want := min(i+1, loadSlots)
+		running := min(i+1, loadRequests)
 		waitFor(t, "the long requests to start", func() bool {
 			b, q, _ := lt.state(t)
-			return b == want && q == i+1-want
+			return b == running*loadN && q == i+1-running
 		})
 	}
 	rss, rssOK := lt.peakRSS()
@@ -173,12 +173,20 @@ func drainAtDeadline(t *testing.T, lt *loadTarget) {
 			}
 		default:
 			var c completionJSON
-			if err := json.Unmarshal(r.body, &c); err != nil || *c.Choices[0].FinishReason != "length" || c.Usage.CompletionTokens != len(c.Choices[0].Text) {
+			err := json.Unmarshal(r.body, &c)
+			chars := 0
+			for _, ch := range c.Choices {
+				chars += len(ch.Text)
+				if ch.FinishReason == nil || *ch.FinishReason != "length" {
+					err = fmt.Errorf("choice %d has no finish_reason length", ch.Index)
+				}
+			}
+			if err != nil || len(c.Choices) != loadN || c.Usage.CompletionTokens != chars {
 				t.Errorf("non-streaming response at the drain deadline: %v %.200s", err, r.body)
 			}
 		}
 	}
-	msg := fmt.Sprintf("load: SIGTERM with %d requests running and 1 queued: idle keep-alive connection answered 503, running requests ended at the %v drain deadline with finish_reason, usage and [DONE], the queued one %d", loadSlots, lt.drain, queued)
+	msg := fmt.Sprintf("load: SIGTERM with %d requests of %d samples running and 1 queued: idle keep-alive connection answered 503, running requests ended at the %v drain deadline with finish_reason, usage and [DONE], the queued one %d", loadRequests, loadN, lt.drain, queued)
 	if rssOK {
 		msg += fmt.Sprintf("; peak RSS before the signal %d MB", rss>>20)
 	}

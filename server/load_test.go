@@ -33,9 +33,12 @@ var (
 )
 
 // The server the load test runs against: e2e.sh starts cmd/serve with
-// these limits, and an in-process server gets them too.
+// these limits, and an in-process server gets them too. Its batch has
+// room for loadRequests requests of loadN samples at once.
 const (
-	loadSlots        = 2
+	loadN            = 3
+	loadRequests     = 2
+	loadRows         = loadN * loadRequests
 	loadQueue        = 8
 	loadQueueTimeout = 2 * time.Second
 	loadWriteTimeout = time.Second
@@ -51,7 +54,7 @@ type loadTarget struct {
 	drain time.Duration
 }
 
-// state returns the busy slots, the queued requests and the bytes in
+// state returns the busy rows, the queued requests and the bytes in
 // flight, from the server itself or from its /metrics.
 func (lt *loadTarget) state(t *testing.T) (busy, queued int, inflight int64) {
 	if lt.srv != nil {
@@ -119,7 +122,7 @@ func (lt *loadTarget) terminate(t *testing.T) {
 // TestLoad sends a bounded burst of mixed requests to a server on
 // loopback: streaming and not, some clients disconnecting early, some
 // never reading their stream, requests as large as the size limit allows
-// and one above it, more clients than slots plus queue so that some get
+// and one above it, more clients than rows plus queue so that some get
 // 429. Every request must end in success, 429 or the size refusal,
 // seeded requests must keep their serial text, the clients that never
 // read must not hold a slot, memory must stay bounded and no goroutine
@@ -139,7 +142,7 @@ func TestLoad(t *testing.T) {
 	lt := &loadTarget{url: *loadURL, pid: *loadPID, drain: *loadDrain}
 	if lt.url == "" {
 		s, ts := newSmallBufferServer(t, func(c *Config) {
-			c.Limits = Limits{Slots: loadSlots, Queue: loadQueue, QueueTimeout: loadQueueTimeout,
+			c.Limits = Limits{Slots: loadRows, Queue: loadQueue, QueueTimeout: loadQueueTimeout,
 				WriteTimeout: loadWriteTimeout, MaxTokens: loadMaxTokens}
 		})
 		lt.url, lt.srv, lt.drain = ts.URL, s, time.Second
@@ -333,7 +336,7 @@ func TestLoad(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the load: %d slots busy, %d queued, %d bytes in flight, with %d clients that never read still connected", b, q, f, stallers)
+			t.Fatalf("after the load: %d rows busy, %d queued, %d bytes in flight, with %d clients that never read still connected", b, q, f, stallers)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -54,8 +54,8 @@ start_serve() {
 go build -o "$work/serve" ./cmd/serve
 
 echo "== load test (Go client, cmd/serve on loopback): 500 requests from 32 clients, clients that never read, SIGTERM at the drain deadline"
-# The limits TestLoad expects (its load* constants).
-start_serve "$work/load.out" "$work/load.err" -slots 2 -queue 8 -queue-timeout 2s -write-timeout 1s -max-tokens 100000 -drain-timeout 2s
+# The limits TestLoad expects (its load* constants: loadRows rows).
+start_serve "$work/load.out" "$work/load.err" -slots 6 -queue 8 -queue-timeout 2s -write-timeout 1s -max-tokens 100000 -drain-timeout 2s
 load_pid=$started_pid load_url=$started_url
 if [ -z "$load_url" ]; then echo "cmd/serve did not start:"; cat "$work/load.err"; exit 1; fi
 if ! go test ./server -run '^TestLoad$' -count=1 -v -load -load-url "$load_url" -load-pid "$load_pid" -load-drain 2s >"$work/load.txt" 2>&1; then
