@@ -48,7 +48,7 @@ var (
 const MaxVocabSize = utf8.MaxRune + 1
 
 // Vocab maps characters (runes) to token ids 0..Size()-1 in sorted order,
-// like the seed's sorted(set(text)).
+// like the lessons' sorted(set(text)).
 type Vocab struct {
 	chars []rune       // id -> character, ascending
 	index map[rune]int // character -> id

@@ -216,7 +216,7 @@ func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
 	return c.Model, c.Vocab, nil
 }
 
-// compare prints the seed's Stage 3 table: one prompt through five
+// compare prints the sampling lesson's comparison table: one prompt through five
 // settings, each sampled line with its own generator seeded from seed.
 func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt string, n int, seed uint64, stdout io.Writer) error {
 	rows := []struct {
