@@ -141,8 +141,8 @@ type batchEvent struct {
 }
 
 // maxBacklog is how many undelivered events pause a request: the loop
-// does not advance it until its caller catches up.
-const maxBacklog = 4096
+// does not advance it until its caller catches up. Tests lower it.
+var maxBacklog = 4096
 
 func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
 	R := rowsOf(o)
@@ -173,7 +173,10 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		case <-c.signal:
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
-			<-c.signal // the loop's acknowledgement: the rows are free
+			b.kick()
+			for !c.isEnded() {
+				<-c.signal // the loop's acknowledgement: the rows are free
+			}
 		}
 		c.mu.Lock()
 		events, c.events = c.events, events[:0]
@@ -184,6 +187,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 				c.cancel(err)
 			}
 		}
+		b.kick() // a paused request may go on, a cancelled one end
 		if ended {
 			break
 		}
@@ -239,6 +243,13 @@ func (c *batchCall) enqueueStep(s *Step) error {
 	return nil
 }
 
+// isEnded reports whether the loop has ended c.
+func (c *batchCall) isEnded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
+}
+
 func (c *batchCall) notify() {
 	select {
 	case c.signal <- struct{}{}:
@@ -289,7 +300,12 @@ func (b *Batch) loop() {
 			b.m.use.RLock()
 			holding = true
 		}
-		b.step(run)
+		if !b.step(run) {
+			// Every running request is paused (its caller behind) and
+			// nothing changed: wait for a caller to catch up, cancel, or a
+			// new request, instead of spinning.
+			<-b.steps
+		}
 	}
 }
 
@@ -319,8 +335,8 @@ func (b *Batch) admit() {
 }
 
 // step runs one pass over the running requests and ends those that are
-// done or cancelled.
-func (b *Batch) step(run []*batchCall) {
+// done or cancelled; it reports whether anything happened.
+func (b *Batch) step(run []*batchCall) bool {
 	d := b.dec
 	d.begin()
 	for _, c := range run {
@@ -334,6 +350,9 @@ func (b *Batch) step(run []*batchCall) {
 		if !c.backlog() {
 			c.r.plan(d)
 		}
+	}
+	if d.rows == 0 && !anyDone(run) {
+		return false
 	}
 	d.run(b.m)
 	tokens := 0
@@ -356,6 +375,18 @@ func (b *Batch) step(run []*batchCall) {
 	clear(b.running[len(kept):])
 	b.running = kept
 	b.mu.Unlock()
+	return true
+}
+
+// anyDone reports whether a request of run is done (cancelled, say): the
+// step must end it even if no row runs.
+func anyDone(run []*batchCall) bool {
+	for _, c := range run {
+		if c.r.done {
+			return true
+		}
+	}
+	return false
 }
 
 // end frees c's rows and tells its caller. b.mu is held.

@@ -152,3 +152,53 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchPausedCallerDoesNotSpin: a caller that stops taking its
+// chunks pauses its request once the backlog is full, and then the loop
+// waits instead of spinning (before, a batch whose only request was
+// paused ran empty steps as fast as it could); once the caller catches
+// up the request finishes with its serial result.
+func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
+	saved := maxBacklog
+	maxBacklog = 4
+	t.Cleanup(func() { maxBacklog = saved })
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}}
+	want, err := m.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu time.Duration
+	first := true
+	o.Stream = func(*Chunk) error {
+		if first {
+			first = false
+			time.Sleep(100 * time.Millisecond) // let the backlog fill and the request pause
+			c0, ok0 := processCPUTime()
+			time.Sleep(400 * time.Millisecond)
+			c1, ok1 := processCPUTime()
+			if ok0 && ok1 {
+				cpu = c1 - c0
+			}
+		}
+		return nil
+	}
+	got, err := b.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the pause: %v, alone %v", got, want)
+	}
+	if cpu > 200*time.Millisecond {
+		t.Errorf("the process used %v of CPU in 400 ms while its only request was paused: the loop spins", cpu)
+	}
+}
