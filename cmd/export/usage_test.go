@@ -49,7 +49,7 @@ func TestFlagTableInDocs(t *testing.T) {
 	}
 	var o options
 	if err := command.CheckFlagTable(string(doc), newFlagSet(&o)); err != nil {
-		t.Error("docs/interop.md: ", err)
+		t.Errorf("docs/interop.md: %v", err)
 	}
 }
 

@@ -102,6 +102,6 @@ func TestFlagTableInDocs(t *testing.T) {
 	}
 	var o options
 	if err := command.CheckFlagTable(string(doc), newFlagSet(&o)); err != nil {
-		t.Error("docs/sampling.md: ", err)
+		t.Errorf("docs/sampling.md: %v", err)
 	}
 }

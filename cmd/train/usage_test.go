@@ -83,7 +83,7 @@ func TestFlagTableInDocs(t *testing.T) {
 	doc := string(b)
 	var o options
 	if err := command.CheckFlagTable(doc, newFlagSet(&o)); err != nil {
-		t.Error("docs/training.md: ", err)
+		t.Errorf("docs/training.md: %v", err)
 	}
 	for _, p := range presets {
 		var want strings.Builder
