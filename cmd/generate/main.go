@@ -82,7 +82,7 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
 	err := generate(ctx, args, out, errOut)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, cli.ErrVersion) {
 		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
 			return fmt.Errorf("writing the output: %w", werr)
 		}

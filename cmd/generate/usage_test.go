@@ -91,6 +91,9 @@ func TestVersion(t *testing.T) {
 	if code != 0 || out != cli.Version("generate")+"\n" || errOut != "" {
 		t.Fatalf("-version: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	if code := exitCode(run(context.Background(), []string{"-version"}, brokenWriter{}, &bytes.Buffer{}), &bytes.Buffer{}); code != 1 {
+		t.Errorf("-version to an unwritable output: exit %d, want 1", code)
+	}
 }
 
 // docs/sampling.md's flag table is the flag set's: names, defaults and

@@ -78,12 +78,12 @@ func Main(name string, run func(ctx context.Context, args []string, stdout, stde
 }
 
 // ExitCode reports err on stderr, prefixed with the command's name, and
-// returns the exit status: 0 for nil or -h, 2 for a UsageError, 130 for an
+// returns the exit status: 0 for nil, -h or -version, 2 for a UsageError, 130 for an
 // interruption, 1 otherwise.
 func ExitCode(name string, err error, stderr io.Writer) int {
 	var ue UsageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp), errors.Is(err, ErrVersion):
 		return ExitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "%s: %v (run '%s -h' for usage)\n", name, err, name)
@@ -104,8 +104,9 @@ func ExitCode(name string, err error, stderr io.Writer) int {
 // is discarded here), after adding -version to it, for a command whose
 // -h lists its flags alphabetically (Command.Parse groups them). On -h it
 // writes "Usage: <name> [flags]", the summary and the flag defaults to
-// stdout, on -version the version line (Version), and either way returns
-// flag.ErrHelp, which ExitCode maps to status 0. A parse error or a
+// stdout and returns flag.ErrHelp; on -version it writes the version line
+// (Version) and returns ErrVersion. ExitCode maps both to status 0. A
+// parse error or a
 // positional argument is a UsageError. It returns the set of flags given
 // explicitly.
 func Parse(fs *flag.FlagSet, args []string, summary string, stdout io.Writer) (map[string]bool, error) {

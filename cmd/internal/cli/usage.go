@@ -118,13 +118,19 @@ func (c *Command) Check(fs *flag.FlagSet) error {
 // versionFlag is the flag Parse adds to every command.
 const versionFlag = "version"
 
+// ErrVersion is what Parse returns after -version has printed the
+// version line: the command does nothing else, and ExitCode maps it to
+// status 0. It is not flag.ErrHelp, so that a command which adds text to
+// -h does not add it to -version.
+var ErrVersion = errors.New("version printed")
+
 // Parse parses args with fs (made with flag.ContinueOnError; its output
 // is discarded here), after adding -version to it. On -h it writes the
-// usage (see Usage) to stdout, and on -version the version line (see
-// Version); either way it returns flag.ErrHelp, which ExitCode maps to
-// status 0: the command has printed what was asked for and does nothing
-// else. A parse error or a positional argument is a UsageError. It
-// returns the set of flags given explicitly.
+// usage (see Usage) to stdout and returns flag.ErrHelp; on -version it
+// writes the version line (see Version) and returns ErrVersion. ExitCode
+// maps both to status 0: the command has printed what was asked for and
+// does nothing else. A parse error or a positional argument is a
+// UsageError. It returns the set of flags given explicitly.
 func (c *Command) Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (map[string]bool, error) {
 	return c.parse(fs, args, stdout, c.Usage)
 }
@@ -144,7 +150,7 @@ func (c *Command) parse(fs *flag.FlagSet, args []string, stdout io.Writer, usage
 	}
 	if version {
 		fmt.Fprintln(stdout, Version(c.Name))
-		return nil, flag.ErrHelp
+		return nil, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return nil, Usagef("unexpected argument %q (flags only)", fs.Arg(0))

@@ -115,8 +115,8 @@ func TestParseVersion(t *testing.T) {
 		_, fs := testCommand()
 		var out bytes.Buffer
 		err := parse(fs, []string{"-n", "3", "-version"}, &out)
-		if !errors.Is(err, flag.ErrHelp) || ExitCode("cmd", err, &bytes.Buffer{}) != 0 {
-			t.Errorf("-version: %v, want flag.ErrHelp (status 0)", err)
+		if !errors.Is(err, ErrVersion) || errors.Is(err, flag.ErrHelp) || ExitCode("cmd", err, &bytes.Buffer{}) != 0 {
+			t.Errorf("-version: %v, want ErrVersion, not flag.ErrHelp (status 0)", err)
 		}
 		if got := strings.TrimSuffix(out.String(), "\n"); got != Version("cmd") || !strings.HasPrefix(got, "cmd: ") {
 			t.Errorf("-version printed %q, want %q", out.String(), Version("cmd"))
