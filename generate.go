@@ -32,8 +32,8 @@ import (
 // penalty, no-repeat n-gram, bias) before the temperature warper, so its
 // repetition penalty acts on unscaled logits; llama.cpp's default chain
 // is bias, penalties, top-k, top-p, min-p and only then temperature, so
-// its filters see the distribution at temperature 1. See the README's
-// "Generating text".
+// its filters see the distribution at temperature 1. The repository's
+// docs/sampling.md explains each stage.
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); generation
 	// ends earlier only at a stop string or on cancellation.

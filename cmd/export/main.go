@@ -15,7 +15,7 @@
 //
 // Everything is checked before anything is written: an existing file is
 // replaced only with -force, and a device, FIFO, socket, symbolic link or
-// directory never. Exit status (cli.ExitRule): 0 done; 2 refused before
+// directory never. Exit status (usage.go words it for -h): 0 done; 2 refused before
 // any work (a flag, the -model file, an output that may not be written,
 // a weight beyond float32 with -dtype F32), nothing written; 1 failed
 // while writing.
@@ -40,9 +40,6 @@ func main() { cli.Main("export", run) }
 // cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("export", err, stderr) }
 
-const summary = `Writes a minigpt checkpoint (default: the embedded Lantern Bay model) as a
-safetensors file for PyTorch: docs/interop.md.`
-
 type options struct {
 	model, out, dtype    string
 	logits, logitsPrompt string
@@ -63,7 +60,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
+	set, err := command.Parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@
 // refusal names the tensor or key and what is wrong. F64 weights come in
 // bit for bit; F32 ones are widened exactly. An existing -out is replaced
 // only with -force, and a device, FIFO, socket, symbolic link or
-// directory never. Exit status (cli.ExitRule): 0 done; 2 refused before
+// directory never. Exit status (usage.go words it for -h): 0 done; 2 refused before
 // any work (a flag, the -in file, an output that may not be written),
 // nothing written; 1 failed while writing.
 package main
@@ -34,10 +34,6 @@ func main() { cli.Main("import", run) }
 // cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("import", err, stderr) }
 
-const summary = `Turns a minigpt safetensors file (from export or python/train_ddp.py) into a
-weights-only checkpoint for generate, serve and train -init-from:
-docs/interop.md.`
-
 type options struct {
 	in, out string
 	force   bool
@@ -54,7 +50,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if _, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout); err != nil {
+	if _, err := command.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {

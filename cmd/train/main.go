@@ -17,13 +17,14 @@
 // only with -force, or when it is the -resume file the run continues; a
 // device, FIFO, socket, symbolic link or directory never.
 //
-// Exit status (cli.ExitRule): 0 done; 2 refused before any work, nothing
-// written; 1 failed after training began (divergence, a failed save);
-// 130 interrupted (the checkpoint written if a step was taken).
+// Exit status: 0 done; 2 refused before any work, nothing written; 1
+// failed after training began (divergence, a failed save); 130
+// interrupted (the checkpoint written if a step was taken). -h lists the
+// flags by purpose, and -version says what the binary was built from.
 //
-// The files: flags.go (flags, presets and their checks), main.go (the
-// run), outputs.go (what the run writes), report.go (progress), plot.go
-// (the -plot SVG).
+// The files: flags.go (flags, presets and their checks), usage.go (-h),
+// main.go (the run), outputs.go (what the run writes), report.go
+// (progress), plot.go (the -plot SVG).
 package main
 
 import (
