@@ -9,7 +9,7 @@ import (
 )
 
 // golden is testdata/golden_tiny.json, written by testdata/golden_gen.py
-// from the seed's NumPy reference: an independent computation of the same
+// from the lessons' NumPy reference: an independent computation of the same
 // function (with BLAS summation orders), so agreement is checked to a
 // tolerance, not bits.
 type golden struct {
