@@ -343,7 +343,9 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 			}
 			tj.Candidates = append(tj.Candidates, cj)
 		}
-		tj.Attention = nestAttention(st, e.model.Config())
+		if sp.attention > 0 {
+			tj.Attention = nestAttention(st, e.model.Config())
+		}
 		t.trace = tj
 	}
 }
