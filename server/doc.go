@@ -102,7 +102,8 @@
 //
 // where a character costs 8 bytes of text, plus 48 + 34 × (logprobs+1)
 // with logprobs, plus a trace step of at most trace+1 candidates over
-// every stage with trace (size.go has the constants). A request above
+// every stage with trace, and of layers × heads × block size weights
+// with trace_attention (size.go has the constants). A request above
 // Limits.MaxResponseBytes is refused with a 400 that names n, max_tokens,
 // logprobs, echo and trace; requests whose sizes together exceed
 // Limits.MaxInFlightBytes wait in the queue, which bounds the memory the

@@ -469,11 +469,11 @@ func TestShutdownDuringJob(t *testing.T) {
 	}
 }
 
-// TestCompletionsWhileJobRuns: completions are answered while a job
+// TestConcurrentCompletionsWhileJobRuns: completions are answered while a job
 // trains, with the text they have without it; and while a completion is
 // in progress the job does not take a step (the one it is in may end), so
 // the slots keep the processors.
-func TestCompletionsWhileJobRuns(t *testing.T) {
+func TestConcurrentCompletionsWhileJobRuns(t *testing.T) {
 	_, quiet := newTestServer(t, nil)
 	want := text(t, quiet, `{"prompt":"the ","max_tokens":50,"seed":3}`)
 
