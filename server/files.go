@@ -166,7 +166,7 @@ func (js *jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, [
 				return "", nil, uploadReadError(err, limit)
 			}
 			if int64(len(b)) > limit {
-				return "", nil, fileTooLarge(limit)
+				return "", nil, fileTooLarge("file", limit)
 			}
 			name, raw, gotFile = p.FileName(), b, true
 		default:
@@ -211,7 +211,7 @@ func (js *jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, 
 		return "", nil, badParam("content", "missing_parameter", "content is required: the training text")
 	}
 	if int64(len(content)) > limit {
-		return "", nil, fileTooLarge(limit)
+		return "", nil, fileTooLarge("content", limit)
 	}
 	if name == "" {
 		name = "upload.txt"
@@ -226,14 +226,15 @@ func checkPurpose(p string) *apiError {
 	return nil
 }
 
-func fileTooLarge(limit int64) *apiError {
-	return errorWithStatus(http.StatusRequestEntityTooLarge, "invalid_request_error", "file_too_large",
-		"the file is larger than this server's limit of %d bytes for a training text", limit)
+// fileTooLarge is the 400 of a training text above MaxFileBytes, naming
+// the field that holds it.
+func fileTooLarge(param string, limit int64) *apiError {
+	return badParam(param, "file_too_large", "the %s is larger than this server's limit of %d bytes for a training text", param, limit)
 }
 
 func uploadReadError(err error, limit int64) *apiError {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return fileTooLarge(limit)
+		return fileTooLarge("file", limit)
 	}
 	return badParam("file", "invalid_multipart", "reading the multipart form: %v", err)
 }

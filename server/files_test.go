@@ -138,7 +138,7 @@ func TestUploadRefusals(t *testing.T) {
 		{"purpose", "assistants", "a.txt", "the lamp", 400, "purpose", "invalid_value", `purpose "assistants" is not supported`},
 		{"no purpose", "", "a.txt", "the lamp", 400, "purpose", "invalid_value", `purpose ""`},
 		{"no file", "fine-tune", "", "", 400, "file", "missing_parameter", "file is required"},
-		{"too large", "fine-tune", "a.txt", strings.Repeat("a", 101), 413, "", "file_too_large", "limit of 100 bytes"},
+		{"too large", "fine-tune", "a.txt", strings.Repeat("a", 101), 400, "file", "file_too_large", "the file is larger than this server's limit of 100 bytes"},
 		{"not UTF-8", "fine-tune", "a.txt", "the\nla\xffmp", 400, "file", "invalid_text", "byte offset 6 (line 2)"},
 		{"empty", "fine-tune", "a.txt", " \n", 400, "file", "invalid_text", "empty"},
 		{"bad JSONL line", "fine-tune", "a.jsonl", `{"prompt":"a"}` + "\n" + `nope`, 400, "file", "invalid_jsonl", "line 2 is not a JSON object"},
@@ -162,7 +162,7 @@ func TestUploadRefusals(t *testing.T) {
 		`{"purpose":"fine-tune","content":"a","extra":1}`:                      `unknown parameter "extra"`,
 		`{"purpose":"fine-tune","content":3}`:                                  "content must be a string",
 		`{"purpose":"batch","content":"the lamp"}`:                             `purpose "batch"`,
-		`{"purpose":"fine-tune","content":"` + strings.Repeat("b", 101) + `"}`: "limit of 100 bytes",
+		`{"purpose":"fine-tune","content":"` + strings.Repeat("b", 101) + `"}`: "the content is larger than this server's limit of 100 bytes",
 	} {
 		r := do(t, "POST", ts.URL+"/v1/files", body)
 		if r.status/100 != 4 || !strings.Contains(r.apiError(t).Error.Message, want) {

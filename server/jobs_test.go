@@ -617,3 +617,55 @@ func TestDivergedJobFails(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 }
+
+// TestJobsRemembered: MaxJobs jobs are remembered, the oldest finished
+// one forgotten to make room. (MaxJobs holds the running job and the
+// queue, so there is always a finished one to forget when the queue has
+// room.)
+func TestJobsRemembered(t *testing.T) {
+	_, ts := newTrainingServer(t, func(c *Config) {
+		c.Training.MaxJobs = 2
+		c.Training.Queue = 1
+	})
+	first := waitJob(t, ts, createJob(t, ts, quickJob).ID, statusSucceeded)
+	second := waitJob(t, ts, createJob(t, ts, quickJob).ID, statusSucceeded)
+	third := createJob(t, ts, longJob)
+	if r := do(t, "GET", ts.URL+"/v1/fine_tuning/jobs/"+first.ID, ""); r.status != 404 {
+		t.Errorf("the oldest finished job is still remembered: %d", r.status)
+	}
+	getJob(t, ts, second.ID)
+	waitStep(t, ts, third.ID, 1)
+	fourth := createJob(t, ts, longJob) // forgets the second, waits behind the third
+	r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", longJob)
+	if e := r.apiError(t); r.status != 429 || *e.Error.Code != "too_many_jobs" || !strings.Contains(e.Error.Message, "1 are waiting") {
+		t.Errorf("a job behind a full queue: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", ts.URL+"/v1/fine_tuning/jobs/"+second.ID, ""); r.status != 404 {
+		t.Errorf("second job: %d", r.status)
+	}
+	getJob(t, ts, fourth.ID)
+}
+
+func TestJobMetadataAndMethods(t *testing.T) {
+	_, ts := newTrainingServer(t, nil)
+	many := map[string]string{}
+	for i := range 17 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	b, _ := json.Marshal(many)
+	for body, want := range map[string]string{
+		`{"model":"scratch","training_file":"file-lanternbay","metadata":` + string(b) + `}`:                        "17 pairs, at most 16",
+		`{"model":"scratch","training_file":"file-lanternbay","metadata":{"` + strings.Repeat("k", 65) + `":"v"}}`:  "keys have at most 64 characters",
+		`{"model":"scratch","training_file":"file-lanternbay","metadata":{"k":"` + strings.Repeat("v", 513) + `"}}`: "values at most 512",
+	} {
+		r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", body)
+		if e := r.apiError(t); r.status != 400 || *e.Error.Param != "metadata" || !strings.Contains(e.Error.Message, want) {
+			t.Errorf("%.80s: %d %s", body, r.status, r.body)
+		}
+	}
+	for _, rt := range [][2]string{{"PUT", "/v1/fine_tuning/jobs"}, {"DELETE", "/v1/fine_tuning/jobs/x"}, {"GET", "/v1/fine_tuning/jobs/x/cancel"}, {"PATCH", "/v1/files"}} {
+		if r := do(t, rt[0], ts.URL+rt[1], ""); r.status != 405 || r.header.Get("Allow") == "" {
+			t.Errorf("%s %s: %d, Allow %q", rt[0], rt[1], r.status, r.header.Get("Allow"))
+		}
+	}
+}

@@ -275,7 +275,7 @@ func TestEveryFlagAndVariable(t *testing.T) {
 		}},
 		{"train-max-file", []string{"-training", "-train-max-file", "100"}, nil, func(p probe) {
 			st, body := p.do("POST", "/v1/files", `{"purpose":"fine-tune","content":"`+strings.Repeat("a", 101)+`"}`)
-			expect(p, 413, st, body, "limit of 100 bytes")
+			expect(p, 400, st, body, `"param":"content"`, "limit of 100 bytes")
 		}},
 		{"train-max-steps", []string{"-training", "-train-max-steps", "5"}, nil, func(p probe) {
 			st, body := p.do("POST", "/v1/fine_tuning/jobs", `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{"steps":6}}`)
