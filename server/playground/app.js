@@ -791,6 +791,8 @@ async function followJob(id) {
     } else if (ev.data && ev.data.sample !== undefined) {
       $("train-sample").textContent = ev.data.sample;
       $("train-sample-step").textContent = `(at step ${ev.data.step})`;
+    } else if (!t.train.length) {
+      $("train-status").textContent = ev.message; // created, waiting, started
     }
   }
   drawCurve();
@@ -824,7 +826,7 @@ async function stopTraining() {
 // of every evaluation, with axes, as SVG.
 function drawCurve() {
   const svg = $("train-curve");
-  const NS = "http://www.w3.org/2000/svg";
+  const NS = svg.namespaceURI; // SVG's, from the page's own <svg>
   const W = 640, H = 260, L = 52, R = 16, T = 14, B = 38;
   const t = state.train || { train: [], val: [], steps: Number($("train-steps").value) };
   svg.replaceChildren();
