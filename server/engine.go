@@ -135,6 +135,7 @@ func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
 		// Trace the library would keep every step of every sample for the
 		// Completions it returns, which the server never reads.
 		o.TraceTopN = max(sp.logprobs, sp.trace)
+		o.TraceAttention = sp.attention > 0
 	}
 	return o
 }
@@ -341,6 +342,9 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 				cj.CutBy = c.CutBy.String()
 			}
 			tj.Candidates = append(tj.Candidates, cj)
+		}
+		if sp.attention > 0 {
+			tj.Attention = nestAttention(st, e.model.Config())
 		}
 		t.trace = tj
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,9 @@ type Config struct {
 	Limits Limits
 	// Logger receives one line per request; nil logs nothing.
 	Logger *slog.Logger
+	// Training, if not nil, turns on the fine-tuning jobs API (see
+	// Training); nil leaves it off.
+	Training *Training
 }
 
 // Server is an http.Handler serving OpenAI's legacy completions API, the
@@ -65,6 +69,7 @@ type Server struct {
 	limits  Limits
 	slots   *slots
 	metrics *metrics
+	jobs    *jobs        // the fine-tuning jobs API; nil when off
 	handler http.Handler // the wrapped mux
 
 	draining atomic.Bool // Drain was called: the API answers 503
@@ -124,12 +129,11 @@ func New(cfg Config) (*Server, error) {
 		case s.model(m.Name) != nil:
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
-		s.models = append(s.models, &servedModel{
-			name: m.Name, model: m.Model, vocab: m.Vocab, created: now,
-			fingerprint: fingerprint(m.Model, m.Vocab),
-			jsonChars:   jsonChars(m.Vocab.Chars()),
-			engine:      newEngine(m.Model, m.Vocab),
-		})
+		s.models = append(s.models, newServedModel(m, now))
+	}
+	var err error
+	if s.jobs, err = newJobs(s, cfg); err != nil {
+		return nil, err
 	}
 	s.slots = newSlots(limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
 	s.metrics = newMetrics()
@@ -150,6 +154,17 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// newServedModel derives what the server needs of m (also for the models
+// training jobs make).
+func newServedModel(m Model, created int64) *servedModel {
+	return &servedModel{
+		name: m.Name, model: m.Model, vocab: m.Vocab, created: created,
+		fingerprint: fingerprint(m.Model, m.Vocab),
+		jsonChars:   jsonChars(m.Vocab.Chars()),
+		engine:      newEngine(m.Model, m.Vocab),
+	}
+}
+
 // chain wraps h in the wrappers, the first outermost.
 func chain(h http.Handler, wrappers ...func(http.Handler) http.Handler) http.Handler {
 	for i := len(wrappers) - 1; i >= 0; i-- {
@@ -167,12 +182,12 @@ func (s *Server) model(name string) *servedModel {
 			return m
 		}
 	}
-	return nil
+	return s.jobs.tunedModel(name)
 }
 
 func (s *Server) modelNames() []string {
 	var names []string
-	for _, m := range s.models {
+	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
 		names = append(names, m.name)
 	}
 	return names
@@ -208,6 +223,7 @@ func randomSeed() uint64 {
 // returns.
 func (s *Server) Drain() {
 	s.draining.Store(true)
+	s.jobs.shutdown() // a training job stops at the end of its step
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noteIdle()
@@ -218,13 +234,15 @@ func (s *Server) Drain() {
 // ctx's error. Call it on SIGTERM, before http.Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
-	select {
-	case <-s.idle:
-		return nil
-	case <-ctx.Done():
-		s.Close()
-		return ctx.Err()
+	for _, done := range []<-chan struct{}{s.idle, s.jobs.ended()} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // Close drains the server and ends every generation in progress as
@@ -237,6 +255,7 @@ func (s *Server) Close() {
 	s.Drain()
 	s.cancel(errClosed)
 	<-s.idle
+	<-s.jobs.ended()
 }
 
 // admit registers a completion request, unless the server is draining.
