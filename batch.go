@@ -43,13 +43,16 @@ type Batch struct {
 }
 
 // lane is one decoding loop of a Batch: the requests it runs, and the
-// activations and sampler of its passes (the cache is the batch's).
+// activations and sampler of its passes (the cache is the batch's). Its
+// goroutine runs only while it has requests: an idle Batch holds none,
+// and one no longer referenced is collected without Close.
 type lane struct {
 	b       *Batch
 	running []*batchCall  // b.mu
 	rows    int           // the rows its requests hold (b.mu)
+	active  bool          // its goroutine runs (b.mu)
+	done    chan struct{} // closed when that goroutine ends (b.mu)
 	kick    chan struct{} // capacity 1: there is work
-	done    chan struct{} // closed when the loop has ended
 
 	dec   *decoder
 	s     sampler
@@ -69,8 +72,7 @@ const maxLanes = 8
 const maxPassRows = 128
 
 // NewBatch returns a Batch of the given number of rows (cache slots) on
-// m, and starts its lanes (GOMAXPROCS of them, at most 8 and at most
-// rows); Close stops them.
+// m, with GOMAXPROCS lanes (at most 8, and at most rows).
 func NewBatch(m *Model, rows int) (*Batch, error) {
 	if rows < 1 || rows > MaxBatchRows {
 		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, MaxBatchRows)
@@ -84,10 +86,8 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	}
 	b.stats.RowsHist = make([]int64, rows+1)
 	for range min(runtime.GOMAXPROCS(0), rows, maxLanes) {
-		l := &lane{b: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
-			dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)}
-		b.lanes = append(b.lanes, l)
-		go l.loop()
+		b.lanes = append(b.lanes, &lane{b: b, kick: make(chan struct{}, 1),
+			dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)})
 	}
 	return b, nil
 }
@@ -120,17 +120,23 @@ func (b *Batch) Stats() BatchStats {
 // ErrClosed is returned by a closed Batch's Generate and Complete.
 var ErrClosed = errors.New("batch closed")
 
-// Close stops b once its running and waiting requests have ended (cancel
-// their contexts to end them sooner); later calls get ErrClosed.
+// Close makes later calls get ErrClosed and waits for the running and
+// waiting requests to end (cancel their contexts to end them sooner).
 func (b *Batch) Close() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	for _, l := range b.lanes {
-		l.signal()
-	}
-	for _, l := range b.lanes {
-		<-l.done
+	for {
+		b.mu.Lock()
+		b.closed = true
+		var done chan struct{}
+		for _, l := range b.lanes {
+			if l.active {
+				done = l.done
+			}
+		}
+		b.mu.Unlock()
+		if done == nil {
+			return // a request waits only while another holds rows, in a lane
+		}
+		<-done
 	}
 }
 
@@ -175,9 +181,9 @@ type batchEvent struct {
 	step  *Step
 }
 
-// maxBacklog is how many undelivered events pause a request: the loop
-// does not advance it until its caller catches up.
-const maxBacklog = 4096
+// maxBacklog is how many undelivered events pause a request: its lane
+// does not advance it until its caller catches up. Tests lower it.
+var maxBacklog = 4096
 
 func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
 	R := rowsOf(o)
@@ -354,39 +360,36 @@ func (b *Batch) admit() {
 		c.r.start(c.slots)
 		l.running = append(l.running, c)
 		l.rows += c.need
-		l.signal()
+		if l.active {
+			l.signal()
+		} else {
+			l.active, l.done = true, make(chan struct{})
+			go l.loop(l.done)
+		}
 	}
 	clear(b.waiting[len(kept):])
 	b.waiting = kept
 }
 
 // loop is a lane's decoding loop: it runs a step over the lane's requests
-// and hands each what it produced, until the Batch is closed and idle.
-func (l *lane) loop() {
+// and hands each what it produced, until it has none (admission starts
+// it again), holding the model's read lock meanwhile.
+func (l *lane) loop(done chan struct{}) {
 	b := l.b
-	defer close(l.done)
-	holding := false // the model's read lock, held while requests run
+	b.m.use.RLock()
+	defer func() {
+		b.m.use.RUnlock()
+		close(done)
+	}()
 	for {
 		b.mu.Lock()
 		l.run = append(l.run[:0], l.running...)
-		idle := len(l.run) == 0
-		exit := idle && b.closed && len(b.waiting) == 0
+		if len(l.run) == 0 {
+			l.active = false
+			b.mu.Unlock()
+			return
+		}
 		b.mu.Unlock()
-		if idle {
-			if holding {
-				b.m.use.RUnlock()
-				holding = false
-			}
-			if exit {
-				return
-			}
-			<-l.kick
-			continue
-		}
-		if !holding {
-			b.m.use.RLock()
-			holding = true
-		}
 		if !l.step(l.run) {
 			// Every request of the lane is paused for its caller: wait
 			// for one to catch up (or be cancelled) or for a new one.
@@ -455,8 +458,7 @@ func (l *lane) step(run []*batchCall) bool {
 	return moved
 }
 
-// end frees c's rows and tells its caller, and, once the batch is closed,
-// every lane (which may then stop). b.mu is held.
+// end frees c's rows and tells its caller. b.mu is held.
 func (b *Batch) end(c *batchCall) {
 	b.free = append(b.free, c.slots...)
 	c.slots = c.slots[:0]
@@ -465,9 +467,4 @@ func (b *Batch) end(c *batchCall) {
 	c.ended = true
 	c.mu.Unlock()
 	c.notify()
-	if b.closed {
-		for _, l := range b.lanes {
-			l.signal()
-		}
-	}
 }

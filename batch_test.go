@@ -210,10 +210,10 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 }
 
 // TestBatchPausedRequestWaits: a request whose caller has fallen
-// maxBacklog events behind is paused, and a batch with nothing else to
-// run waits for the caller instead of spinning through empty steps;
-// once the caller catches up the request goes on, and a request that
-// arrives meanwhile runs.
+// maxBacklog events behind is paused (no pass, no token), a request that
+// arrives meanwhile runs beside it, and once the caller catches up the
+// paused one goes on to its end (TestBatchPausedCallerDoesNotSpin checks
+// that the waiting costs no CPU).
 func TestBatchPausedRequestWaits(t *testing.T) {
 	m, vocab, err := DefaultModel()
 	if err != nil {
@@ -243,13 +243,18 @@ func TestBatchPausedRequestWaits(t *testing.T) {
 		ended <- err
 	}()
 	deadline := time.Now().Add(time.Minute)
-	for b.Stats().Tokens <= maxBacklog {
+	for b.Stats().Tokens <= int64(maxBacklog) {
 		if time.Now().After(deadline) {
 			t.Fatal("the backlog never filled")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond) // the loop sees the backlog
+	// The caller took a few events before it blocked: the request pauses
+	// once the backlog behind them is full, a few tokens later.
+	for last := int64(-1); b.Stats().Tokens != last; {
+		last = b.Stats().Tokens
+		time.Sleep(50 * time.Millisecond)
+	}
 	before := b.Stats()
 	time.Sleep(100 * time.Millisecond)
 	after := b.Stats()
@@ -266,5 +271,93 @@ func TestBatchPausedRequestWaits(t *testing.T) {
 	}
 	if calls < 3*maxBacklog {
 		t.Errorf("%d chunks streamed, want %d", calls, 3*maxBacklog)
+	}
+}
+
+// TestBatchPausedCallerDoesNotSpin: a caller that stops taking its
+// chunks pauses its request once the backlog is full, and then the loop
+// waits instead of spinning (before, a batch whose only request was
+// paused ran empty steps as fast as it could); once the caller catches
+// up the request finishes with its serial result.
+func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
+	saved := maxBacklog
+	maxBacklog = 4
+	t.Cleanup(func() { maxBacklog = saved })
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}}
+	want, err := m.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu time.Duration
+	first := true
+	o.Stream = func(*Chunk) error {
+		if first {
+			first = false
+			time.Sleep(100 * time.Millisecond) // let the backlog fill and the request pause
+			c0, ok0 := processCPUTime()
+			time.Sleep(400 * time.Millisecond)
+			c1, ok1 := processCPUTime()
+			if ok0 && ok1 {
+				cpu = c1 - c0
+			}
+		}
+		return nil
+	}
+	got, err := b.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the pause: %v, alone %v", got, want)
+	}
+	if cpu > 200*time.Millisecond {
+		t.Errorf("the process used %v of CPU in 400 ms while its only request was paused: the loop spins", cpu)
+	}
+}
+
+// TestBatchIdleHoldsNoGoroutine: a lane's goroutine runs only while it
+// has requests, so a Batch nobody uses holds none and needs no Close to
+// be collected (the server's fine-tuned models come and go).
+func TestBatchIdleHoldsNoGoroutine(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	b, err := NewBatch(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := runtime.NumGoroutine(); g != before {
+		t.Errorf("a new batch runs %d goroutines", g-before)
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 20, Seed: uint64(i)}}
+			if _, err := b.Complete(context.Background(), vocab, "the ", o); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Errorf("an idle batch runs %d goroutines after its requests", g-before)
+	}
+	if st := b.Stats(); st.Requests != 4 || st.Running != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

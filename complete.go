@@ -146,6 +146,7 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars [
 	r := &request{m: m, o: o, full: ids, prompt: ids[max(0, len(ids)-T):], chars: chars, rows: rows, s: s}
 	if o.OnStep != nil || o.Trace {
 		r.tr = tr
+		tr.Attention, tr.Context = nil, 0 // tr is pooled: no earlier call's weights
 	}
 	grow := len(ids) + min(o.MaxNewTokens, 1024) // more as tokens arrive
 	attn := r.tr != nil && o.TraceAttention && !o.beam()

@@ -234,14 +234,15 @@ func TestRowsBeyondTheBatch(t *testing.T) {
 // waiters theirs, starts at once. Rows and bytes given back go to the
 // waiters in arrival order.
 func TestAdmissionInArrivalOrder(t *testing.T) {
-	s := newSlots(2, 4, 8, 100)
+	s := newSlots(4, 8, 100)
+	models := []*modelRows{{}, {}}
 	ctx := context.Background()
 	var order []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	acquire := func(name string, model, rows int, size int64) {
 		wg.Go(func() {
-			if _, err := s.acquire(ctx, ctx, model, rows, size, time.Minute); err != nil {
+			if _, err := s.acquire(ctx, ctx, models[model], rows, size, time.Minute); err != nil {
 				t.Errorf("%s: %v", name, err)
 				return
 			}
@@ -281,7 +282,7 @@ func TestAdmissionInArrivalOrder(t *testing.T) {
 	queued(3)
 	acquire("f", 1, 1, 39) // e came first
 	queued(4)
-	s.releaseRows(0, 3) // a's rows: b, then c; their bytes are taken, not held back
+	s.releaseRows(models[0], 3) // a's rows: b, then c; their bytes are taken, not held back
 	granted("a", "d", "b", "c")
 	if busy, q, used := s.state(); busy != 3+1 || q != 2 || used != 40 {
 		t.Fatalf("%d rows busy, %d queued, %d bytes used; want 4, 2, 40", busy, q, used)

@@ -34,7 +34,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	defer s.leave()
 	ctx := r.Context()
 	rows := rowsOf(&req.sampling)
-	waited, err := s.slots.acquire(ctx, s.base, req.model.index, rows, req.size, s.limits.QueueTimeout)
+	waited, err := s.slots.acquire(ctx, s.base, &req.model.rows, rows, req.size, s.limits.QueueTimeout)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -55,7 +55,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	doneGenerating := func() {
 		if generating {
 			generating = false
-			s.slots.releaseRows(req.model.index, rows)
+			s.slots.releaseRows(&req.model.rows, rows)
 		}
 	}
 	defer doneGenerating()
@@ -138,7 +138,7 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, choices [
 				return err
 			}
 		}
-		err := e.complete(ctx, prompt, &req.sampling, func(i int, toks []token, finish string) error {
+		err := e.complete(ctx, prompt, &req.sampling, s.limits.Slots, func(i int, toks []token, finish string) error {
 			c := group[i]
 			if first && len(toks) > 0 {
 				first = false

@@ -10,9 +10,29 @@
 //	POST /v1/chat/completions  400: a character model has no chat format
 //	GET  /v1/models            the models, with their vocabularies
 //	GET  /v1/models/{model}    one model
+//	POST /v1/score             an extension: every character's log-probability and surprisal, the loss, perplexity and bits per character (score.go)
 //	GET  /health               {"status":"ok"}, 503 while draining
 //	GET  /metrics              Prometheus text format
 //	GET  /                     the playground (and GET /playground/{file})
+//
+// With Config.Training, OpenAI's fine-tuning API too (training.go):
+//
+//	POST   /v1/files                             upload a training text (multipart, as OpenAI's clients send it, or JSON)
+//	GET    /v1/files, /v1/files/{file}[/content] list, describe, read; file-lanternbay is the built-in text
+//	DELETE /v1/files/{file}
+//	POST   /v1/fine_tuning/jobs                  train: fine-tune a served model, or a preset ("scratch") from scratch
+//	GET    /v1/fine_tuning/jobs[/{job}]          list, describe
+//	POST   /v1/fine_tuning/jobs/{job}/cancel     stops a running job at the end of its step
+//	GET    /v1/fine_tuning/jobs/{job}/events     OpenAI's event list; ?stream=true streams them (an extension)
+//	DELETE /v1/models/{model}                    a fine-tuned model
+//
+// One job trains at a time, the others wait in a bounded queue (429
+// beyond it); between steps a job waits while any completion or score is
+// in progress, so the batches keep the processors; the weights are those
+// cmd/train computes with the same text, settings and seed; a succeeded
+// job's model is served at once as fine_tuned_model, and saved in
+// Training.Dir when set, never replacing a file. Drain and Shutdown stop a
+// running job at the end of its step.
 //
 // Mount it in a program's own mux, under a prefix if need be:
 //
@@ -24,7 +44,8 @@
 // no_repeat_ngram_size, num_beams and length_penalty, and the
 // playground's trace: per generated character, the most likely
 // candidates with their probability after each stage of the sampler and
-// the stage that cut them. A field the server does not know, or one the
+// the stage that cut them, and with trace_attention the attention weights
+// of every layer and head that chose it. A field the server does not know, or one the
 // chosen decoding would ignore, is refused by name, never ignored.
 //
 // Generation is reproducible: a request with a seed returns exactly the
@@ -84,6 +105,9 @@
 //   - Content-Type (mediatype.go): a POST body must be application/json
 //     (415 otherwise): a page on another site can send a form or
 //     text/plain anywhere without asking, but JSON needs a CORS preflight.
+//     The two exceptions, OpenAI's multipart upload to /v1/files and a
+//     bodiless cancel of a job, are refused with 403 when their Origin
+//     header names another site (files.go).
 //
 // Together, Host and Content-Type keep a server on loopback without a key
 // out of reach of web pages; on any other address, set an API key.
@@ -103,7 +127,8 @@
 //
 // where a character costs 8 bytes of text, plus 48 + 34 × (logprobs+1)
 // with logprobs, plus a trace step of at most trace+1 candidates over
-// every stage with trace (size.go has the constants). A request above
+// every stage with trace, and of layers × heads × block size weights
+// with trace_attention (size.go has the constants). A request above
 // Limits.MaxResponseBytes is refused with a 400 that names n, max_tokens,
 // logprobs, echo and trace; requests whose sizes together exceed
 // Limits.MaxInFlightBytes wait in the queue, which bounds the memory the
@@ -127,8 +152,8 @@
 // Close, every generation still running ends as the request timeout ends
 // it (finish_reason "length", its usage, "data: [DONE]") and queued ones
 // get 503. Keep the listener open until Shutdown returns, then shut the
-// http.Server down, so that no request meets a closed connection. Once
-// idle, Shutdown and Close stop the models' batches.
+// http.Server down, so that no request meets a closed connection. An idle
+// batch holds no goroutine, so there is nothing more to stop.
 //
 // # Metrics
 //

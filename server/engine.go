@@ -10,34 +10,58 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"example.org/minigpt"
 )
 
 // engine generates for one model, through one continuous batch: every
-// request's samples (or beams) are rows of the same forward pass per
+// request's samples (or beams) are rows of the same forward passes per
 // step, and each gets the bits it would get alone.
 type engine struct {
 	model *minigpt.Model // Logits (echo's scores) is safe for concurrent use on it
 	vocab *minigpt.Vocab
 	chars []rune
-	batch *minigpt.Batch
 	// alone makes every generation run by itself with Model.Complete
 	// instead of in the batch: the serial reference of the tests.
 	alone bool
+
+	mu    sync.Mutex
+	batch *minigpt.Batch // made by the first batchFor
 }
 
-// newEngine returns the engine of m with a batch of rows rows.
-func newEngine(m *minigpt.Model, v *minigpt.Vocab, rows int) (*engine, error) {
-	b, err := minigpt.NewBatch(m, rows)
-	if err != nil {
-		return nil, err
+func newEngine(m *minigpt.Model, v *minigpt.Vocab) *engine {
+	return &engine{model: m, vocab: v, chars: v.Chars()}
+}
+
+// batchFor returns the model's batch, made with rows rows if there is
+// none yet (New makes the given models' at once, so that a model too
+// large for its rows is refused at the start; a fine-tuned model gets
+// its own at its first request). An idle batch holds no goroutine: a
+// deleted model's goes with it.
+func (e *engine) batchFor(rows int) (*minigpt.Batch, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.batch == nil {
+		b, err := minigpt.NewBatch(e.model, rows)
+		if err != nil {
+			return nil, err
+		}
+		e.batch = b
 	}
-	return &engine{model: m, vocab: v, chars: v.Chars(), batch: b}, nil
+	return e.batch, nil
 }
 
-// close stops the batch once nothing runs in it.
-func (e *engine) close() { e.batch.Close() }
+// stats returns the batch's counters, and false if it has none yet.
+func (e *engine) stats() (minigpt.BatchStats, bool) {
+	e.mu.Lock()
+	b := e.batch
+	e.mu.Unlock()
+	if b == nil {
+		return minigpt.BatchStats{}, false
+	}
+	return b.Stats(), true
+}
 
 // rowsOf is the number of batch rows a generation with sp takes: one per
 // beam, or per sample.
@@ -166,6 +190,7 @@ func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
 		// Trace the library would keep every step of every sample for the
 		// Completions it returns, which the server never reads.
 		o.TraceTopN = max(sp.logprobs, sp.trace)
+		o.TraceAttention = sp.attention > 0
 	}
 	return o
 }
@@ -267,8 +292,8 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 }
 
 // complete generates sp.n samples continuing prompt in the model's
-// batch (minigpt.Batch.Complete, which gives minigpt.Model.Complete's
-// bits whatever else runs): sample i is the text cmd/generate prints with
+// batch of batchRows rows (minigpt.Batch.Complete, which gives
+// minigpt.Model.Complete's bits whatever else runs): sample i is the text cmd/generate prints with
 // -seed minigpt.SampleSeed(seed, i) and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
 // strings, once they cannot begin one), and with its finish reason on its
@@ -278,7 +303,12 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 // chosen and waits, per sample, until a chunk releases it: a sample's
 // chunks release its chosen tokens in order (the ones a stop string ate
 // never), so only the tokens held back by a stop string wait.
-func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token, finish string) error) error {
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string) error) error {
+	batch, err := e.batchFor(batchRows)
+	if err != nil {
+		// The server's rows do not fit the model: not the request's fault.
+		return fmt.Errorf("the model's batch of %d rows: %v", batchRows, err)
+	}
 	opts := e.options(sp)
 	var pending [][]token // per sample: chosen, not yet released
 	if traced(sp) {
@@ -315,11 +345,10 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, rele
 		}
 		return release(c.Sample, toks, string(c.Finish))
 	}
-	var err error
 	if e.alone {
 		_, err = e.model.Complete(ctx, e.vocab, prompt, opts)
 	} else {
-		_, err = e.batch.Complete(ctx, e.vocab, prompt, opts)
+		_, err = batch.Complete(ctx, e.vocab, prompt, opts)
 	}
 	return err
 }
@@ -376,6 +405,9 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 				cj.CutBy = c.CutBy.String()
 			}
 			tj.Candidates = append(tj.Candidates, cj)
+		}
+		if sp.attention > 0 {
+			tj.Attention = nestAttention(st, e.model.Config())
 		}
 		t.trace = tj
 	}

@@ -42,7 +42,6 @@ func newTestServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close) // after ts.Close: stops the batches
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return s, ts
@@ -216,7 +215,6 @@ func newSmallBufferServer(t testing.TB, edit func(*Config)) (*Server, *httptest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
 	ts := httptest.NewUnstartedServer(s)
 	ts.Listener = smallBufferListener{ts.Listener}
 	ts.Start()

@@ -183,24 +183,27 @@ func (m *metrics) write(w io.Writer, s *Server) {
 // writeBatchMetrics writes each model's batch counters: its steps, the
 // tokens it generated, and the rows in use per step as a histogram.
 func writeBatchMetrics(w io.Writer, s *Server, head func(name, typ, help string)) {
-	stats := make([]minigpt.BatchStats, len(s.models))
-	for i, sm := range s.models {
-		stats[i] = sm.engine.batch.Stats()
+	var models []*servedModel
+	var stats []minigpt.BatchStats
+	for _, sm := range slices.Concat(s.models, s.jobs.tunedModels()) {
+		if st, ok := sm.engine.stats(); ok { // a fine-tuned model has none before its first request
+			models, stats = append(models, sm), append(stats, st)
+		}
 	}
 	head("minigpt_batch_steps_total", "counter", "Steps of the model's batch, each advancing every running request by a token or a chunk of its prompt.")
-	for i, sm := range s.models {
+	for i, sm := range models {
 		fmt.Fprintf(w, "minigpt_batch_steps_total{model=%q} %d\n", sm.name, stats[i].Steps)
 	}
 	head("minigpt_batch_tokens_total", "counter", "Tokens the model's batch generated, every sample's and beam's, counted at the step that chose them: its rate is the generated tokens per second.")
-	for i, sm := range s.models {
+	for i, sm := range models {
 		fmt.Fprintf(w, "minigpt_batch_tokens_total{model=%q} %d\n", sm.name, stats[i].Tokens)
 	}
 	head("minigpt_batch_rows_busy", "gauge", "Rows of the model's batch in use now.")
-	for i, sm := range s.models {
+	for i, sm := range models {
 		fmt.Fprintf(w, "minigpt_batch_rows_busy{model=%q} %d\n", sm.name, stats[i].RowsUsed)
 	}
 	head("minigpt_batch_rows", "histogram", "Rows of the model's batch in use at each step (the batch size).")
-	for i, sm := range s.models {
+	for i, sm := range models {
 		h := stats[i].RowsHist
 		var cum, sum int64
 		n := 0

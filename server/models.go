@@ -5,6 +5,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		Object string      `json:"object"`
 		Data   []modelJSON `json:"data"`
 	}{Object: "list", Data: []modelJSON{}}
-	for _, m := range s.models {
+	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
 		list.Data = append(list.Data, m.json())
 	}
 	writeJSON(w, list)

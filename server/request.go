@@ -44,6 +44,7 @@ type sampling struct {
 	n                 int // samples per prompt
 	logprobs          int // alternatives per token; -1 means no logprobs
 	trace             int // candidates per step in the playground trace; 0 means off
+	attention         int // with trace_attention: layers × heads × block size, the most weights a step holds; 0 means off
 }
 
 // Field names, in one place, so that error messages and the parser agree.
@@ -54,8 +55,8 @@ var knownFields = []string{
 	// Extensions that llama.cpp and vLLM accept.
 	"top_k", "min_p", "repetition_penalty", "no_repeat_ngram_size",
 	"num_beams", "length_penalty",
-	// The playground's extension.
-	"trace",
+	// The playground's extensions.
+	"trace", "trace_attention",
 }
 
 // Limits on single fields that do not depend on the server's Limits.
@@ -191,6 +192,17 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 			err.Param = strp("stream_options.include_usage")
 			return nil, err
 		}
+	}
+	var attention bool
+	if err := f.boolean("trace_attention", &attention); err != nil {
+		return nil, err
+	}
+	if attention {
+		if sp.trace == 0 {
+			return nil, badParam("trace_attention", "invalid_value", "trace_attention adds the attention weights to each step of the trace: give trace too")
+		}
+		c := req.model.model.Config()
+		sp.attention = c.Layers * c.Heads * c.BlockSize
 	}
 	if sp.trace > 0 && sp.n*len(req.prompts) > 1 {
 		return nil, badParam("trace", "invalid_value", "trace %d needs a single choice (one prompt, n 1): it is for the playground", sp.trace)

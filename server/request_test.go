@@ -29,7 +29,6 @@ func FuzzCompletionRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(s.Close)
 	f.Fuzz(func(t *testing.T, body string) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body))

@@ -29,6 +29,10 @@ type traceJSON struct {
 	RawLogprob float64         `json:"raw_logprob"` // of the token, under the model's raw distribution
 	Stages     []string        `json:"stages"`
 	Candidates []candidateJSON `json:"candidates"`
+	// Attention, with trace_attention, is the attention weights of the
+	// position that chose the token: [layer][head][s] over the s-th of the
+	// characters before it that the model saw (the last len of them).
+	Attention [][][]float64 `json:"attention,omitempty"`
 }
 
 type candidateJSON struct {

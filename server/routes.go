@@ -18,6 +18,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/models/{model}", s.serveModel)
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	mux.Handle("POST /v1/score", requireJSON(http.HandlerFunc(s.serveScore)))
+	s.trainingRoutes(mux)
 	mux.HandleFunc("GET /{$}", servePlayground)
 	mux.HandleFunc("GET /playground/{file}", servePlayground)
 	return mux

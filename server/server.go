@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,9 @@ type Config struct {
 	Limits Limits
 	// Logger receives one line per request; nil logs nothing.
 	Logger *slog.Logger
+	// Training, if not nil, turns on the fine-tuning jobs API (see
+	// Training); nil leaves it off.
+	Training *Training
 }
 
 // Server is an http.Handler serving OpenAI's legacy completions API, the
@@ -65,6 +69,7 @@ type Server struct {
 	limits  Limits
 	slots   *slots
 	metrics *metrics
+	jobs    *jobs        // the fine-tuning jobs API; nil when off
 	handler http.Handler // the wrapped mux
 
 	draining atomic.Bool // Drain was called: the API answers 503
@@ -75,7 +80,6 @@ type Server struct {
 	mu     sync.Mutex    // guards admits and the closing of idle
 	admits int           // completion requests admitted and not yet answered
 	idle   chan struct{} // closed once draining with nothing admitted
-	closed sync.Once     // the engines' batches are stopped
 
 	// Test hooks, nil outside tests: generationStart is called when a
 	// request has its rows, before it generates (a test can hold them
@@ -87,13 +91,13 @@ type Server struct {
 // servedModel is a Model with what the server derives from it once.
 type servedModel struct {
 	name        string
-	index       int // in Server.models, and in the admission's rows
 	model       *minigpt.Model
 	vocab       *minigpt.Vocab
 	created     int64
 	fingerprint string   // system_fingerprint: a hash of the weights and vocabulary
 	jsonChars   []string // token id -> its character as JSON string content
 	engine      *engine
+	rows        modelRows // its batch's rows taken and waited for (Server.slots)
 }
 
 // New returns a Server for cfg.
@@ -114,12 +118,6 @@ func New(cfg Config) (*Server, error) {
 		hosts = append(hosts, h)
 	}
 	s := &Server{limits: limits}
-	built := false
-	defer func() {
-		if !built { // stop the batches of the models before the one refused
-			s.closeEngines()
-		}
-	}()
 	now := time.Now().Unix()
 	for i, m := range cfg.Models {
 		switch {
@@ -132,18 +130,17 @@ func New(cfg Config) (*Server, error) {
 		case s.model(m.Name) != nil:
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
-		e, err := newEngine(m.Model, m.Vocab, limits.Slots)
-		if err != nil {
+		sm := newServedModel(m, now)
+		if _, err := sm.engine.batchFor(limits.Slots); err != nil {
 			return nil, fmt.Errorf("server: model %q with %d batch rows (Limits.Slots): %w", m.Name, limits.Slots, err)
 		}
-		s.models = append(s.models, &servedModel{
-			name: m.Name, index: i, model: m.Model, vocab: m.Vocab, created: now,
-			fingerprint: fingerprint(m.Model, m.Vocab),
-			jsonChars:   jsonChars(m.Vocab.Chars()),
-			engine:      e,
-		})
+		s.models = append(s.models, sm)
 	}
-	s.slots = newSlots(len(s.models), limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
+	var err error
+	if s.jobs, err = newJobs(s, cfg); err != nil {
+		return nil, err
+	}
+	s.slots = newSlots(limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
 	s.metrics = newMetrics()
 	s.base, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})
@@ -159,8 +156,18 @@ func New(cfg Config) (*Server, error) {
 		refuseWhileDraining(&s.draining),
 		requireAPIKey(cfg.APIKey),
 	)
-	built = true
 	return s, nil
+}
+
+// newServedModel derives what the server needs of m (also for the models
+// training jobs make).
+func newServedModel(m Model, created int64) *servedModel {
+	return &servedModel{
+		name: m.Name, model: m.Model, vocab: m.Vocab, created: created,
+		fingerprint: fingerprint(m.Model, m.Vocab),
+		jsonChars:   jsonChars(m.Vocab.Chars()),
+		engine:      newEngine(m.Model, m.Vocab),
+	}
 }
 
 // chain wraps h in the wrappers, the first outermost.
@@ -180,12 +187,12 @@ func (s *Server) model(name string) *servedModel {
 			return m
 		}
 	}
-	return nil
+	return s.jobs.tunedModel(name)
 }
 
 func (s *Server) modelNames() []string {
 	var names []string
-	for _, m := range s.models {
+	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
 		names = append(names, m.name)
 	}
 	return names
@@ -221,25 +228,26 @@ func randomSeed() uint64 {
 // returns.
 func (s *Server) Drain() {
 	s.draining.Store(true)
+	s.jobs.shutdown() // a training job stops at the end of its step
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noteIdle()
 }
 
 // Shutdown drains the server and waits for the requests in progress and
-// in the queue to finish, then stops the models' batches. If ctx ends
-// first, it calls Close and returns ctx's error. Call it on SIGTERM,
-// before http.Server.Shutdown.
+// in the queue to finish. If ctx ends first, it calls Close and returns
+// ctx's error. Call it on SIGTERM, before http.Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
-	select {
-	case <-s.idle:
-		s.closeEngines()
-		return nil
-	case <-ctx.Done():
-		s.Close()
-		return ctx.Err()
+	for _, done := range []<-chan struct{}{s.idle, s.jobs.ended()} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // Close drains the server and ends every generation in progress as
@@ -247,22 +255,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // finish_reason "length", its usage and, for a stream, "data: [DONE]".
 // Queued requests get 503. Close waits until every admitted request has
 // been answered (each response's writes are bounded by
-// Limits.WriteTimeout), then stops the models' batches.
+// Limits.WriteTimeout).
 func (s *Server) Close() {
 	s.Drain()
 	s.cancel(errClosed)
 	<-s.idle
-	s.closeEngines()
-}
-
-// closeEngines stops the models' batches (their loops and caches): once
-// the server is drained and idle nothing generates any more.
-func (s *Server) closeEngines() {
-	s.closed.Do(func() {
-		for _, m := range s.models {
-			m.engine.close()
-		}
-	})
+	<-s.jobs.ended()
 }
 
 // admit registers a completion request, unless the server is draining.

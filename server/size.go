@@ -20,6 +20,7 @@ const (
 	stageBytes   = 21 // one stage name in a trace step ("repetition-penalty",)
 	candBytes    = 90 // a trace candidate's keys, token, id and cut_by
 	floatBytes   = 25 // a float64 and a comma
+	attnBytes    = 16 // a trace step's "attention" key
 	choiceBytes  = 160
 	headBytes    = 512
 )
@@ -37,6 +38,11 @@ func perChar(sp *sampling) int64 {
 	if sp.trace > 0 {
 		stages := int64(minigpt.NumStages)
 		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
+		// Each weight, and the brackets: 2(layers × heads + layers + 1)
+		// of them, at most 6 per weight.
+		if sp.attention > 0 {
+			b += attnBytes + int64(sp.attention)*(floatBytes+6)
+		}
 	}
 	return b
 }

@@ -29,16 +29,23 @@ import (
 type slots struct {
 	mu       sync.Mutex
 	rows     int   // rows per model
-	free     []int // free rows, per model
+	taken    int   // rows taken, every model's
 	queueCap int   // waiting requests at most
 	budget   int64 // bytes
 	used     int64 // bytes taken
 	waiting  []*waiter
-	blocked  []bool // grant's scratch: models with an earlier waiter
+	pass     uint64 // grant's passes, counted: see modelRows.blocked
+}
+
+// modelRows is one model's part of the admission, kept with the model
+// (fine-tuned models come and go), guarded by slots.mu.
+type modelRows struct {
+	busy    int    // rows taken
+	blocked uint64 // the grant pass in which an earlier waiter wanted them
 }
 
 type waiter struct {
-	model   int
+	model   *modelRows
 	rows    int
 	size    int64
 	granted chan struct{} // closed when the rows and the bytes are the waiter's
@@ -50,13 +57,9 @@ var (
 	errClosed       = errors.New("the server is shutting down")
 )
 
-// newSlots returns the admission of models models of rows rows each.
-func newSlots(models, rows, queue int, budget int64) *slots {
-	s := &slots{rows: rows, free: make([]int, models), queueCap: queue, budget: budget, blocked: make([]bool, models)}
-	for i := range s.free {
-		s.free[i] = rows
-	}
-	return s
+// newSlots returns the admission of models of rows rows each.
+func newSlots(rows, queue int, budget int64) *slots {
+	return &slots{rows: rows, queueCap: queue, budget: budget}
 }
 
 // acquire takes rows rows of model's batch and size bytes of the budget,
@@ -64,7 +67,7 @@ func newSlots(models, rows, queue int, budget int64) *slots {
 // errQueueTimeout, errClosed (closed is done) or ctx's error if it gets
 // none; otherwise the caller must call releaseRows and releaseBytes, in
 // either order. It returns how long the request waited.
-func (s *slots) acquire(ctx, closed context.Context, model, rows int, size int64, timeout time.Duration) (time.Duration, error) {
+func (s *slots) acquire(ctx, closed context.Context, model *modelRows, rows int, size int64, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	w := &waiter{model: model, rows: rows, size: size, granted: make(chan struct{})}
 	s.mu.Lock()
@@ -98,7 +101,8 @@ func (s *slots) acquire(ctx, closed context.Context, model, rows int, size int64
 	defer s.mu.Unlock()
 	if granted(w) {
 		// Granted while giving up: hand it on.
-		s.free[model] += rows
+		model.busy -= rows
+		s.taken -= rows
 		s.used -= size
 	} else {
 		s.remove(w)
@@ -126,17 +130,19 @@ func (s *slots) remove(w *waiter) {
 // grant gives the waiters, in arrival order, their rows and bytes when
 // both are free and no earlier waiter wants them (s.mu held).
 func (s *slots) grant() {
-	clear(s.blocked)
+	s.pass++
 	var held int64 // bytes the earlier waiters still wait for
 	kept := s.waiting[:0]
 	for _, w := range s.waiting {
-		if !s.blocked[w.model] && s.free[w.model] >= w.rows && s.used+held+w.size <= s.budget {
-			s.free[w.model] -= w.rows
+		m := w.model
+		if m.blocked != s.pass && m.busy+w.rows <= s.rows && s.used+held+w.size <= s.budget {
+			m.busy += w.rows
+			s.taken += w.rows
 			s.used += w.size
 			close(w.granted)
 			continue
 		}
-		s.blocked[w.model] = true
+		m.blocked = s.pass
 		held += w.size
 		kept = append(kept, w)
 	}
@@ -146,10 +152,11 @@ func (s *slots) grant() {
 
 // releaseRows gives rows rows of model's batch back (the request no
 // longer generates).
-func (s *slots) releaseRows(model, rows int) {
+func (s *slots) releaseRows(model *modelRows, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.free[model] += rows
+	model.busy -= rows
+	s.taken -= rows
 	s.grant()
 }
 
@@ -167,10 +174,7 @@ func (s *slots) releaseBytes(size int64) {
 func (s *slots) state() (busy, queued int, used int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, f := range s.free {
-		busy += s.rows - f
-	}
-	return busy, len(s.waiting), s.used
+	return s.taken, len(s.waiting), s.used
 }
 
 func (s *slots) busy() int {

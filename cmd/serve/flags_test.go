@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -249,6 +250,48 @@ func TestEveryFlagAndVariable(t *testing.T) {
 				p.t.Errorf("connection closed %v after unfinished headers with -header-timeout 200ms", d)
 			}
 		}},
+		{"training", []string{"-training"}, nil, func(p probe) {
+			st, body := p.do("GET", "/v1/fine_tuning/jobs", "")
+			expect(p, 200, st, body, `"object":"list"`)
+			if !strings.Contains(p.s.stdout.String(), "training jobs are on") {
+				p.t.Errorf("stdout does not mention training: %q", p.s.stdout)
+			}
+		}},
+		{"train-dir", []string{"-training", "-train-dir", dir}, nil, func(p probe) {
+			st, body := p.do("POST", "/v1/fine_tuning/jobs", `{"model":"scratch","training_file":"file-lanternbay","suffix":"flag","hyperparameters":{"steps":2,"batch_size":2}}`)
+			expect(p, 200, st, body, `"status":"`)
+			id := jsonField(p.t, body, "id")
+			waitFor(p.t, "the job to succeed", func() bool {
+				_, body := p.do("GET", "/v1/fine_tuning/jobs/"+id, "")
+				return strings.Contains(body, `"status":"succeeded"`)
+			})
+			files, _ := filepath.Glob(filepath.Join(dir, "ft-scratch-flag-*.ckpt"))
+			if len(files) != 1 {
+				p.t.Fatalf("-train-dir holds %v", files)
+			}
+			if _, err := minigpt.LoadCheckpoint(files[0]); err != nil {
+				p.t.Error(err)
+			}
+		}},
+		{"train-max-file", []string{"-training", "-train-max-file", "100"}, nil, func(p probe) {
+			st, body := p.do("POST", "/v1/files", `{"purpose":"fine-tune","content":"`+strings.Repeat("a", 101)+`"}`)
+			expect(p, 400, st, body, `"param":"content"`, "limit of 100 bytes")
+		}},
+		{"train-max-steps", []string{"-training", "-train-max-steps", "5"}, nil, func(p probe) {
+			st, body := p.do("POST", "/v1/fine_tuning/jobs", `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{"steps":6}}`)
+			expect(p, 400, st, body, "hyperparameters.steps", "[1, 5]")
+		}},
+		{"train-max-params", []string{"-training", "-train-max-params", "1000"}, nil, func(p probe) {
+			st, body := p.do("POST", "/v1/fine_tuning/jobs", `{"model":"scratch","training_file":"file-lanternbay"}`)
+			expect(p, 400, st, body, "too_many_parameters", "limit of 1000")
+		}},
+		{"train-queue", []string{"-training", "-train-queue", "0"}, nil, func(p probe) {
+			job := `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{"steps":5000}}`
+			st, body := p.do("POST", "/v1/fine_tuning/jobs", job)
+			expect(p, 200, st, body)
+			st, body = p.do("POST", "/v1/fine_tuning/jobs", job)
+			expect(p, 429, st, body, "0 are waiting")
+		}},
 		{"log", []string{"-log"}, nil, func(p probe) {
 			p.do("GET", "/health", "")
 			waitFor(p.t, "the log line", func() bool { return strings.Contains(p.s.stderr.String(), "path=/health status=200") })
@@ -274,4 +317,16 @@ func TestEveryFlagAndVariable(t *testing.T) {
 	if !covered["MINIGPT_API_KEY"] {
 		t.Error("$MINIGPT_API_KEY has no row")
 	}
+}
+
+// jsonField returns the string field name of the JSON object at the start
+// of body.
+func jsonField(t *testing.T, body, name string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.NewDecoder(strings.NewReader(body)).Decode(&m); err != nil {
+		t.Fatalf("%v: %.300s", err, body)
+	}
+	v, _ := m[name].(string)
+	return v
 }

@@ -1,10 +1,14 @@
 // Command serve serves MiniGPT models over HTTP: OpenAI's legacy
 // completions API (POST /v1/completions, streaming included), the model
-// list, health, Prometheus metrics, and a playground page at /.
+// list, health, Prometheus metrics, and a playground page at /; with
+// -training, also OpenAI's fine-tuning jobs API (POST /v1/files,
+// /v1/fine_tuning/jobs), whose models are served as soon as they are
+// trained.
 //
 //	go run ./cmd/serve                                   # the embedded Lantern Bay model on 127.0.0.1:8080
 //	go run ./cmd/serve -model shakespeare=shakespeare.ckpt
 //	go run ./cmd/serve -addr :8080 -api-key secret       # every interface: set a key
+//	go run ./cmd/serve -training -train-dir tuned        # train in the playground; keep the models in tuned/
 //
 // SIGINT or SIGTERM drains: new API requests get 503 (on every connection,
 // idle keep-alive ones included) while those in progress finish, for up
@@ -86,6 +90,8 @@ type options struct {
 	drain              time.Duration
 	headerTimeout      time.Duration
 	logRequests        bool
+	training           bool
+	train              server.Training
 }
 
 // hostList is the comma-separated -allowed-hosts.
@@ -127,6 +133,13 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "on SIGINT or SIGTERM, how long requests in progress may take to finish (then they end as -request-timeout ends them)")
 	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "a client must send its request headers within this time (no slowloris)")
 	fs.BoolVar(&o.logRequests, "log", false, "log every request to standard error")
+	t := server.DefaultTraining()
+	fs.BoolVar(&o.training, "training", false, "serve the fine-tuning jobs API (POST /v1/files, /v1/fine_tuning/jobs, the playground's Train tab): one job trains at a time, pausing between steps while completions run; off by default, as training is the expensive operation")
+	fs.StringVar(&o.train.Dir, "train-dir", "", "with -training, also save each fine-tuned model as a checkpoint in this existing `directory` (never replacing a file), loadable with generate -model")
+	fs.Int64Var(&o.train.MaxFileBytes, "train-max-file", t.MaxFileBytes, "with -training, largest training file in bytes")
+	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, "with -training, most steps of one job")
+	fs.IntVar(&o.train.MaxParams, "train-max-params", t.MaxParams, "with -training, most parameters of a model a job trains")
+	fs.IntVar(&o.train.Queue, "train-queue", t.Queue, "with -training, jobs that may wait behind the running one (more get 429); 0: none")
 	return fs
 }
 
@@ -145,6 +158,8 @@ func (o *options) validate() error {
 		{"-max-inflight", l.MaxInFlightBytes >= l.MaxResponseBytes, "at least -max-response"},
 		{"-request-timeout", l.RequestTimeout > 0, "positive"}, {"-write-timeout", l.WriteTimeout > 0, "positive"},
 		{"-drain-timeout", o.drain > 0, "positive"}, {"-header-timeout", o.headerTimeout > 0, "positive"},
+		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"}, {"-train-max-steps", o.train.MaxSteps >= 1, "at least 1"},
+		{"-train-max-params", o.train.MaxParams >= 1, "at least 1"}, {"-train-queue", o.train.Queue >= 0, ">= 0 (0: none)"},
 	} {
 		if !c.ok {
 			return fmt.Errorf("%s: must be %s", c.name, c.rule)
@@ -152,6 +167,14 @@ func (o *options) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("-addr %q: %w", o.addr, err)
+	}
+	if o.train.Dir != "" {
+		if !o.training {
+			return fmt.Errorf("-train-dir saves what training jobs make: give -training too")
+		}
+		if fi, err := os.Stat(o.train.Dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("-train-dir %s: not an existing directory (create it first)", o.train.Dir)
+		}
 	}
 	return nil
 }
@@ -192,6 +215,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	models = append(models, server.Model{Name: embeddedName, Model: m, Vocab: vocab})
 	cfg := server.Config{Models: models, APIKey: o.apiKey, CORSOrigin: o.cors, AllowedHosts: o.allowedHosts, Limits: o.limits}
+	if o.training {
+		if o.train.Queue == 0 {
+			o.train.Queue = -1 // -train-queue 0: none (server.Training reads 0 as "the default")
+		}
+		cfg.Training = &o.train
+	}
 	if o.logRequests {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
@@ -224,6 +253,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "serving %s on http://%s (playground at /, API at /v1/)\n", strings.Join(names, ", "), ln.Addr())
 	if o.apiKey != "" {
 		fmt.Fprintln(stdout, "the API requires Authorization: Bearer <key>")
+	}
+	if o.training {
+		where := ""
+		if o.train.Dir != "" {
+			where = "; fine-tuned models are saved in " + o.train.Dir
+		}
+		fmt.Fprintf(stdout, "training jobs are on (POST /v1/fine_tuning/jobs, the playground's Train tab)%s\n", where)
 	}
 
 	errc := make(chan error, 1)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end tests of cmd/serve with real clients, on loopback only:
 #
-#   1. the official openai npm package (client.test.mjs),
+#   1. the official openai npm package (client.test.mjs): completions,
+#      and the files and fine-tuning API of cmd/serve -training,
 #   2. Debian's chromium driven by playwright-core on the playground
-#      (browser.test.mjs), which saves screenshots,
+#      (browser.test.mjs): generating, comparing, scoring, training in
+#      the page, at 1366×768 and 390×844; it saves screenshots,
 #   3. the bounded load test (go test ./server -run TestLoad -load) against
 #      its own cmd/serve: clients that never read, the largest responses
 #      allowed, the server's peak RSS, and SIGTERM at the drain deadline
@@ -14,7 +16,7 @@
 # so LOUDLY and skips that part only, exiting 0 for it; a test that runs
 # and fails fails the script.
 #
-#   server/testdata/e2e/e2e.sh               # screenshots go to a temporary folder
+#   server/testdata/e2e/e2e.sh               # screenshots go to a new folder, kept and printed
 #   SHOTS=docs server/testdata/e2e/e2e.sh    # ... or refresh the README's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,7 +80,8 @@ for _ in $(seq 40); do printf '%s' "$html"; done > "$work/html.txt"
 go run ./cmd/train -corpus "$work/html.txt" -steps 30 -weights-only -out "$work/html.ckpt" >/dev/null 2>&1
 
 key="e2e-$RANDOM$RANDOM"
-start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$work/html.ckpt"
+mkdir "$work/tuned"
+start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$work/html.ckpt" -training -train-dir "$work/tuned"
 server_pid=$started_pid url=$started_url
 if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
 echo "server at $url"
@@ -112,13 +115,19 @@ if [ "$node_ok" = 1 ]; then
   if ! command -v chromium >/dev/null 2>&1; then
     loud "chromium could not be installed (Debian registry unreachable?): the browser test was NOT run"
   else
-    shots="${SHOTS:-$work/shots}"
+    # Outside $work, which the exit removes: the folder printed stays.
+    shots="${SHOTS:-$(mktemp -d "${TMPDIR:-/tmp}/minigpt-shots.XXXXXX")}"
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
       CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
     echo "screenshots: $shots"
   fi
+fi
+
+# The browser's and the client's jobs saved their models in -train-dir.
+if [ "$node_ok" = 1 ] && ! ls "$work/tuned"/ft-*.ckpt >/dev/null 2>&1; then
+  echo "no fine-tuned checkpoint in -train-dir:"; ls -la "$work/tuned"; exit 1
 fi
 
 # The server must still be healthy after all that, and stop cleanly.
