@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if _, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout); err != nil {
+	if _, err := command.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {

@@ -15,12 +15,11 @@
 // to -drain-timeout; then every request still running ends as
 // -request-timeout ends it, and the server stops (a second signal kills
 // at once). The exit status follows the rule of every minigpt command
-// (see exitRule).
+// (see command.Exit).
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,15 +71,6 @@ func (m *modelFlags) Set(v string) error {
 	*m = append(*m, struct{ name, path string }{name, path})
 	return nil
 }
-
-// exitRule is the exit-status rule of every minigpt command, in serve's
-// terms; -h ends with it.
-const exitRule = `Exit status: 2 refused before any work (a bad flag or value, or a -model
-checkpoint that cannot be loaded; nothing was served); 1 failed after the
-work began (the address cannot be listened on, serving failed); 130
-interrupted: SIGINT or SIGTERM stopped the server at the drain deadline,
-with requests ended early; 0 stopped by SIGINT or SIGTERM after every
-request finished. A second signal kills at once.`
 
 type options struct {
 	addr, apiKey, cors string
@@ -184,10 +174,7 @@ func (o *options) validate() error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if _, err := cli.Parse(fs, args, "Serves MiniGPT models with OpenAI's completions API and a playground page.", stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "\n%s\n", exitRule)
-		}
+	if _, err := command.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if err := o.validate(); err != nil {
