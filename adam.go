@@ -15,11 +15,11 @@ type AdamConfig struct {
 	Beta1, Beta2 float64 // moment decay rates, in [0, 1)
 	Eps          float64 // added to the root of the second moment
 	// WeightDecay is AdamW's decoupled decay, applied to matrices and
-	// embeddings only (never to gains or biases); 0 gives the seed's Adam.
+	// embeddings only (never to gains or biases); 0 gives the lessons' Adam.
 	WeightDecay float64
 }
 
-// DefaultAdamConfig returns the seed's constants: β1 0.9, β2 0.999,
+// DefaultAdamConfig returns the lessons' constants: β1 0.9, β2 0.999,
 // ε 1e-8, no weight decay.
 func DefaultAdamConfig() AdamConfig {
 	return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}

@@ -7,14 +7,14 @@ import (
 )
 
 func TestDefaultAdamConfigIsTheSeeds(t *testing.T) {
-	// The seed's Adam: β1 0.9, β2 0.999, ε 1e-8, no decay.
+	// The lessons' Adam: β1 0.9, β2 0.999, ε 1e-8, no decay.
 	if got, want := DefaultAdamConfig(), (AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}); got != want {
 		t.Fatalf("DefaultAdamConfig() = %+v, want %+v", got, want)
 	}
 }
 
 // Two Adam steps against numbers computed by hand (Python's decimal
-// module at 50 digits, from the update as the seed writes it:
+// module at 50 digits, from the update as the lessons write it:
 // m = β1·m + (1-β1)·g, v = β2·v + (1-β2)·g², p -= lr·m̂/(sqrt(v̂)+ε) with
 // m̂ = m/(1-β1^t), v̂ = v/(1-β2^t)). Step 1 checks the bias correction
 // (without it the step is ten times smaller) and where ε sits (a gradient

@@ -32,7 +32,7 @@ type backwardJobs struct {
 // N×OC) runs in two Halves when the rows each core would otherwise read
 // from the other's cache, about N·(C+OC)/2 values, are at least this many
 // times the C·OC values of dW the halves pass from one core to the other
-// (every weight gradient of the seed config, only the head's of the baby
+// (every weight gradient of the default config, only the head's of the baby
 // config). 0 makes every sum over two or more rows run in halves (tests).
 var weightGradHalvesMin = 8
 

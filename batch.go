@@ -7,15 +7,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
 
-// Batch generates for many callers at once on one model: a decoding loop
-// advances every running request by one token (or a chunk of its prompt)
-// per step, in one forward pass over all their rows, and requests join
-// and leave between steps. A request needs one row per sample (or beam);
-// one that finds too few free rows waits, in order of arrival.
+// Batch generates for many callers at once on one model. Its requests run
+// in lanes, one per processor: a lane is a decoding loop that advances
+// every request it runs by one token (or a chunk of its prompt) per step,
+// in forward passes of a few requests' rows each, and requests join and
+// leave between steps. A request needs one row per sample (or beam); once
+// its rows are free, in order of arrival, it joins the lane with the
+// fewest rows in use. The lanes step independently, so a core taken away
+// by the operating system slows only its own lane's requests.
 //
 // Every request's completions are the bits Model.Generate or
 // Model.Complete gives for the same options alone, whatever else is in
@@ -28,26 +32,47 @@ import (
 type Batch struct {
 	m     *Model
 	rows  int
-	dec   *decoder
-	s     sampler
-	steps chan struct{} // capacity 1: there is work
+	kv    *kvCache // every row's cache slot
+	lanes []*lane
 
 	mu      sync.Mutex
 	waiting []*batchCall
-	running []*batchCall
 	free    []int // free rows (cache slots)
 	closed  bool
 	stats   BatchStats
-	done    chan struct{} // closed when the loop has ended
+}
 
-	run []*batchCall // the loop's copy of running, reused
+// lane is one decoding loop of a Batch: the requests it runs, and the
+// activations and sampler of its passes (the cache is the batch's). Its
+// goroutine runs only while it has requests: an idle Batch holds none,
+// and one no longer referenced is collected without Close.
+type lane struct {
+	b       *Batch
+	running []*batchCall  // b.mu
+	rows    int           // the rows its requests hold (b.mu)
+	active  bool          // its goroutine runs (b.mu)
+	done    chan struct{} // closed when that goroutine ends (b.mu)
+	kick    chan struct{} // capacity 1: there is work
+
+	dec   *decoder
+	s     sampler
+	run   []*batchCall // the loop's copy of running
+	group []*batchCall // the requests of a pass
 }
 
 // MaxBatchRows is the largest number of rows a Batch may have.
 const MaxBatchRows = 1 << 12
 
+// maxLanes caps a Batch's lanes, which are GOMAXPROCS when it is made.
+const maxLanes = 8
+
+// maxPassRows is the most positions a lane puts in one pass before it
+// runs it (a request's own rows are never split): a pass that small stays
+// in its core's cache.
+const maxPassRows = 128
+
 // NewBatch returns a Batch of the given number of rows (cache slots) on
-// m, and starts its loop; Close stops it.
+// m, with GOMAXPROCS lanes (at most 8, and at most rows).
 func NewBatch(m *Model, rows int) (*Batch, error) {
 	if rows < 1 || rows > MaxBatchRows {
 		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, MaxBatchRows)
@@ -55,21 +80,23 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
 	}
-	b := &Batch{m: m, rows: rows, dec: newDecoder(m.cfg, rows), s: newSampler(m.cfg.VocabSize),
-		steps: make(chan struct{}, 1), done: make(chan struct{})}
+	b := &Batch{m: m, rows: rows, kv: newKVCache(m.cfg, rows)}
 	for r := rows - 1; r >= 0; r-- {
 		b.free = append(b.free, r)
 	}
 	b.stats.RowsHist = make([]int64, rows+1)
-	go b.loop()
+	for range min(runtime.GOMAXPROCS(0), rows, maxLanes) {
+		b.lanes = append(b.lanes, &lane{b: b, kick: make(chan struct{}, 1),
+			dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)})
+	}
 	return b, nil
 }
 
 // BatchStats is a snapshot of a Batch's counters.
 type BatchStats struct {
-	Steps    int64         // forward passes run
+	Steps    int64         // steps run, every lane's: each advances its lane's requests once
 	Tokens   int64         // tokens generated (every sample's or beam's)
-	RowsHist []int64       // RowsHist[n]: steps that ran with n rows in use
+	RowsHist []int64       // RowsHist[n]: steps that ran with n of the batch's rows in use
 	Requests int64         // requests that ended
 	Waited   time.Duration // their total time waiting for rows
 	Running  int           // requests running now
@@ -83,21 +110,34 @@ func (b *Batch) Stats() BatchStats {
 	defer b.mu.Unlock()
 	s := b.stats
 	s.RowsHist = append([]int64(nil), b.stats.RowsHist...)
-	s.Running, s.Waiting, s.RowsUsed = len(b.running), len(b.waiting), b.rows-len(b.free)
+	for _, l := range b.lanes {
+		s.Running += len(l.running)
+	}
+	s.Waiting, s.RowsUsed = len(b.waiting), b.rows-len(b.free)
 	return s
 }
 
 // ErrClosed is returned by a closed Batch's Generate and Complete.
 var ErrClosed = errors.New("batch closed")
 
-// Close stops b once its running and waiting requests have ended (cancel
-// their contexts to end them sooner); later calls get ErrClosed.
+// Close makes later calls get ErrClosed and waits for the running and
+// waiting requests to end (cancel their contexts to end them sooner).
 func (b *Batch) Close() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	b.kick()
-	<-b.done
+	for {
+		b.mu.Lock()
+		b.closed = true
+		var done chan struct{}
+		for _, l := range b.lanes {
+			if l.active {
+				done = l.done
+			}
+		}
+		b.mu.Unlock()
+		if done == nil {
+			return // a request waits only while another holds rows, in a lane
+		}
+		<-done
+	}
 }
 
 // Generate is Model.Generate run in the batch.
@@ -117,7 +157,7 @@ func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts 
 	return b.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
 }
 
-// batchCall is a request in a Batch and what passes between the loop and
+// batchCall is a request in a Batch and what passes between its lane and
 // the caller: the chunks and steps to deliver, and the end.
 type batchCall struct {
 	r      *request
@@ -127,6 +167,7 @@ type batchCall struct {
 	step   Step
 	signal chan struct{} // capacity 1: events, or the end
 	since  time.Time     // when it was submitted
+	lane   *lane         // once admitted (b.mu)
 
 	mu        sync.Mutex
 	events    []batchEvent
@@ -140,9 +181,9 @@ type batchEvent struct {
 	step  *Step
 }
 
-// maxBacklog is how many undelivered events pause a request: the loop
-// does not advance it until its caller catches up.
-const maxBacklog = 4096
+// maxBacklog is how many undelivered events pause a request: its lane
+// does not advance it until its caller catches up. Tests lower it.
+var maxBacklog = 4096
 
 func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
 	R := rowsOf(o)
@@ -154,7 +195,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	for i := range c.rows {
 		c.rows[i].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	}
-	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.s, &c.step)
+	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.lanes[0].s, &c.step) // admission gives it its lane's
 	c.r.emit = c.enqueueChunk
 	if o.OnStep != nil {
 		c.r.onStep = c.enqueueStep
@@ -165,23 +206,35 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		return nil, ErrClosed
 	}
 	b.waiting = append(b.waiting, c)
+	b.admit()
 	b.mu.Unlock()
-	b.kick()
 	var events []batchEvent
+	over := false    // cancelled, or a callback failed: no more callbacks, as alone
+	var failed error // the callback's error, the call's even if the loop had ended the request
 	for {
 		select {
 		case <-c.signal:
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
-			<-c.signal // the loop's acknowledgement: the rows are free
+			over = true
+			b.wake(c)
+			<-c.signal // the lane's acknowledgement: the rows are free
 		}
 		c.mu.Lock()
 		events, c.events = c.events, events[:0]
 		ended := c.ended
 		c.mu.Unlock()
+		if len(events) > maxBacklog {
+			b.wake(c) // the request was paused: it may go on
+		}
 		for i := range events {
+			if over {
+				break
+			}
 			if err := c.deliver(&events[i], o); err != nil {
 				c.cancel(err)
+				over, failed = true, err
+				b.wake(c)
 			}
 		}
 		if ended {
@@ -191,6 +244,9 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	c.mu.Lock()
 	err := c.cancelled
 	c.mu.Unlock()
+	if failed != nil {
+		err = failed
+	}
 	if err == nil {
 		err = c.r.err
 	}
@@ -253,109 +309,153 @@ func (c *batchCall) backlog() bool {
 	return len(c.events) > maxBacklog
 }
 
-func (b *Batch) kick() {
+// wake tells c's lane that c changed (cancelled, or caught up with its
+// events); a request still waiting is ended by admission if cancelled.
+func (b *Batch) wake(c *batchCall) {
+	b.mu.Lock()
+	l := c.lane
+	if l == nil {
+		b.admit()
+	}
+	b.mu.Unlock()
+	if l != nil {
+		l.signal()
+	}
+}
+
+func (l *lane) signal() {
 	select {
-	case b.steps <- struct{}{}:
+	case l.kick <- struct{}{}:
 	default:
 	}
 }
 
-// loop is the decoding loop: it admits waiting requests while rows are
-// free, runs a step over every running request, and hands each what it
-// produced, until the Batch is closed and idle.
-func (b *Batch) loop() {
-	defer close(b.done)
-	holding := false // the model's read lock, held while requests run
-	for {
-		b.mu.Lock()
-		b.admit()
-		b.run = append(b.run[:0], b.running...)
-		run := b.run
-		idle := len(run) == 0
-		closed := b.closed && idle && len(b.waiting) == 0
-		b.mu.Unlock()
-		if idle {
-			if holding {
-				b.m.use.RUnlock()
-				holding = false
-			}
-			if closed {
-				return
-			}
-			<-b.steps
-			continue
-		}
-		if !holding {
-			b.m.use.RLock()
-			holding = true
-		}
-		b.step(run)
-	}
-}
-
-// admit starts waiting requests, in order, while their rows are free.
-// b.mu is held.
+// admit starts waiting requests, in order, while their rows are free,
+// each in the lane with the fewest rows in use, and ends the cancelled
+// ones. b.mu is held.
 func (b *Batch) admit() {
-	for len(b.waiting) > 0 {
-		c := b.waiting[0]
+	kept := b.waiting[:0]
+	for _, c := range b.waiting {
 		c.mu.Lock()
 		cancelled := c.cancelled != nil
 		c.mu.Unlock()
-		if cancelled {
-			b.waiting = b.waiting[1:]
+		switch {
+		case cancelled:
 			b.end(c)
 			continue
+		case len(kept) > 0 || len(b.free) < c.need:
+			kept = append(kept, c) // behind the first that waits, in order
+			continue
 		}
-		if len(b.free) < c.need {
-			return
-		}
-		b.waiting = b.waiting[1:]
 		c.slots = append(c.slots[:0], b.free[len(b.free)-c.need:]...)
 		b.free = b.free[:len(b.free)-c.need]
 		b.stats.Waited += time.Since(c.since)
+		l := b.lanes[0]
+		for _, x := range b.lanes[1:] {
+			if x.rows < l.rows {
+				l = x
+			}
+		}
+		c.lane, c.r.s = l, &l.s
 		c.r.start(c.slots)
-		b.running = append(b.running, c)
+		l.running = append(l.running, c)
+		l.rows += c.need
+		if l.active {
+			l.signal()
+		} else {
+			l.active, l.done = true, make(chan struct{})
+			go l.loop(l.done)
+		}
+	}
+	clear(b.waiting[len(kept):])
+	b.waiting = kept
+}
+
+// loop is a lane's decoding loop: it runs a step over the lane's requests
+// and hands each what it produced, until it has none (admission starts
+// it again), holding the model's read lock meanwhile.
+func (l *lane) loop(done chan struct{}) {
+	b := l.b
+	b.m.use.RLock()
+	defer func() {
+		b.m.use.RUnlock()
+		close(done)
+	}()
+	for {
+		b.mu.Lock()
+		l.run = append(l.run[:0], l.running...)
+		if len(l.run) == 0 {
+			l.active = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		if !l.step(l.run) {
+			// Every request of the lane is paused for its caller: wait
+			// for one to catch up (or be cancelled) or for a new one.
+			<-l.kick
+		}
 	}
 }
 
-// step runs one pass over the running requests and ends those that are
-// done or cancelled.
-func (b *Batch) step(run []*batchCall) {
-	d := b.dec
-	d.begin()
-	for _, c := range run {
-		c.mu.Lock()
-		cancelled := c.cancelled
-		c.mu.Unlock()
-		if cancelled != nil {
-			c.r.stop(cancelled)
-			continue
+// step advances the lane's requests once, in passes of about maxPassRows
+// positions, and ends those that are done or cancelled. It reports
+// whether any request moved: false when every one is paused for its
+// caller.
+func (l *lane) step(run []*batchCall) bool {
+	b, d := l.b, l.dec
+	moved, passed, tokens := false, false, 0
+	for i := 0; i < len(run); {
+		d.begin()
+		l.group = l.group[:0]
+		for ; i < len(run) && (len(l.group) == 0 || d.rows < maxPassRows); i++ {
+			c := run[i]
+			c.mu.Lock()
+			cancelled := c.cancelled
+			c.mu.Unlock()
+			switch {
+			case cancelled != nil:
+				c.r.stop(cancelled)
+				moved = true
+			case !c.backlog():
+				c.r.plan(d)
+				l.group = append(l.group, c)
+				moved = true
+			}
 		}
-		if !c.backlog() {
-			c.r.plan(d)
+		if len(d.seqs) > 0 {
+			passed = true
+			d.run(b.m)
 		}
-	}
-	d.run(b.m)
-	tokens := 0
-	for _, c := range run {
-		c.r.advance(d)
-		tokens += c.r.made
+		for _, c := range l.group {
+			c.r.advance(d)
+			tokens += c.r.made
+		}
+		clear(l.group)
 	}
 	b.mu.Lock()
-	b.stats.Steps++
+	defer b.mu.Unlock()
+	if passed {
+		b.stats.Steps++
+		b.stats.RowsHist[min(b.rows-len(b.free), len(b.stats.RowsHist)-1)]++
+	}
 	b.stats.Tokens += int64(tokens)
-	b.stats.RowsHist[min(b.rows-len(b.free), len(b.stats.RowsHist)-1)]++
-	kept := b.running[:0]
-	for _, c := range b.running {
+	kept, ended := l.running[:0], false
+	for _, c := range l.running {
 		if c.r.done {
+			l.rows -= c.need
 			b.end(c)
+			ended = true
 			continue
 		}
 		kept = append(kept, c)
 	}
-	clear(b.running[len(kept):])
-	b.running = kept
-	b.mu.Unlock()
+	clear(l.running[len(kept):])
+	l.running = kept
+	if ended {
+		b.admit()
+	}
+	return moved
 }
 
 // end frees c's rows and tells its caller. b.mu is held.

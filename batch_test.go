@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,8 +73,13 @@ func TestBatchMatchesSerial(t *testing.T) {
 		}
 		want[i], wantStream[i] = fmt.Sprint(res), s
 	}
-	for _, rows := range []int{4, 8, 32} {
+	// GOMAXPROCS sets the batch's lanes: which requests share a pass,
+	// and how many loops step at once.
+	for _, tc := range []struct{ rows, procs int }{{4, 1}, {8, 4}, {32, 2}, {32, 8}} {
+		rows := tc.rows
+		prev := runtime.GOMAXPROCS(tc.procs)
 		b, err := NewBatch(m, rows)
+		runtime.GOMAXPROCS(prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +129,7 @@ func TestBatchMatchesSerial(t *testing.T) {
 		if st.Requests != int64(n) || st.RowsUsed != 0 || st.Running != 0 || st.Waiting != 0 {
 			t.Errorf("rows %d: stats after every request ended: %+v", rows, st)
 		}
-		t.Logf("rows %d: %d steps, %d tokens", rows, st.Steps, st.Tokens)
+		t.Logf("rows %d, %d lanes: %d steps, %d tokens", rows, len(b.lanes), st.Steps, st.Tokens)
 		b.Close()
 		if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{}); !errors.Is(err, ErrClosed) {
 			t.Errorf("Complete on a closed batch: %v, want ErrClosed", err)
@@ -150,5 +156,208 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 		if _, err := NewBatch(m, rows); !errors.Is(err, ErrBadOption) {
 			t.Errorf("NewBatch(%d): %v, want ErrBadOption", rows, err)
 		}
+	}
+}
+
+// TestBatchStopsCallingBackAfterAnError: as with Model.Complete, a Stream
+// or OnStep callback that returns an error ends its request, is not
+// called again, and its error is the call's, even when the loop has
+// already queued more events than the callback has seen, or has ended
+// the request before the callback returned.
+func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	stop := errors.New("the client went away")
+	for _, tc := range []struct{ traced, late bool }{{false, false}, {true, false}, {false, true}} {
+		traced := tc.traced
+		calls := 0
+		callback := func() error {
+			calls++
+			if calls == 2 {
+				// Let the loop queue a backlog behind this call, or (late)
+				// end the request.
+				time.Sleep(20 * time.Millisecond)
+				for tc.late && b.Stats().Running > 0 {
+					time.Sleep(time.Millisecond)
+				}
+				return stop
+			}
+			return nil
+		}
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 2000, Greedy: true}}
+		if tc.late {
+			o.MaxNewTokens = 50
+		}
+		if traced {
+			o.OnStep = func(*Step) error { return callback() }
+		} else {
+			o.Stream = func(*Chunk) error { return callback() }
+		}
+		if _, err := b.Complete(context.Background(), vocab, "the ", o); !errors.Is(err, stop) {
+			t.Errorf("%+v: %v, want the callback's error", tc, err)
+		}
+		if calls != 2 {
+			t.Errorf("%+v: the callback was called %d times, the second returned an error", tc, calls)
+		}
+	}
+}
+
+// TestBatchPausedRequestWaits: a request whose caller has fallen
+// maxBacklog events behind is paused (no pass, no token), a request that
+// arrives meanwhile runs beside it, and once the caller catches up the
+// paused one goes on to its end (TestBatchPausedCallerDoesNotSpin checks
+// that the waiting costs no CPU).
+func TestBatchPausedRequestWaits(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Within the block a token costs one cached position: the backlog
+	// fills fast.
+	const prompt = "the "
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hold, calls := make(chan struct{}), 0
+	ended := make(chan error, 1)
+	go func() {
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 3 * maxBacklog, Greedy: true}}
+		o.Stream = func(*Chunk) error {
+			if calls++; calls == 1 {
+				<-hold
+			}
+			return nil
+		}
+		_, err := b.Complete(ctx, vocab, prompt, o)
+		ended <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for b.Stats().Tokens <= int64(maxBacklog) {
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog never filled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The caller took a few events before it blocked: the request pauses
+	// once the backlog behind them is full, a few tokens later.
+	for last := int64(-1); b.Stats().Tokens != last; {
+		last = b.Stats().Tokens
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := b.Stats()
+	time.Sleep(100 * time.Millisecond)
+	after := b.Stats()
+	if after.Steps-before.Steps > 2 || after.Tokens != before.Tokens {
+		t.Errorf("paused: %d steps and %d tokens in 100 ms", after.Steps-before.Steps, after.Tokens-before.Tokens)
+	}
+	// Another request runs beside the paused one.
+	if res, err := b.Complete(context.Background(), vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, Greedy: true}}); err != nil || len(res[0].IDs) != 5 {
+		t.Errorf("beside a paused request: %v %v", res, err)
+	}
+	close(hold)
+	if err := <-ended; err != nil {
+		t.Errorf("the paused request, once its caller caught up: %v", err)
+	}
+	if calls < 3*maxBacklog {
+		t.Errorf("%d chunks streamed, want %d", calls, 3*maxBacklog)
+	}
+}
+
+// TestBatchPausedCallerDoesNotSpin: a caller that stops taking its
+// chunks pauses its request once the backlog is full, and then the loop
+// waits instead of spinning (before, a batch whose only request was
+// paused ran empty steps as fast as it could); once the caller catches
+// up the request finishes with its serial result.
+func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
+	saved := maxBacklog
+	maxBacklog = 4
+	t.Cleanup(func() { maxBacklog = saved })
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}}
+	want, err := m.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu time.Duration
+	first := true
+	o.Stream = func(*Chunk) error {
+		if first {
+			first = false
+			time.Sleep(100 * time.Millisecond) // let the backlog fill and the request pause
+			c0, ok0 := processCPUTime()
+			time.Sleep(400 * time.Millisecond)
+			c1, ok1 := processCPUTime()
+			if ok0 && ok1 {
+				cpu = c1 - c0
+			}
+		}
+		return nil
+	}
+	got, err := b.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the pause: %v, alone %v", got, want)
+	}
+	if cpu > 200*time.Millisecond {
+		t.Errorf("the process used %v of CPU in 400 ms while its only request was paused: the loop spins", cpu)
+	}
+}
+
+// TestBatchIdleHoldsNoGoroutine: a lane's goroutine runs only while it
+// has requests, so a Batch nobody uses holds none and needs no Close to
+// be collected (the server's fine-tuned models come and go).
+func TestBatchIdleHoldsNoGoroutine(t *testing.T) {
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	b, err := NewBatch(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := runtime.NumGoroutine(); g != before {
+		t.Errorf("a new batch runs %d goroutines", g-before)
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 20, Seed: uint64(i)}}
+			if _, err := b.Complete(context.Background(), vocab, "the ", o); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Errorf("an idle batch runs %d goroutines after its requests", g-before)
+	}
+	if st := b.Stats(); st.Requests != 4 || st.Running != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

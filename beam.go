@@ -76,13 +76,17 @@ func (bs *beamState) addHyp(h hypothesis) {
 	}
 }
 
+// endsWithStop returns the length of the longest stop string gen ends
+// with (0 for none): of the stop strings that end here, the longest
+// starts first, and the text is cut before it, as a sample's is.
 func (bs *beamState) endsWithStop(gen []int) int {
+	cut := 0
 	for _, s := range bs.stops {
-		if len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
-			return len(s)
+		if len(s) > cut && len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
+			cut = len(s)
 		}
 	}
-	return 0
+	return cut
 }
 
 // process runs the deterministic stages of the pipeline on one beam's
@@ -137,6 +141,10 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	// Candidates (beam·V + token) by descending score, the lower (beam,
 	// token) first among equals.
 	sortByValue(bs.order, bs.logp)
+	// At the length limit every one of the best K candidates ends, in
+	// rank order (Hugging Face's max-length criterion), so that ties
+	// between stopped and running ones keep that order.
+	last := r.steps+1 >= o.MaxNewTokens
 	filled := 0
 	for rank, c := range bs.order[:min(2*K, len(bs.order))] {
 		b, tok := c/V, c%V
@@ -145,12 +153,17 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 		}
 		seq := r.rows[b].seq
 		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
-		if s := bs.endsWithStop(gen); s > 0 {
-			// Hugging Face keeps an end-of-sequence candidate only if it
-			// ranks among the best num_beams.
-			if rank < K {
-				bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: FinishStop, stop: s})
+		s := bs.endsWithStop(gen)
+		// Hugging Face keeps an end-of-sequence candidate only if it
+		// ranks among the best num_beams.
+		if (s > 0 || last) && rank < K {
+			finish := FinishLength
+			if s > 0 {
+				finish = FinishStop
 			}
+			bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: finish, stop: s})
+		}
+		if s > 0 {
 			continue
 		}
 		bs.parents[filled], bs.tokens[filled], bs.next[filled] = b, tok, bs.logp[c]
@@ -164,6 +177,10 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 		}
 		bs.running = false // every live beam is banned: the finished ones are the answer
 		r.active = 0
+		return nil
+	}
+	if last {
+		bs.running = false // the best candidates are hypotheses already
 		return nil
 	}
 	for b := filled; b < K; b++ {

@@ -85,3 +85,26 @@ func LoadCheckpointInfo(path string) (*CheckpointInfo, error) {
 	}
 	return info, nil
 }
+
+// VerifyCheckpointFile is VerifyCheckpoint on the file at path, also
+// refusing bytes after the checksum: what the file says about itself,
+// once its checksum vouches for every byte.
+func VerifyCheckpointFile(path string) (*CheckpointInfo, error) {
+	f, err := safefile.OpenRegular(path) // a FIFO would block in open
+	if err != nil {
+		return nil, fmt.Errorf("verify checkpoint: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, ioChunk)
+	info, err := VerifyCheckpoint(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err != nil {
+			return nil, fmt.Errorf("verify checkpoint %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("verify checkpoint %s: %w", path, bad("data after the checksum"))
+	}
+	return info, nil
+}

@@ -3,6 +3,7 @@ package minigpt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -126,5 +127,48 @@ func TestLoadCheckpointInfo(t *testing.T) {
 	os.WriteFile(short, data[:len(data)-1], 0o644)
 	if _, err := LoadCheckpointInfo(short); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), "its header implies") {
 		t.Fatalf("a truncated file: %v, want ErrBadCheckpoint naming the size", err)
+	}
+}
+
+// TestVerifyCheckpointFileRefusesDamage: -info's check. A checkpoint
+// with any one byte flipped, truncated or followed by extra bytes is
+// refused with ErrBadCheckpoint, where LoadCheckpointInfo (header only)
+// would have described the flipped ones; the intact file verifies and
+// describes itself as LoadCheckpointInfo does.
+func TestVerifyCheckpointFileRefusesDamage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.ckpt")
+	if err := SaveCheckpoint(path, fuzzSeedTrainer(t, false).Checkpoint(WeightsOnly)); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := VerifyCheckpointFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := LoadCheckpointInfo(path)
+	if info.Config != want.Config || info.Step != want.Step || info.Bytes != int64(len(good)) {
+		t.Fatalf("verified info %+v, header info %+v", info, want)
+	}
+	bad := filepath.Join(dir, "bad.ckpt")
+	cases := map[string][]byte{
+		"truncated":   good[:len(good)-1],
+		"extra bytes": append(slices.Clone(good), 0),
+	}
+	for _, at := range []int{headerSize + 5, len(good) / 2, len(good) - 40, len(good) - 1} {
+		b := slices.Clone(good)
+		b[at] ^= 0x10
+		cases[fmt.Sprintf("byte %d flipped", at)] = b
+	}
+	for name, b := range cases {
+		if err := os.WriteFile(bad, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := VerifyCheckpointFile(bad); !errors.Is(err, ErrBadCheckpoint) {
+			t.Errorf("%s: VerifyCheckpointFile = %v, want ErrBadCheckpoint", name, err)
+		}
 	}
 }

@@ -37,6 +37,41 @@ func ReadCheckpointInfo(r io.Reader) (*CheckpointInfo, error) {
 	return info, nil
 }
 
+// VerifyCheckpoint reads the beginning of a checkpoint from r as
+// ReadCheckpointInfo does and then checks the SHA-256 that covers the
+// whole of it, without keeping the weights: its memory does not grow with
+// the model. A damaged or truncated file is an error wrapping
+// ErrBadCheckpoint; the fields of such a file are not returned, since
+// nothing vouches for them.
+func VerifyCheckpoint(r io.Reader) (*CheckpointInfo, error) {
+	cr := &ckptReader{r: r, sum: sha256.New()}
+	info, _, err := cr.readInfo()
+	if err == nil {
+		err = info.finishInfo()
+	}
+	if err == nil {
+		cr.begin("remaining", int(info.Bytes-cr.off-checksumSize))
+		buf := make([]byte, ioChunk)
+		for left := info.Bytes - cr.off - checksumSize; left > 0 && err == nil; {
+			var got int
+			got, err = io.ReadFull(cr.r, buf[:min(left, ioChunk)])
+			cr.sum.Write(buf[:got])
+			cr.off += int64(got)
+			left -= int64(got)
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = bad("truncated: input ends at byte %d of the %d the header implies", cr.off, info.Bytes)
+			}
+		}
+	}
+	if err == nil {
+		err = cr.verifyChecksum()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verify checkpoint: %w", err)
+	}
+	return info, nil
+}
+
 // ReadCheckpoint reads one checkpoint from r and validates all of it (see
 // docs/checkpoint-format.md). It reads exactly the checkpoint's bytes and no further.
 // Anything wrong with the bytes is an error wrapping ErrBadCheckpoint that

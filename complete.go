@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"unicode/utf8"
 )
 
 // SampleSeed is the seed of sample i of a call with GenerateOptions.Seed
@@ -145,6 +146,7 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars [
 	r := &request{m: m, o: o, full: ids, prompt: ids[max(0, len(ids)-T):], chars: chars, rows: rows, s: s}
 	if o.OnStep != nil || o.Trace {
 		r.tr = tr
+		tr.Attention, tr.Context = nil, 0 // tr is pooled: no earlier call's weights
 	}
 	grow := len(ids) + min(o.MaxNewTokens, 1024) // more as tokens arrive
 	attn := r.tr != nil && o.TraceAttention && !o.beam()
@@ -176,6 +178,12 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, stop []string, chars [
 }
 
 func decodeChars(chars []rune, ids []int) string {
+	if len(ids) == 1 && chars[ids[0]] < utf8.RuneSelf {
+		// The usual chunk, one ASCII character: a one-byte string is
+		// the runtime's own, not allocated.
+		b := [1]byte{byte(chars[ids[0]])}
+		return string(b[:])
+	}
 	rs := make([]rune, len(ids))
 	for i, id := range ids {
 		rs[i] = chars[id]

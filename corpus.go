@@ -48,7 +48,7 @@ var (
 const MaxVocabSize = utf8.MaxRune + 1
 
 // Vocab maps characters (runes) to token ids 0..Size()-1 in sorted order,
-// like the seed's sorted(set(text)).
+// like the lessons' sorted(set(text)).
 type Vocab struct {
 	chars []rune       // id -> character, ascending
 	index map[rune]int // character -> id
@@ -146,10 +146,9 @@ func (v *Vocab) Decode(ids []int) (string, error) {
 	return b.String(), nil
 }
 
-// Dataset is an encoded corpus split into a training part (the first 90%,
-// as in the seed) and a held-out validation part (the rest). Token ids are
-// stored as int32, four bytes a character, and batches are cut from them
-// in place.
+// Dataset is an encoded corpus split into a training part (the first
+// 90%) and a held-out validation part (the rest). Token ids are stored as
+// int32, four bytes a character, and batches are cut from them in place.
 type Dataset struct {
 	Vocab *Vocab
 	Train []int32 // first 90% of the tokens

@@ -11,13 +11,13 @@ import (
 
 func TestLanternBayIsTheSeedsCorpus(t *testing.T) {
 	if n := len(LanternBay); n != 10020 {
-		t.Fatalf("corpus has %d characters, the seed's has 10020", n)
+		t.Fatalf("corpus has %d characters, the lessons' has 10020", n)
 	}
 	v, err := NewVocab(LanternBay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sorted(set(CORPUS)) of the seed, printed by the NumPy reference.
+	// sorted(set(CORPUS)) of the lessons, printed by the NumPy reference.
 	if got, want := string(v.Chars()), " .abcdefghiklmnoprstuvwy"; got != want {
 		t.Fatalf("vocabulary %q, want %q", got, want)
 	}
@@ -26,7 +26,7 @@ func TestLanternBayIsTheSeedsCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(d.Train) != 9018 || len(d.Val) != 1002 {
-		t.Fatalf("split %d/%d, the seed's int(len*0.9) gives 9018/1002", len(d.Train), len(d.Val))
+		t.Fatalf("split %d/%d, the lessons' int(len*0.9) gives 9018/1002", len(d.Train), len(d.Val))
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 //
 //	go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt
 //
-// with every other flag at its default (the seed's run: 1200 steps on
+// with every other flag at its default (the lessons' run: 1200 steps on
 // Lantern Bay, seed 42). TestEmbeddedModelIsReproducible retrains and
 // checks these weights bit for bit.
 //
@@ -28,9 +28,9 @@ func DefaultModel() (*Model, *Vocab, error) {
 }
 
 // DefaultModelInfo describes the embedded model (see CheckpointInfo)
-// without loading its weights.
+// without loading its weights, its checksum verified.
 func DefaultModelInfo() (*CheckpointInfo, error) {
-	info, err := ReadCheckpointInfo(bytes.NewReader(defaultCheckpoint))
+	info, err := VerifyCheckpoint(bytes.NewReader(defaultCheckpoint))
 	if err != nil {
 		return nil, fmt.Errorf("embedded model: %w", err)
 	}

@@ -56,7 +56,8 @@
 //
 // # Using it
 //
-//	data, _ := minigpt.NewDataset(text, 32)                     // vocabulary + 90/10 split
+//	ctx := context.Background()
+//	data, _ := minigpt.NewDataset(minigpt.LanternBay, 32)       // vocabulary + 90/10 split
 //	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), 42) // fresh weights
 //	tr, _ := minigpt.NewTrainer(m, data, minigpt.DefaultTrainConfig())
 //	_ = tr.Run(ctx, func(p minigpt.Progress) { /* report */ })
@@ -66,7 +67,8 @@
 //		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 100, Temperature: 0.8, Seed: 1},
 //	})
 //
-// A full checkpoint resumes bit for bit ([ResumeTrainer]). To fine-tune
+// (The README's program is the same, whole and tested.) A full checkpoint
+// resumes bit for bit ([ResumeTrainer]). To fine-tune
 // instead, pass a loaded model to [NewTrainer] with a dataset encoded with
 // the checkpoint's vocabulary ([NewDatasetWithVocab]). [DefaultModel] is a
 // model trained on Lantern Bay, embedded in the package.

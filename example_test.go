@@ -50,9 +50,9 @@ func ExampleTrainer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := minigpt.ConfigFor(data.Vocab) // the seed's shape, this text's vocabulary
+	cfg := minigpt.ConfigFor(data.Vocab) // the lessons' shape, this text's vocabulary
 	tc := minigpt.DefaultTrainConfig()
-	tc.Steps = 20 // the seed's run is 1200
+	tc.Steps = 20 // the default run is 1200
 	m, err := minigpt.NewModel(cfg, tc.Seed)
 	if err != nil {
 		log.Fatal(err)

@@ -18,22 +18,22 @@ import (
 //
 //  1. LogitBias on the model's raw logits (−100 bans, +100 forces);
 //  2. PresencePenalty and FrequencyPenalty (OpenAI's formula);
-//  3. Temperature (the seed's first step);
-//  4. RepetitionPenalty (the seed's exercise 1: after temperature);
+//  3. Temperature (the lessons' first step);
+//  4. RepetitionPenalty (the sampling lesson's first exercise: after temperature);
 //  5. NoRepeatNGramSize;
 //  6. TopK;
 //  7. TopP;
 //  8. MinP (after top-p, as in Hugging Face);
 //
 // then one softmax over the survivors and one draw from Rand. With only
-// the seed's knobs set this is exactly the seed's generate. Greedy skips
+// the lessons' knobs set this is exactly their generate. Greedy skips
 // every stage; beam search runs stages 1, 2, 4 and 5 on
 // log-probabilities. Hugging Face runs its logits processors (repetition
 // penalty, no-repeat n-gram, bias) before the temperature warper, so its
 // repetition penalty acts on unscaled logits; llama.cpp's default chain
 // is bias, penalties, top-k, top-p, min-p and only then temperature, so
-// its filters see the distribution at temperature 1. See the README's
-// "Generating text".
+// its filters see the distribution at temperature 1. The repository's
+// docs/sampling.md explains each stage.
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); generation
 	// ends earlier only at a stop string or on cancellation.
@@ -49,7 +49,7 @@ type GenerateOptions struct {
 	// draw nothing.
 	Seed uint64
 	// Greedy takes the argmax of the raw logits at every step (ties to the
-	// lowest id), the seed's greedy=True: it ignores every sampling knob
+	// lowest id), the lessons' greedy=True: it ignores every sampling knob
 	// and draws no random number. MaxNewTokens and Stop still apply.
 	Greedy bool
 	// Temperature divides the logits before the filters; it must be
@@ -334,8 +334,8 @@ func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {
 
 // LoopOnset returns the first index i (in characters) at which the
 // w-character window text[i:i+w] appears again later in text, starting at
-// or after i+w; or -1 if none does: the loop detector of seed lesson 003's
-// exercise 3 ("loop onset").
+// or after i+w; or -1 if none does: the loop detector of the sampling
+// lesson's third exercise ("loop onset").
 func LoopOnset(text string, w int) int {
 	if w <= 0 {
 		return -1

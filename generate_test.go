@@ -106,7 +106,7 @@ func TestFilterOrder(t *testing.T) {
 // Temperature and the repetition penalty both scale a logit, so in exact
 // arithmetic their order would not matter; in floating point it does, and
 // the pipeline's order (see GenerateOptions) divides by the temperature
-// first, as the seed's generate does before any filter. Every filtered
+// first, as the lessons' generate does before any filter. Every filtered
 // logit is checked against that order, computed here by hand, on values
 // of which some round differently in the other order (checked too, so
 // that the test can see a swap).
@@ -123,7 +123,7 @@ func TestRepetitionPenaltyAfterTemperatureBits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scale := func(x float64) float64 { // the seed's exercise 1
+	scale := func(x float64) float64 { // the sampling lesson's first exercise
 		if x > 0 {
 			return x / penalty
 		}
@@ -464,7 +464,7 @@ func corpusWords() map[string]bool {
 	return words
 }
 
-// The seed's claims about its trained model (Stages 3 and 4), on the
+// The lessons' claims about their trained model (Stages 3 and 4), on the
 // embedded model (which TestEmbeddedModelIsReproducible shows is the
 // default run's).
 func TestTrainedModelGenerates(t *testing.T) {

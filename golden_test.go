@@ -9,7 +9,7 @@ import (
 )
 
 // golden is testdata/golden_tiny.json, written by testdata/golden_gen.py
-// from the seed's NumPy reference: an independent computation of the same
+// from the lessons' NumPy reference: an independent computation of the same
 // function (with BLAS summation orders), so agreement is checked to a
 // tolerance, not bits.
 type golden struct {
@@ -57,6 +57,9 @@ func forEachReferenceTensor(cfg Config, fn func(ref string, ours string, index f
 	fn("bh", "head_bias", same(0))
 }
 
+// TestMatchesNumPyReference checks logits, loss and every gradient
+// against the NumPy reference on every kernel path this machine runs,
+// the Go twins included.
 func TestMatchesNumPyReference(t *testing.T) {
 	raw, err := os.ReadFile("testdata/golden_tiny.json")
 	if err != nil {
@@ -66,56 +69,58 @@ func TestMatchesNumPyReference(t *testing.T) {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{VocabSize: g.Config.Vocab, BlockSize: g.Config.Block, EmbedDim: g.Config.Embd, Heads: g.Config.Heads, Layers: g.Config.Layers}
-	m, err := NewModel(cfg, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tensors := map[string][]float64{}
-	offsets := map[string]int{}
-	off := 0
-	for _, ts := range m.Tensors() {
-		tensors[ts.Name] = ts.Data
-		offsets[ts.Name] = off
-		off += len(ts.Data)
-	}
-	filled := 0
-	forEachReferenceTensor(cfg, func(ref, ours string, index func(int) int) {
-		p, ok := g.Params[ref]
-		if !ok {
-			t.Fatalf("golden file lacks %s", ref)
-		}
-		for i, v := range p.Data {
-			tensors[ours][index(i)] = v
-		}
-		filled += len(p.Data)
-	})
-	if filled != len(m.Params()) {
-		t.Fatalf("golden parameters cover %d of %d", filled, len(m.Params()))
-	}
-	close := func(what string, got, want float64) {
-		t.Helper()
-		if d := math.Abs(got - want); d > 1e-10*math.Abs(want)+1e-12 {
-			t.Errorf("%s: got %.17g, reference %.17g (difference %.3g)", what, got, want, d)
-		}
-	}
-	for ci, c := range g.Cases {
-		logits, err := m.Logits(c.Idx, c.B, c.T)
+	forEachKernelPath(t, func(t *testing.T, _ string) {
+		cfg := Config{VocabSize: g.Config.Vocab, BlockSize: g.Config.Block, EmbedDim: g.Config.Embd, Heads: g.Config.Heads, Layers: g.Config.Layers}
+		m, err := NewModel(cfg, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range logits {
-			close(fmt.Sprintf("case %d logit %d", ci, i), logits[i], c.Logits[i])
+		tensors := map[string][]float64{}
+		offsets := map[string]int{}
+		off := 0
+		for _, ts := range m.Tensors() {
+			tensors[ts.Name] = ts.Data
+			offsets[ts.Name] = off
+			off += len(ts.Data)
 		}
-		loss, grads, err := m.Gradients(c.Idx, c.Targets, c.B, c.T)
-		if err != nil {
-			t.Fatal(err)
-		}
-		close(fmt.Sprintf("case %d loss", ci), loss, c.LossNoEps)
+		filled := 0
 		forEachReferenceTensor(cfg, func(ref, ours string, index func(int) int) {
-			for i, want := range c.Grads[ref] {
-				close(fmt.Sprintf("case %d grad %s[%d]", ci, ref, i), grads[offsets[ours]+index(i)], want)
+			p, ok := g.Params[ref]
+			if !ok {
+				t.Fatalf("golden file lacks %s", ref)
 			}
+			for i, v := range p.Data {
+				tensors[ours][index(i)] = v
+			}
+			filled += len(p.Data)
 		})
-	}
+		if filled != len(m.Params()) {
+			t.Fatalf("golden parameters cover %d of %d", filled, len(m.Params()))
+		}
+		close := func(what string, got, want float64) {
+			t.Helper()
+			if d := math.Abs(got - want); d > 1e-10*math.Abs(want)+1e-12 {
+				t.Errorf("%s: got %.17g, reference %.17g (difference %.3g)", what, got, want, d)
+			}
+		}
+		for ci, c := range g.Cases {
+			logits, err := m.Logits(c.Idx, c.B, c.T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range logits {
+				close(fmt.Sprintf("case %d logit %d", ci, i), logits[i], c.Logits[i])
+			}
+			loss, grads, err := m.Gradients(c.Idx, c.Targets, c.B, c.T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(fmt.Sprintf("case %d loss", ci), loss, c.LossNoEps)
+			forEachReferenceTensor(cfg, func(ref, ours string, index func(int) int) {
+				for i, want := range c.Grads[ref] {
+					close(fmt.Sprintf("case %d grad %s[%d]", ci, ref, i), grads[offsets[ours]+index(i)], want)
+				}
+			})
+		}
+	})
 }

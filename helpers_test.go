@@ -75,38 +75,6 @@ func bitsEqual(a, b []float64) bool {
 	return ok
 }
 
-// randomSlice draws n values over many binades, with exact zeros of both
-// signs now and then, so that rounding differences cannot hide.
-func randomSlice(rng *rand.Rand, n int) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		switch rng.IntN(16) {
-		case 0:
-			s[i] = 0
-		case 1:
-			s[i] = math.Copysign(0, -1)
-		default:
-			s[i] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
-		}
-	}
-	return s
-}
-
-// naiveNN is kernels.GemmNN's definition written out directly, one
-// output at a time: a k-ascending chain of fused multiply-adds from the
-// value in c.
-func naiveNN(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) {
-	for i := 0; i < M; i++ {
-		for j := 0; j < N; j++ {
-			x := c[i*ldc+j]
-			for k := 0; k < K; k++ {
-				x = math.FMA(a[i*ai+k*ak], b[k*ldb+j], x)
-			}
-			c[i*ldc+j] = x
-		}
-	}
-}
-
 func randomTokens(rng *rand.Rand, n, vocab int) []int {
 	ids := make([]int, n)
 	for i := range ids {

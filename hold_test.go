@@ -36,10 +36,16 @@ func tinyTrainer(t *testing.T, steps int) *Trainer {
 // trainer's own batch shape, Gradients, and generate. Before the Trainer
 // held its model, this panicked inside a worker or finished with other
 // weights. Every call must succeed, the weights must be those of the same
-// run left alone (the pinned hash), and every Logits call must have seen
+// run left alone (trained here, so that a change of the arithmetic, which
+// the pinned hashes report, does not fail this test), and every Logits
+// call must have seen
 // the parameters of a whole step, never a half-updated slab: its result
 // must be the logits of the parameters after one of the steps.
 func TestReadersDuringTrainingChangeNothing(t *testing.T) {
+	alone := tinyTrainer(t, 20)
+	if err := alone.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 	tr := tinyTrainer(t, 20)
 	m := tr.Model()
 	vocab := tr.Dataset().Vocab
@@ -97,8 +103,8 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("no reader call completed during training")
 	}
-	if got := weightsHash(m.Params()); got != pinnedWeightsSHA256 {
-		t.Fatalf("weights after training beside %d reader calls: %s, want the pinned %s", calls.Load(), got, pinnedWeightsSHA256)
+	if i, ok := sameBits(m.Params(), alone.Model().Params()); !ok {
+		t.Fatalf("weights after training beside %d reader calls differ from the run left alone (parameter %d)", calls.Load(), i)
 	}
 	whole := map[string]bool{}
 	for _, s := range snapshots {

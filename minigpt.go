@@ -22,7 +22,7 @@ type Config struct {
 	TiedHead  bool // the output head is the token embedding, transposed, with no bias
 }
 
-// ConfigFor returns the seed's model shape (block size 32, width 64, 4
+// ConfigFor returns the lessons' model shape (block size 32, width 64, 4
 // heads, 2 layers, untied head) for vocab: the config to train on a
 // corpus of one's own.
 //
@@ -34,8 +34,8 @@ func ConfigFor(vocab *Vocab) Config {
 	return c
 }
 
-// DefaultConfig returns the seed's model exactly: ConfigFor the Lantern
-// Bay vocabulary (24 characters), 104,728 parameters. (The seed's prose
+// DefaultConfig returns the lessons' model exactly: ConfigFor the Lantern
+// Bay vocabulary (24 characters), 104,728 parameters. (The lessons' prose
 // says 154k; its code, which this package follows, gives 104,728.) For
 // another corpus use ConfigFor, which takes the vocabulary size from it.
 func DefaultConfig() Config {
@@ -351,7 +351,7 @@ func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 
 // Loss runs the model on B sequences of T tokens and returns the mean
 // cross-entropy of predicting targets (also B·T ids) over all B·T
-// positions. It computes -log softmax exactly (the seed adds 1e-12 inside
+// positions. It computes -log softmax exactly (the lessons add 1e-12 inside
 // the log; the difference is below 1e-11 for any probability it matters
 // for).
 func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {

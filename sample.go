@@ -256,7 +256,7 @@ func applyTopK(row []float64, k int, order []int) {
 }
 
 // applyTopP keeps the smallest prefix of tokens, by descending
-// probability, whose cumulative probability reaches p (the seed's
+// probability, whose cumulative probability reaches p (the lessons'
 // searchsorted(csum, p) + 1: the token that crosses p is kept), and sets
 // the rest to -Inf.
 func applyTopP(row []float64, p float64, order []int, probs []float64) {

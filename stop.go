@@ -12,6 +12,7 @@ type stopper struct {
 	noText bool // the stream reads only Chunk.IDs: skip decoding
 
 	samples []stopSample
+	chunk   Chunk // the chunk handed to the stream, reused: valid only during the callback
 }
 
 type stopSample struct {
@@ -96,14 +97,15 @@ func (st *stopper) release(b, upto int, stream func(*Chunk) error) error {
 	if stream == nil {
 		return nil
 	}
-	c := Chunk{Sample: b, IDs: s.ids[from:upto], Finish: s.finish}
+	c := &st.chunk
+	*c = Chunk{Sample: b, IDs: s.ids[from:upto], Finish: s.finish}
 	if !st.noText {
 		c.Text = decodeChars(st.chars, c.IDs)
 	}
 	if st.trace {
 		c.Steps = s.steps[from:upto]
 	}
-	return stream(&c)
+	return stream(c)
 }
 
 // finish ends every sample still running at the length limit, releasing

@@ -7,11 +7,19 @@ import (
 	"testing"
 )
 
-// refAttention is a plain reference forward pass over one window ids,
+// refAttention is the attention weights of the window's last position in
+// every layer and head, (L, NH, len(ids)), by refForward.
+func refAttention(m *Model, ids []int) []float64 {
+	att, _ := refForward(m, ids)
+	return att
+}
+
+// refForward is a plain reference forward pass over one window ids,
 // written from the model's definition with no kernel, cache or blocking:
 // it returns the attention weights of the window's last position in
-// every layer and head, (L, NH, len(ids)).
-func refAttention(m *Model, ids []int) []float64 {
+// every layer and head, (L, NH, len(ids)), and every position's logits,
+// (len(ids), V).
+func refForward(m *Model, ids []int) (att, logits []float64) {
 	c, p := m.Config(), m.p
 	C, L, NH, n := c.EmbedDim, c.Layers, c.Heads, len(ids)
 	hs := C / NH
@@ -97,7 +105,25 @@ func refAttention(m *Model, ids []int) []float64 {
 			}
 		}
 	}
-	return res
+	V := c.VocabSize
+	for t := range n {
+		h := layernorm(x[t], p.lnfGain, p.lnfBias)
+		for v := range V {
+			z := 0.0
+			if c.TiedHead {
+				for i := range C {
+					z += h[i] * p.tokenEmbedding[v*C+i]
+				}
+			} else {
+				z = p.headBias[v]
+				for i := range C {
+					z += h[i] * p.headWeight[i*V+v]
+				}
+			}
+			logits = append(logits, z)
+		}
+	}
+	return res, logits
 }
 
 // TestTraceAttentionMatchesReference: the attention weights a traced

@@ -12,9 +12,9 @@ import (
 )
 
 // TrainConfig describes a training run. The zero values of the optional
-// fields turn them off, so DefaultTrainConfig is exactly the seed's run.
+// fields turn them off, so DefaultTrainConfig is exactly the lessons' run.
 type TrainConfig struct {
-	Steps     int     // optimizer steps; the seed's run is 1200
+	Steps     int     // optimizer steps; the lessons' run is 1200
 	BatchSize int     // B: windows per batch
 	LR        float64 // peak learning rate
 	// Seed seeds the batch sampler and the fixed validation batches. It
@@ -32,7 +32,7 @@ type TrainConfig struct {
 	EvalBatches int // size of the fixed validation set, in batches
 }
 
-// DefaultTrainConfig returns the seed's run: 1200 steps of batch 32, Adam
+// DefaultTrainConfig returns the lessons' run: 1200 steps of batch 32, Adam
 // at lr 3e-3, seed 42, validation over 8 fixed batches at the end.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Steps: 1200, BatchSize: 32, LR: 3e-3, Seed: 42, EvalBatches: 8}
@@ -219,7 +219,7 @@ func trainingBytes(c Config, tc TrainConfig) float64 {
 
 // sampleBatch fills x and y with B windows of T tokens from data and their
 // one-step-shifted targets, starts drawn uniformly from
-// [0, len(data)-T-1) as in the seed's get_batch.
+// [0, len(data)-T-1) as in the lessons' get_batch.
 func sampleBatch(x, y []int, data []int32, B, T int, rng *rand.Rand) {
 	for b := 0; b < B; b++ {
 		start := rng.IntN(len(data) - T - 1)

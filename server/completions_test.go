@@ -1,5 +1,8 @@
 package server
 
+// The server's text against cmd/generate and the library, the response
+// shape, seeds, prompts and n, stop, streaming chunks, echo logprobs.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,8 @@
 package server
 
+// The endpoints besides completions: models, health, metrics, the
+// playground, mounting under a prefix, bad configs.
+
 import (
 	"net/http"
 	"net/http/httptest"

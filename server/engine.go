@@ -8,20 +8,76 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 
 	"example.org/minigpt"
 )
 
-// engine generates for one model.
+// engine generates for one model, through one continuous batch: every
+// request's samples (or beams) are rows of the same forward passes per
+// step, and each gets the bits it would get alone.
 type engine struct {
-	model *minigpt.Model // generation is safe for concurrent use on it
+	model *minigpt.Model // Logits (echo's scores) is safe for concurrent use on it
 	vocab *minigpt.Vocab
 	chars []rune
+	// alone makes every generation run by itself with Model.Complete
+	// instead of in the batch: the serial reference of the tests.
+	alone bool
+
+	mu    sync.Mutex
+	batch *minigpt.Batch // made by the first batchFor
 }
 
 func newEngine(m *minigpt.Model, v *minigpt.Vocab) *engine {
 	return &engine{model: m, vocab: v, chars: v.Chars()}
+}
+
+// batchFor returns the model's batch, made with rows rows if there is
+// none yet (New makes the given models' at once, so that a model too
+// large for its rows is refused at the start; a fine-tuned model gets
+// its own at its first request). An idle batch holds no goroutine: a
+// deleted model's goes with it.
+func (e *engine) batchFor(rows int) (*minigpt.Batch, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.batch == nil {
+		b, err := minigpt.NewBatch(e.model, rows)
+		if err != nil {
+			return nil, err
+		}
+		e.batch = b
+	}
+	return e.batch, nil
+}
+
+// stats returns the batch's counters, and false if it has none yet.
+func (e *engine) stats() (minigpt.BatchStats, bool) {
+	e.mu.Lock()
+	b := e.batch
+	e.mu.Unlock()
+	if b == nil {
+		return minigpt.BatchStats{}, false
+	}
+	return b.Stats(), true
+}
+
+// rowsOf is the number of batch rows a generation with sp takes: one per
+// beam, or per sample.
+func rowsOf(sp *sampling) int {
+	if sp.numBeams > 1 {
+		return sp.numBeams
+	}
+	return sp.n
+}
+
+// rowsParam is the field that sets rowsOf(sp).
+func rowsParam(sp *sampling) string {
+	if sp.numBeams > 1 {
+		return "num_beams"
+	}
+	return "n"
 }
 
 // token is one generated token as the client sees it.
@@ -98,6 +154,9 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 		}
 		return nil
 	}
+	if sp.lengthPenalty != 0 {
+		return badParam("length_penalty", "unsupported_parameter", "length_penalty %v has no effect without beam search (num_beams > 1): leave it out", sp.lengthPenalty)
+	}
 	if knob := logitKnob(); knob != "" && sp.temperature == 0 {
 		return badParam(knob, "unsupported_parameter", "%s has no effect with temperature 0, which is greedy decoding of the raw logits (as cmd/generate -greedy); for the most likely character after %s, send temperature 1 with top_k 1", knob, knob)
 	}
@@ -126,11 +185,77 @@ func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
 		NumBeams:          sp.numBeams,
 		LengthPenalty:     sp.lengthPenalty,
 	}
-	if (sp.logprobs >= 0 || sp.trace > 0) && sp.numBeams <= 1 {
-		o.Trace = true
+	if traced(sp) {
+		// Steps come through OnStep (complete sets it), not Trace: with
+		// Trace the library would keep every step of every sample for the
+		// Completions it returns, which the server never reads.
 		o.TraceTopN = max(sp.logprobs, sp.trace)
+		o.TraceAttention = sp.attention > 0
 	}
 	return o
+}
+
+// traced reports whether sp needs each token's step: for logprobs or the
+// trace (beam search has neither).
+func traced(sp *sampling) bool { return (sp.logprobs >= 0 || sp.trace > 0) && sp.numBeams <= 1 }
+
+// check returns a 400 for what the library would refuse, naming the
+// field, or nil: an option its Validate refuses (the parser's ranges
+// should leave none), and a first token with nothing left to choose
+// (every id banned by logit_bias, or by it and no_repeat_ngram_size on
+// some prompt), which would fail only once generating.
+func (e *engine) check(sp *sampling, prompts [][]int) *apiError {
+	if err := e.options(sp).Validate(); err != nil {
+		return badParam("", "invalid_value", "%v", err)
+	}
+	V := e.model.Config().VocabSize
+	left := make([]bool, V) // the ids logit_bias leaves, as the library applies it
+	forced := false
+	for _, b := range sp.logitBias {
+		forced = forced || b >= 100
+	}
+	n := 0
+	for id := range left {
+		b, ok := sp.logitBias[id]
+		left[id] = !(forced && (!ok || b < 100)) && !(ok && b <= -100)
+		if left[id] {
+			n++
+		}
+	}
+	if n == 0 {
+		return badParam("logit_bias", "invalid_value", "logit_bias bans every token of the vocabulary (%d with -100): nothing is left to generate", V)
+	}
+	if sp.noRepeatNgram == 0 {
+		return nil
+	}
+	for p, ids := range prompts {
+		if noRepeatLeavesNone(left, ids, sp.noRepeatNgram) {
+			return badParam("no_repeat_ngram_size", "invalid_value", "no_repeat_ngram_size %d leaves no first token after prompt %d: every token (that logit_bias leaves) would repeat one of its %d-grams", sp.noRepeatNgram, p, sp.noRepeatNgram)
+		}
+	}
+	return nil
+}
+
+// noRepeatLeavesNone reports whether the no-repeat n-gram rule bans every
+// id left after seq: as the library, the ids that follow an earlier
+// occurrence of seq's last n-1 ids (every id of seq for n = 1).
+func noRepeatLeavesNone(left []bool, seq []int, n int) bool {
+	if len(seq) < n {
+		return false
+	}
+	banned := make([]bool, len(left))
+	prefix := seq[len(seq)-(n-1):]
+	for i := 0; i+n-1 < len(seq); i++ {
+		if slices.Equal(seq[i:i+n-1], prefix) {
+			banned[seq[i+n-1]] = true
+		}
+	}
+	for id, ok := range left {
+		if ok && !banned[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // errorParam reports whether a generation error is the request's fault,
@@ -138,43 +263,93 @@ func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
 func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 	switch {
 	case errors.Is(err, minigpt.ErrAllBanned):
-		if len(sp.logitBias) == 0 {
-			return "no_repeat_ngram_size", true
+		// check caught a ban by logit_bias alone: this one grew with the
+		// text.
+		if sp.noRepeatNgram == 0 {
+			return "logit_bias", true
 		}
-		return "logit_bias", true
+		return "no_repeat_ngram_size", true
 	case errors.Is(err, minigpt.ErrNonFinite):
-		// A tiny temperature or a large penalty overflowed the logits.
-		return "temperature", true
+		// Dividing a positive logit by a tiny repetition penalty (or
+		// temperature) overflowed it; with neither, the model itself gave
+		// a NaN or an infinity, which is not the request's fault.
+		switch {
+		case sp.repetitionPenalty < 1:
+			return "repetition_penalty", true
+		case sp.temperature != 0 && sp.temperature < 1:
+			return "temperature", true
+		}
+		return "", false
 	case errors.Is(err, minigpt.ErrBadOption):
+		// What check cannot see: the memory the rows need for the model
+		// (the request's rows fit the batch: the parser made sure).
+		if rowsOf(sp) > 1 {
+			return rowsParam(sp), true
+		}
 		return "", true
 	}
 	return "", false
 }
 
-// complete generates sp.n samples continuing prompt with
-// minigpt.Model.Complete: sample i is the text cmd/generate prints with
+// complete generates sp.n samples continuing prompt in the model's
+// batch of batchRows rows (minigpt.Batch.Complete, which gives
+// minigpt.Model.Complete's bits whatever else runs): sample i is the text cmd/generate prints with
 // -seed minigpt.SampleSeed(seed, i) and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
 // strings, once they cannot begin one), and with its finish reason on its
 // last call.
-func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, release func(sample int, toks []token, finish string) error) error {
+//
+// With logprobs or trace, each step is turned into its token as it is
+// chosen and waits, per sample, until a chunk releases it: a sample's
+// chunks release its chosen tokens in order (the ones a stop string ate
+// never), so only the tokens held back by a stop string wait.
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string) error) error {
+	batch, err := e.batchFor(batchRows)
+	if err != nil {
+		// The server's rows do not fit the model: not the request's fault.
+		return fmt.Errorf("the model's batch of %d rows: %v", batchRows, err)
+	}
 	opts := e.options(sp)
+	var pending [][]token // per sample: chosen, not yet released
+	if traced(sp) {
+		pending = make([][]token, sp.n)
+		opts.OnStep = func(st *minigpt.Step) error {
+			t := token{id: st.ID}
+			e.fromStep(&t, st, sp)
+			pending[st.Sample] = append(pending[st.Sample], t)
+			return nil
+		}
+	}
 	var toks []token
 	opts.Stream = func(c *minigpt.Chunk) error {
 		toks = toks[:0]
-		for j, id := range c.IDs {
-			t := token{id: id}
-			if opts.Trace {
-				e.fromStep(&t, &c.Steps[j], sp)
+		if pending != nil {
+			p := pending[c.Sample]
+			if len(p) < len(c.IDs) {
+				return fmt.Errorf("server: sample %d released %d tokens, %d were traced", c.Sample, len(c.IDs), len(p))
 			}
-			toks = append(toks, t)
+			for j, id := range c.IDs {
+				if p[j].id != id {
+					return fmt.Errorf("server: sample %d released token %d where %d was traced", c.Sample, id, p[j].id)
+				}
+			}
+			toks = append(toks, p[:len(c.IDs)]...)
+			pending[c.Sample] = append(p[:0], p[len(c.IDs):]...)
+		} else {
+			for _, id := range c.IDs {
+				toks = append(toks, token{id: id})
+			}
 		}
 		if len(toks) == 0 && c.Finish == "" {
 			return nil
 		}
 		return release(c.Sample, toks, string(c.Finish))
 	}
-	_, err := e.model.Complete(ctx, e.vocab, prompt, opts)
+	if e.alone {
+		_, err = e.model.Complete(ctx, e.vocab, prompt, opts)
+	} else {
+		_, err = batch.Complete(ctx, e.vocab, prompt, opts)
+	}
 	return err
 }
 
@@ -231,6 +406,9 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 			}
 			tj.Candidates = append(tj.Candidates, cj)
 		}
+		if sp.attention > 0 {
+			tj.Attention = nestAttention(st, e.model.Config())
+		}
 		t.trace = tj
 	}
 }
@@ -244,7 +422,7 @@ const scoreBatch = 8
 // gets its log-probability under the model's raw distribution (temperature
 // 1, no filter) given the BlockSize tokens before it, as the generator
 // sees it, and the top alternatives. The first token has no context and
-// is left out.
+// is left out. On an error it returns the tokens scored so far.
 func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]token, error) {
 	m := e.model // Logits is safe for concurrent use
 	bs, V := m.Config().BlockSize, m.Config().VocabSize
@@ -259,7 +437,7 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 	if n := min(len(prompt), bs); n > 1 {
 		logits, err := m.Logits(prompt[:n], 1, n)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		for j := 1; j < n; j++ {
 			score(logits[(j-1)*V:j*V], prompt[j])
@@ -269,7 +447,7 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 	idx := make([]int, scoreBatch*bs)
 	for j0 := bs; j0 < len(prompt); j0 += scoreBatch {
 		if err := ctx.Err(); err != nil {
-			return nil, err // a long prompt stops scoring when its client goes
+			return out, err // a long prompt stops scoring when its time is up or its client goes
 		}
 		for b := range scoreBatch {
 			j := min(j0+b, len(prompt)-1) // the last batch repeats its last window
@@ -277,7 +455,7 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 		}
 		logits, err := m.Logits(idx, scoreBatch, bs)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		for b := range min(scoreBatch, len(prompt)-j0) {
 			last := (b*bs + bs - 1) * V

@@ -1,5 +1,7 @@
 package server
 
+// This file owns the API's error objects and how they are sent.
+
 import (
 	"encoding/json"
 	"fmt"

@@ -1,7 +1,11 @@
 package server
 
+// Refusals: each bad field's status, param, code and message; every numeric
+// field naming itself.
+
 import (
-	"net/http"
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,44 +122,6 @@ func TestAcceptedVariants(t *testing.T) {
 	}
 }
 
-func TestAPIKey(t *testing.T) {
-	_, ts := newTestServer(t, func(c *Config) { c.APIKey = "s3cret" })
-	for _, tc := range []struct {
-		header []string
-		status int
-	}{
-		{nil, 401},
-		{[]string{"Authorization", "Bearer wrong"}, 401},
-		{[]string{"Authorization", "s3cret"}, 401},
-		{[]string{"Authorization", "Basic s3cret"}, 401},
-		{[]string{"Authorization", "Bearer s3cret"}, 200},
-	} {
-		r := post(t, ts, `{"prompt":"the ","max_tokens":3}`, tc.header...)
-		if r.status != tc.status {
-			t.Errorf("%v: status %d, want %d", tc.header, r.status, tc.status)
-			continue
-		}
-		if tc.status == 401 {
-			e := r.apiError(t).Error
-			if e.Type != "authentication_error" || *e.Code != "invalid_api_key" {
-				t.Errorf("401 error %+v", e)
-			}
-			if r.header.Get("WWW-Authenticate") == "" {
-				t.Error("401 without WWW-Authenticate")
-			}
-		}
-	}
-	// The models list is behind the key; the page, health and metrics are not.
-	if r := do(t, "GET", ts.URL+"/v1/models", ""); r.status != 401 {
-		t.Errorf("GET /v1/models without key: %d", r.status)
-	}
-	for _, p := range []string{"/", "/health", "/metrics"} {
-		if r := do(t, "GET", ts.URL+p, ""); r.status != 200 {
-			t.Errorf("GET %s with a key set: %d", p, r.status)
-		}
-	}
-}
-
 func TestRoutes(t *testing.T) {
 	_, ts := newTestServer(t, nil)
 	for _, tc := range []struct {
@@ -195,22 +161,66 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
-// TestCORS: no CORS headers unless configured.
-func TestCORS(t *testing.T) {
-	_, plain := newTestServer(t, nil)
-	if r := post(t, plain, `{"prompt":"the ","max_tokens":1}`, "Origin", "https://example.com"); r.header.Get("Access-Control-Allow-Origin") != "" {
-		t.Error("CORS header sent without CORSOrigin")
+// TestEveryNumericFieldNamesItself sends every numeric field with values
+// of every kind (wrong types, each side of its range, overflowing
+// numbers, subnormals, fractions), alone, with greedy decoding and with
+// beam search, streamed and not: each request is either served (without
+// an error event) or refused with the same status and a param that names
+// the field itself, never another (issue 26, defect 6: repetition_penalty
+// 1e-320 was refused as "temperature").
+func TestEveryNumericFieldNamesItself(t *testing.T) {
+	_, ts := newTestServer(t, func(c *Config) { c.Limits.MaxTokens = 64 })
+	fields := []string{"max_tokens", "temperature", "top_p", "n", "presence_penalty", "frequency_penalty", "min_p",
+		"repetition_penalty", "no_repeat_ngram_size", "num_beams", "length_penalty", "trace", "top_k", "logprobs",
+		"best_of", "seed", "logit_bias"}
+	values := []string{`"1"`, `true`, `[1]`, `{}`, `-1e999`, `-1e308`, `-101`, `-3`, `-1`, `-1e-320`, `0`, `-0`, `1e-320`,
+		`1e-7`, `0.5`, `1`, `1.5`, `2`, `3`, `16`, `17`, `24`, `25`, `64`, `65`, `100`, `101`, `1e6`, `1e7`, `1e308`, `1e999`,
+		`18446744073709551616`}
+	if testing.Short() {
+		values = []string{`"1"`, `-1`, `0`, `1e-320`, `0.5`, `2`, `25`, `1e308`}
 	}
-	if r := do(t, "OPTIONS", plain.URL+"/v1/completions", ""); r.status != http.StatusMethodNotAllowed {
-		t.Errorf("preflight without CORS: status %d", r.status)
-	}
-	_, cors := newTestServer(t, func(c *Config) { c.CORSOrigin = "https://app.example" })
-	r := do(t, "OPTIONS", cors.URL+"/v1/completions", "")
-	if r.status != 204 || r.header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
-		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
-		t.Errorf("preflight: %d %v", r.status, r.header)
-	}
-	if r := post(t, cors, `{"prompt":"the ","max_tokens":1}`); r.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
-		t.Error("no CORS header on the response")
+	contexts := []string{``, `"temperature":0,`, `"num_beams":2,`}
+	for _, f := range fields {
+		for _, v := range values {
+			for _, ctx := range contexts {
+				field := fmt.Sprintf("%q:%s", f, v)
+				if f == "logit_bias" {
+					field = fmt.Sprintf(`"logit_bias":{"3":%s}`, v)
+				}
+				if strings.Contains(ctx, `"`+f+`"`) {
+					continue
+				}
+				body := fmt.Sprintf(`{"prompt":"the ","max_tokens":3,%s%s}`, ctx, field)
+				if f == "max_tokens" {
+					body = fmt.Sprintf(`{"prompt":"the ",%s%s}`, ctx, field)
+				}
+				plain := post(t, ts, body)
+				streamed := post(t, ts, strings.Replace(body, "{", `{"stream":true,`, 1))
+				if plain.status != streamed.status {
+					t.Errorf("%s: status %d, streamed %d: %s / %s", body, plain.status, streamed.status, plain.body, streamed.body)
+					continue
+				}
+				if plain.status == 200 {
+					if bytes.Contains(streamed.body, []byte(`"error"`)) {
+						t.Errorf("%s: streamed with an error event: %s", body, streamed.body)
+					}
+					continue
+				}
+				// A pair that does not go together may be refused by the
+				// other field's name, if the message names this one too.
+				other, _, _ := strings.Cut(strings.Trim(ctx, `"`), `"`)
+				for _, r := range []response{plain, streamed} {
+					e := r.apiError(t).Error
+					own := e.Param != nil && (*e.Param == f || other != "" && *e.Param == other && strings.Contains(e.Message, f))
+					if r.status != 400 || !own {
+						param := "null"
+						if e.Param != nil {
+							param = *e.Param
+						}
+						t.Errorf("%s: %d with param %s: %s", body, r.status, param, e.Message)
+					}
+				}
+			}
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package server_test
 
+// The package example: mounting the server and asking for a completion.
+
 import (
 	"encoding/json"
 	"fmt"

@@ -1,10 +1,16 @@
 package server
 
+// Helpers shared by the package's tests: servers, requests, decoded
+// responses.
+
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,6 +71,10 @@ func do(t testing.TB, method, url, body string, header ...string) response {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -77,6 +87,16 @@ func do(t testing.TB, method, url, body string, header ...string) response {
 		t.Fatal(err)
 	}
 	return response{resp.StatusCode, resp.Header, b}
+}
+
+// newPost returns a JSON POST of body to url, cancelled with ctx.
+func newPost(ctx context.Context, url, body string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
 }
 
 func post(t testing.TB, ts *httptest.Server, body string, header ...string) response {
@@ -179,4 +199,62 @@ func (r response) apiError(t testing.TB) errorJSON {
 		t.Fatalf("status %d: body is not an OpenAI error object: %s", r.status, r.body)
 	}
 	return e
+}
+
+// newSmallBufferServer is newTestServer with 4 KiB socket send buffers, so
+// that a client that stops reading blocks the server's writes within a
+// few events rather than megabytes.
+func newSmallBufferServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
+	m, v := lanternBay()
+	cfg := Config{Models: []Model{{Name: "lanternbay", Model: m, Vocab: v}}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s)
+	ts.Listener = smallBufferListener{ts.Listener}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// rawRequest sends a JSON POST of body to path on ts over a new
+// connection with a receive buffer of rcvbuf bytes, and returns the
+// connection without reading anything.
+func rawRequest(t testing.TB, ts *httptest.Server, path, body string, rcvbuf int) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.TCPConn)
+	conn.SetReadBuffer(rcvbuf)
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	return conn
+}
+
+// sizeOf is the size bound of a request with body (size.go).
+func sizeOf(t testing.TB, s *Server, body string) int64 {
+	t.Helper()
+	r := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body))
+	req, err := s.parseCompletion(httptest.NewRecorder(), r)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return req.size
 }

@@ -1,5 +1,8 @@
 package server
 
+// The sampling knobs: logprobs and trace against scoring, every knob
+// against the library, beam refusals.
+
 import (
 	"context"
 	"fmt"
@@ -202,6 +205,10 @@ func TestBeamRefusals(t *testing.T) {
 		{`{"prompt":"the ","num_beams":2,"top_k":3}`, "top_k"},
 		{`{"prompt":"the ","num_beams":2,"top_p":0.5}`, "top_p"},
 		{`{"prompt":"the ","num_beams":2,"min_p":0.1}`, "min_p"},
+		// length_penalty weighs finished beams: without beams it does nothing.
+		{`{"prompt":"the ","length_penalty":1}`, "length_penalty"},
+		{`{"prompt":"the ","num_beams":1,"length_penalty":-0.5}`, "length_penalty"},
+		{`{"prompt":"the ","temperature":0,"length_penalty":2}`, "length_penalty"},
 		// Greedy decoding ignores what acts on the logits before the argmax.
 		{`{"prompt":"the ","temperature":0,"logit_bias":{"3":-100}}`, "logit_bias"},
 		{`{"prompt":"the ","temperature":0,"presence_penalty":1}`, "presence_penalty"},

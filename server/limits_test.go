@@ -1,11 +1,15 @@
 package server
 
+// Admission: the queue, its timeout, disconnects, concurrency equal to
+// serial, drain, the body cap.
+
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -110,8 +114,9 @@ func TestQueueTimeout(t *testing.T) {
 }
 
 // TestDisconnectCancelsGeneration: a streaming client that goes away stops
-// its generation (the generating goroutine returns with context.Canceled)
-// and frees the slot at once; no goroutine is left behind.
+// its generation (the generating goroutine returns with context.Canceled,
+// or with the error of its next write, whichever notices first) and frees
+// the slot at once; no goroutine is left behind.
 func TestDisconnectCancelsGeneration(t *testing.T) {
 	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots = 1 })
 	done := make(chan error, 1)
@@ -119,8 +124,7 @@ func TestDisconnectCancelsGeneration(t *testing.T) {
 	before := runtime.NumGoroutine()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions",
-		strings.NewReader(`{"prompt":"the ","max_tokens":4096,"stream":true}`))
+	req := newPost(ctx, ts.URL+"/v1/completions", `{"prompt":"the ","max_tokens":4096,"stream":true}`)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +138,9 @@ func TestDisconnectCancelsGeneration(t *testing.T) {
 	resp.Body.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("generation ended with %v, want context.Canceled", err)
+		var op *net.OpError
+		if !errors.Is(err, context.Canceled) && !errors.As(err, &op) {
+			t.Errorf("generation ended with %v, want context.Canceled or a write error", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the generation did not stop after the client left")
@@ -163,7 +168,7 @@ func TestDisconnectNonStreaming(t *testing.T) {
 	s.generationDone = func(err error) { done <- err }
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"the ","max_tokens":4096}`))
+		req := newPost(ctx, ts.URL+"/v1/completions", `{"prompt":"the ","max_tokens":4096}`)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
@@ -191,7 +196,7 @@ func TestDisconnectWhileQueued(t *testing.T) {
 	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"the "}`))
+		req := newPost(ctx, ts.URL+"/v1/completions", `{"prompt":"the "}`)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -1,8 +1,11 @@
 package server
 
+// This file owns the model list: GET /v1/models and /v1/models/{model}.
+
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -48,7 +51,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		Object string      `json:"object"`
 		Data   []modelJSON `json:"data"`
 	}{Object: "list", Data: []modelJSON{}}
-	for _, m := range s.models {
+	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
 		list.Data = append(list.Data, m.json())
 	}
 	writeJSON(w, list)
@@ -56,7 +59,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 
 // serveModel describes one model: GET /v1/models/{model}.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	name := r.PathValue("model")
 	m := s.model(name)
 	if m == nil {
 		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",

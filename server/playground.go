@@ -1,5 +1,7 @@
 package server
 
+// This file owns the playground: the embedded page and its assets.
+
 import (
 	"embed"
 	"io/fs"
@@ -19,13 +21,14 @@ var playgroundFS, _ = fs.Sub(playgroundFiles, "playground")
 // and talk only to this server: no inline script, no other origin.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func (s *Server) servePlayground(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimPrefix(r.URL.Path, "/playground/")
-	if r.URL.Path == "/" {
+// servePlayground serves GET / (the page) and GET /playground/{file}.
+func servePlayground(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	if name == "" {
 		name = "index.html"
 	}
 	b, err := fs.ReadFile(playgroundFS, name)
-	if err != nil || strings.Contains(name, "/") {
+	if err != nil {
 		writeError(w, errorWithStatus(http.StatusNotFound, "invalid_request_error", "unknown_url", "no playground file %q", name))
 		return
 	}

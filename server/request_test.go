@@ -1,5 +1,7 @@
 package server
 
+// Fuzzing the completion request parser.
+
 import (
 	"encoding/json"
 	"net/http/httptest"
@@ -29,7 +31,9 @@ func FuzzCompletionRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body)))
+		r := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		s.ServeHTTP(w, r)
 		switch w.Code {
 		case 200:
 			if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {

@@ -15,7 +15,7 @@
 //
 // Everything is checked before anything is written: an existing file is
 // replaced only with -force, and a device, FIFO, socket, symbolic link or
-// directory never. Exit status (cli.ExitRule): 0 done; 2 refused before
+// directory never. Exit status (usage.go words it for -h): 0 done; 2 refused before
 // any work (a flag, the -model file, an output that may not be written,
 // a weight beyond float32 with -dtype F32), nothing written; 1 failed
 // while writing.
@@ -28,13 +28,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
-	"example.org/minigpt/internal/safefile"
 )
 
 func main() { cli.Main("export", run) }
@@ -42,9 +39,6 @@ func main() { cli.Main("export", run) }
 // exitCode reports err on stderr and returns the exit status (see
 // cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("export", err, stderr) }
-
-const summary = `Writes a minigpt checkpoint (default: the embedded Lantern Bay model) as a
-safetensors file for PyTorch: docs/interop.md.`
 
 type options struct {
 	model, out, dtype    string
@@ -66,7 +60,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
+	set, err := command.Parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -78,11 +72,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case set["logits-prompt"] && o.logits == "":
 		return cli.Usagef("-logits-prompt is given without -logits")
 	}
-	out := &output{flag: "out", path: o.out, replace: o.force}
-	outs := []*output{out}
-	var logitsOut *output
+	out := &cli.Output{Flag: "out", Path: o.out, Replace: o.force}
+	outs := []*cli.Output{out}
+	var logitsOut *cli.Output
 	if o.logits != "" {
-		logitsOut = &output{flag: "logits", path: o.logits, replace: o.force}
+		logitsOut = &cli.Output{Flag: "logits", Path: o.logits, Replace: o.force}
 		outs = append(outs, logitsOut)
 	}
 	if err := checkPaths(o, outs); err != nil {
@@ -103,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w before writing; nothing written", cli.ErrInterrupted)
 	}
 
-	err = out.save(func(w io.Writer) error {
+	err = out.Save(func(w io.Writer) error {
 		return minigpt.WriteSafetensors(w, c, &minigpt.SafetensorsOptions{DType: o.dtype})
 	})
 	if errors.Is(err, minigpt.ErrBadSafetensors) {
@@ -118,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %s: %s as %s, %d parameters, step %d, %d bytes\n", o.out, from, o.dtype, c.Model.NumParams(), c.Step, size)
 	if logitsOut != nil {
-		if err := logitsOut.save(func(w io.Writer) error { _, err := w.Write(logits); return err }); err != nil {
+		if err := logitsOut.Save(func(w io.Writer) error { _, err := w.Write(logits); return err }); err != nil {
 			return fmt.Errorf("wrote %s, but %w", o.out, err)
 		}
 		fmt.Fprintf(stderr, "wrote %s: the logits on %q\n", o.logits, o.logitsPrompt)
@@ -183,66 +177,21 @@ func logitsJSON(c *minigpt.Checkpoint, prompt string) ([]byte, error) {
 
 // checkPaths refuses, before any work, outputs that would overwrite the
 // input or each other, and any output that cannot or may not be written.
-func checkPaths(o options, outs []*output) error {
+func checkPaths(o options, outs []*cli.Output) error {
 	for i, a := range outs {
-		if o.model != "" && samePath(a.path, o.model) {
-			return cli.Usagef("-%s and -model both name %s: the export would overwrite its input", a.flag, a.path)
+		if o.model != "" && cli.SamePath(a.Path, o.model) {
+			return cli.Usagef("-%s and -model both name %s: the export would overwrite its input", a.Flag, a.Path)
 		}
 		for _, b := range outs[i+1:] {
-			if samePath(a.path, b.path) {
-				return cli.Usagef("-%s and -%s both name %s", a.flag, b.flag, a.path)
+			if cli.SamePath(a.Path, b.Path) {
+				return cli.Usagef("-%s and -%s both name %s", a.Flag, b.Flag, a.Path)
 			}
 		}
 	}
 	for _, f := range outs {
-		if err := safefile.CheckOutput(f.path, f.replace); err != nil {
-			return cli.UsageError{Err: f.refusal(err)}
-		}
-	}
-	return nil
-}
-
-// output is a file the command writes and whether it may replace what is
-// there (-force).
-type output struct {
-	flag, path string
-	replace    bool
-}
-
-// refusal turns a CheckOutput or SaveFile error into the message the
-// user sees, naming the flag and what to do.
-func (f *output) refusal(err error) error {
-	var pe *fs.PathError
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("-%s %s: the file exists; pass -force to replace it, or choose another file", f.flag, f.path)
-	case errors.Is(err, minigpt.ErrNotRegularFile) && errors.As(err, &pe):
-		return fmt.Errorf("-%s %s: %v; it is never replaced, not even with -force", f.flag, f.path, pe.Err)
-	case errors.As(err, &pe) && pe.Path == f.path:
-		return fmt.Errorf("-%s %s: %w", f.flag, f.path, pe.Err)
-	}
-	return fmt.Errorf("-%s %s: %w", f.flag, f.path, err)
-}
-
-// save writes the file atomically (safefile.Save).
-func (f *output) save(write func(io.Writer) error) error {
-	if err := safefile.Save(f.path, f.replace, write); err != nil {
-		if errors.Is(err, minigpt.ErrBadSafetensors) {
+		if err := f.Check(); err != nil {
 			return err
 		}
-		return f.refusal(err)
 	}
 	return nil
-}
-
-// samePath reports whether a and b name the same file, existing or not.
-func samePath(a, b string) bool {
-	if fa, err := os.Stat(a); err == nil {
-		if fb, err := os.Stat(b); err == nil {
-			return os.SameFile(fa, fb)
-		}
-	}
-	absA, errA := filepath.Abs(a)
-	absB, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && absA == absB
 }

@@ -59,9 +59,9 @@ func parseBias(arg string) (biasFlag, error) {
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.StringVar(&o.prompt, "prompt", "the ", "text to continue (every character must be in the model's vocabulary)")
+	fs.StringVar(&o.prompt, "prompt", "the ", "`text` to continue (every character must be in the model's vocabulary)")
 	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this `file` instead of -prompt (keeps newlines); - reads standard input")
-	fs.IntVar(&o.n, "n", 200, "number of characters to generate (-compare defaults to 80, as in the seed)")
+	fs.IntVar(&o.n, "n", 200, "number of characters to generate (with -compare: 80 unless given)")
 	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
 	fs.Float64Var(&o.temperature, "temperature", 1.0, fmt.Sprintf("divide logits by this before sampling: 0 means greedy (the same as -greedy), otherwise at least %g", minTemperature))
 	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
@@ -70,7 +70,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.rep, "repetition-penalty", 1.0, "penalise characters already in the text, > 0; 1 = off, above 1 discourages repeats")
 	fs.Float64Var(&o.presence, "presence-penalty", 0, "subtract this from the logit of every character already generated, in [-2, 2] (OpenAI's)")
 	fs.Float64Var(&o.frequency, "frequency-penalty", 0, "subtract this times its count from each generated character's logit, in [-2, 2] (OpenAI's)")
-	fs.Func("logit-bias", "add a bias in [-100, 100] to a character's logit: CHAR=BIAS or #ID=BIAS, repeatable; -100 bans, 100 forces", func(s string) error {
+	fs.Func("logit-bias", "add a bias in [-100, 100] to a character's logit: `CHAR=BIAS` or #ID=BIAS, repeatable; -100 bans, 100 forces", func(s string) error {
 		b, err := parseBias(s)
 		if err == nil {
 			o.bias = append(o.bias, b)
@@ -78,7 +78,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return err
 	})
 	fs.IntVar(&o.noRepeat, "no-repeat-ngram", 0, "never repeat a sequence of this many characters; 0 = off")
-	fs.Func("stop", fmt.Sprintf("stop before this text (not printed); repeatable, at most %d", minigpt.MaxStopStrings), func(s string) error {
+	fs.Func("stop", fmt.Sprintf("stop before this `text` (not printed); repeatable, at most %d", minigpt.MaxStopStrings), func(s string) error {
 		o.stop = append(o.stop, s)
 		return nil
 	})
@@ -86,9 +86,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", minigpt.MaxBeams))
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
-	fs.StringVar(&o.model, "model", "", "checkpoint file to load (default: the embedded Lantern Bay model)")
+	fs.StringVar(&o.model, "model", "", "checkpoint `file` to load (default: the embedded Lantern Bay model)")
 	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
-	fs.BoolVar(&o.compare, "compare", false, "print the seed's comparison: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
+	fs.BoolVar(&o.compare, "compare", false, "print the sampling lesson's comparison of decoders: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
 	fs.BoolVar(&o.explain, "explain", false, "for each generated character, print its probability and the top candidates before and after the filters, with the stage that cut each")
 	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")
 	fs.IntVar(&o.logprobs, "logprobs", 0, "print each generated character's log-probabilities and its top N candidates as JSON lines instead of the text; 0 = off")

@@ -9,7 +9,9 @@ import (
 )
 
 // printInfo writes what the checkpoint at path (the embedded model when
-// path is empty) says about itself, without loading its weights.
+// path is empty) says about itself, without loading its weights, once
+// its checksum has vouched for every byte: a damaged file is refused,
+// not described.
 func printInfo(path string, w io.Writer) error {
 	var info *minigpt.CheckpointInfo
 	var err error
@@ -18,7 +20,7 @@ func printInfo(path string, w io.Writer) error {
 		name = "the embedded Lantern Bay model"
 		info, err = minigpt.DefaultModelInfo()
 	} else {
-		info, err = minigpt.LoadCheckpointInfo(path)
+		info, err = minigpt.VerifyCheckpointFile(path)
 	}
 	if err != nil {
 		return cli.Usagef("-info: %w", err) // a file a flag names, refused before any work: status 2
@@ -31,7 +33,7 @@ func printInfo(path string, w io.Writer) error {
 	if c.TiedHead {
 		head = "tied"
 	}
-	fmt.Fprintf(w, "checkpoint: %s, %s, %d bytes\n", name, kind, info.Bytes)
+	fmt.Fprintf(w, "checkpoint: %s, %s, %d bytes, SHA-256 checksum verified\n", name, kind, info.Bytes)
 	fmt.Fprintf(w, "model:      %d parameters: vocab %d, block %d, width %d, %d heads, %d layers, %s head\n",
 		c.NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head)
 	fmt.Fprintf(w, "vocabulary: %q\n", string(info.Vocab.Chars()))

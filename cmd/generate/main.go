@@ -12,10 +12,11 @@
 //	go run ./cmd/generate -model shakespeare.ckpt -info
 //
 // The text streams to standard output as it is generated; timings and
-// reports go to standard error. Exit status (cli.ExitRule): 2 when
+// reports go to standard error. -h lists the flags by purpose, and
+// -version says what the binary was built from. Exit status: 2 when
 // nothing was done because a flag, its value or a file it names was
 // refused; 1 when generating or writing the text failed; 130 when
-// interrupted.
+// interrupted (usage.go words it for -h).
 package main
 
 import (
@@ -76,15 +77,12 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 	return text, nil
 }
 
-// summary heads -h.
-const summary = "Generates text with a MiniGPT checkpoint (default: the embedded Lantern Bay model)."
-
 // run checks every write to stdout and stderr: output that did not
 // arrive (a full disk, a closed pipe) is a failure, exit status 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
 	err := generate(ctx, args, out, errOut)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, cli.ErrVersion) {
 		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
 			return fmt.Errorf("writing the output: %w", werr)
 		}
@@ -95,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func generate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	set, err := cli.Parse(fs, args, summary+"\n\n"+pipelineHelp+"\n\n"+cli.ExitRule, stdout)
+	set, err := command.Parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -172,13 +170,6 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// pipelineHelp is the order of the sampling stages, for -h.
-const pipelineHelp = `A sampled character goes through, in order: -logit-bias, -presence-penalty
-and -frequency-penalty, -temperature, -repetition-penalty, -no-repeat-ngram,
--top-k, -top-p, -min-p; then one draw. -greedy (or -temperature 0) skips
-them all; -beams applies the bias, the penalties and -no-repeat-ngram to
-each beam's log-probabilities and skips the rest, as Hugging Face does.`
-
 // checkPrompt reports the first character of prompt outside vocab with
 // its position and a short excerpt around it: the prompt may be a
 // megabyte long, and the error is one line.
@@ -216,7 +207,7 @@ func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
 	return c.Model, c.Vocab, nil
 }
 
-// compare prints the seed's Stage 3 table: one prompt through five
+// compare prints the sampling lesson's comparison table: one prompt through five
 // settings, each sampled line with its own generator seeded from seed.
 func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt string, n int, seed uint64, stdout io.Writer) error {
 	rows := []struct {

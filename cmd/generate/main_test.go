@@ -259,4 +259,20 @@ func TestInfo(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "-info") { // refused before any work (cli.ExitRule)
 		t.Fatalf("missing file: exit %d, %q", code, errOut)
 	}
+	// A flipped byte in the weights: the header still reads, but -info
+	// refuses rather than describe an unverified file (it printed the
+	// fields with exit 0 before).
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	damaged := filepath.Join(dir, "damaged.ckpt")
+	if err := os.WriteFile(damaged, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "-info", "-model", damaged)
+	if code != 2 || !strings.Contains(errOut, "checksum mismatch") || strings.Contains(out, "step:") {
+		t.Fatalf("damaged file: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }

@@ -137,13 +137,3 @@ func TestRefusedUpFront(t *testing.T) {
 		t.Fatalf("-temperature 1e-6: exit %d (%s), text %q; want the greedy text %q", code, errOut, cold, greedy)
 	}
 }
-
-// -h states the exit-status rule, the same for both commands.
-func TestHelpStatesTheExitRule(t *testing.T) {
-	out, _, _ := runWithin(t, 10*time.Second, context.Background(), "-h")
-	for _, want := range []string{"Exit status: 0 done; 2 refused before any work", "1 failed after", "130 interrupted"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("-h lacks %q", want)
-		}
-	}
-}

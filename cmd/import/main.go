@@ -12,7 +12,7 @@
 // refusal names the tensor or key and what is wrong. F64 weights come in
 // bit for bit; F32 ones are widened exactly. An existing -out is replaced
 // only with -force, and a device, FIFO, socket, symbolic link or
-// directory never. Exit status (cli.ExitRule): 0 done; 2 refused before
+// directory never. Exit status (usage.go words it for -h): 0 done; 2 refused before
 // any work (a flag, the -in file, an output that may not be written),
 // nothing written; 1 failed while writing.
 package main
@@ -20,17 +20,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
-	"example.org/minigpt/internal/safefile"
 )
 
 func main() { cli.Main("import", run) }
@@ -38,10 +33,6 @@ func main() { cli.Main("import", run) }
 // exitCode reports err on stderr and returns the exit status (see
 // cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("import", err, stderr) }
-
-const summary = `Turns a minigpt safetensors file (from export or python/train_ddp.py) into a
-weights-only checkpoint for generate, serve and train -init-from:
-docs/interop.md.`
 
 type options struct {
 	in, out string
@@ -59,7 +50,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if _, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout); err != nil {
+	if _, err := command.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	switch {
@@ -67,11 +58,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("-in is empty: give the safetensors file to read")
 	case o.out == "":
 		return cli.Usagef("-out is empty: give the checkpoint file to write")
-	case samePath(o.in, o.out):
+	case cli.SamePath(o.in, o.out):
 		return cli.Usagef("-in and -out both name %s: the import would overwrite its input", o.in)
 	}
-	if err := safefile.CheckOutput(o.out, o.force); err != nil {
-		return cli.UsageError{Err: refusal(o.out, err)}
+	out := &cli.Output{Flag: "out", Path: o.out, Replace: o.force}
+	if err := out.Check(); err != nil {
+		return err
 	}
 	c, err := read(o.in)
 	if err != nil {
@@ -80,8 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w before writing; nothing written", cli.ErrInterrupted)
 	}
-	if err := safefile.Save(o.out, o.force, func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) }); err != nil {
-		return refusal(o.out, err)
+	if err := out.Save(func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) }); err != nil {
+		return err
 	}
 	cfg := c.Model.Config()
 	fmt.Fprintf(stderr, "wrote %s: a weights-only checkpoint of %s, step %d: %d parameters, vocabulary of %d, block %d, width %d, %d heads, %d layers, tied head %v\n",
@@ -101,31 +93,4 @@ func read(path string) (*minigpt.Checkpoint, error) {
 		return nil, fmt.Errorf("-in %s: %w", path, err)
 	}
 	return c, nil
-}
-
-// refusal turns a CheckOutput or SaveFile error about -out into the
-// message the user sees, saying what to do.
-func refusal(path string, err error) error {
-	var pe *fs.PathError
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("-out %s: the file exists; pass -force to replace it, or choose another file", path)
-	case errors.Is(err, minigpt.ErrNotRegularFile) && errors.As(err, &pe):
-		return fmt.Errorf("-out %s: %v; it is never replaced, not even with -force", path, pe.Err)
-	case errors.As(err, &pe) && pe.Path == path:
-		return fmt.Errorf("-out %s: %w", path, pe.Err)
-	}
-	return fmt.Errorf("-out %s: %w", path, err)
-}
-
-// samePath reports whether a and b name the same file, existing or not.
-func samePath(a, b string) bool {
-	if fa, err := os.Stat(a); err == nil {
-		if fb, err := os.Stat(b); err == nil {
-			return os.SameFile(fa, fb)
-		}
-	}
-	absA, errA := filepath.Abs(a)
-	absB, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && absA == absB
 }

@@ -1,15 +1,21 @@
 // Command serve serves MiniGPT models over HTTP: OpenAI's legacy
 // completions API (POST /v1/completions, streaming included), the model
-// list, health, Prometheus metrics, and a playground page at /.
+// list, health, Prometheus metrics, and a playground page at /; with
+// -training, also OpenAI's fine-tuning jobs API (POST /v1/files,
+// /v1/fine_tuning/jobs), whose models are served as soon as they are
+// trained.
 //
 //	go run ./cmd/serve                                   # the embedded Lantern Bay model on 127.0.0.1:8080
 //	go run ./cmd/serve -model shakespeare=shakespeare.ckpt
 //	go run ./cmd/serve -addr :8080 -api-key secret       # every interface: set a key
+//	go run ./cmd/serve -training -train-dir tuned        # train in the playground; keep the models in tuned/
 //
-// SIGINT or SIGTERM stops accepting requests and lets those in progress
-// finish for up to -drain-timeout; then they are cancelled (a second
-// signal stops at once). Bad flags exit with status 2, an unreadable
-// model or a busy address with status 1.
+// SIGINT or SIGTERM drains: new API requests get 503 (on every connection,
+// idle keep-alive ones included) while those in progress finish, for up
+// to -drain-timeout; then every request still running ends as
+// -request-timeout ends it, and the server stops (a second signal kills
+// at once). The exit status follows the rule of every minigpt command
+// (see command.Exit).
 package main
 
 import (
@@ -68,11 +74,31 @@ func (m *modelFlags) Set(v string) error {
 
 type options struct {
 	addr, apiKey, cors string
+	allowedHosts       hostList
 	models             modelFlags
 	limits             server.Limits
 	drain              time.Duration
 	headerTimeout      time.Duration
 	logRequests        bool
+	training           bool
+	train              server.Training
+}
+
+// hostList is the comma-separated -allowed-hosts.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(v string) error {
+	*h = nil
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || strings.ContainsAny(name, "/:@ \t") {
+			return fmt.Errorf("want host names without port, separated by commas, got %q", v)
+		}
+		*h = append(*h, name)
+	}
+	return nil
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -82,17 +108,28 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.models, "model", "serve a checkpoint as `name=path` (repeatable; the first is the default; the embedded model is always served as \"lanternbay\")")
 	fs.StringVar(&o.apiKey, "api-key", "", "require \"Authorization: Bearer `key`\" on /v1/ (default: $MINIGPT_API_KEY, or no key)")
 	fs.StringVar(&o.cors, "cors-origin", "", "send Access-Control-Allow-Origin: `origin` on /v1/ (default: no CORS)")
-	fs.IntVar(&o.limits.Slots, "slots", d.Slots, "generations that run at once")
-	fs.IntVar(&o.limits.Queue, "queue", d.Queue, "requests that may wait for a slot (more get 429); 0: none")
-	fs.DurationVar(&o.limits.QueueTimeout, "queue-timeout", d.QueueTimeout, "longest wait for a slot (then 429)")
+	fs.Var(&o.allowedHosts, "allowed-hosts", "comma-separated host `names` also accepted in the Host header of requests arriving on loopback (default: only localhost, *.localhost and loopback addresses, against DNS rebinding)")
+	fs.IntVar(&o.limits.Slots, "slots", d.Slots, "rows of each model's batch: the most sequences decoded together, one per sample or beam of a request (larger n or num_beams get 400)")
+	fs.IntVar(&o.limits.Queue, "queue", d.Queue, "requests that may wait, in arrival order, for batch rows or room in -max-inflight (more get 429); 0: none")
+	fs.DurationVar(&o.limits.QueueTimeout, "queue-timeout", d.QueueTimeout, "longest wait for batch rows (then 429)")
 	fs.Int64Var(&o.limits.MaxBodyBytes, "max-body", d.MaxBodyBytes, "largest request body in bytes (413 above)")
 	fs.IntVar(&o.limits.MaxTokens, "max-tokens", d.MaxTokens, "largest max_tokens a request may ask for")
 	fs.IntVar(&o.limits.MaxPromptChars, "max-prompt", d.MaxPromptChars, "longest prompt, in characters")
 	fs.IntVar(&o.limits.MaxChoices, "max-choices", d.MaxChoices, "most choices (prompts × n) in one request")
-	fs.DurationVar(&o.limits.RequestTimeout, "request-timeout", d.RequestTimeout, "longest generation of one request (it then ends with finish_reason \"length\")")
-	fs.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "on SIGTERM, how long requests in progress may take to finish")
+	fs.Int64Var(&o.limits.MaxResponseBytes, "max-response", d.MaxResponseBytes, "largest response one request may ask for, in bytes, bounded from n, the echoed prompt, max_tokens, logprobs and trace before it runs (400 above)")
+	fs.Int64Var(&o.limits.MaxInFlightBytes, "max-inflight", d.MaxInFlightBytes, "most bytes of responses (as -max-response bounds them) generating or being written at once; more wait in the queue")
+	fs.DurationVar(&o.limits.RequestTimeout, "request-timeout", d.RequestTimeout, "longest generation of one request (it then ends with finish_reason \"length\"); its response must be written within -write-timeout more")
+	fs.DurationVar(&o.limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest a client may take to accept a write: one that stops reading loses its request")
+	fs.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "on SIGINT or SIGTERM, how long requests in progress may take to finish (then they end as -request-timeout ends them)")
 	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "a client must send its request headers within this time (no slowloris)")
 	fs.BoolVar(&o.logRequests, "log", false, "log every request to standard error")
+	t := server.DefaultTraining()
+	fs.BoolVar(&o.training, "training", false, "serve the fine-tuning jobs API (POST /v1/files, /v1/fine_tuning/jobs, the playground's Train tab): one job trains at a time, pausing between steps while completions run; off by default, as training is the expensive operation")
+	fs.StringVar(&o.train.Dir, "train-dir", "", "with -training, also save each fine-tuned model as a checkpoint in this existing `directory` (never replacing a file), loadable with generate -model")
+	fs.Int64Var(&o.train.MaxFileBytes, "train-max-file", t.MaxFileBytes, "with -training, largest training file in bytes")
+	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, "with -training, most steps of one job")
+	fs.IntVar(&o.train.MaxParams, "train-max-params", t.MaxParams, "with -training, most parameters of a model a job trains")
+	fs.IntVar(&o.train.Queue, "train-queue", t.Queue, "with -training, jobs that may wait behind the running one (more get 429); 0: none")
 	return fs
 }
 
@@ -106,8 +143,13 @@ func (o *options) validate() error {
 		{"-slots", l.Slots >= 1, "at least 1"}, {"-queue", l.Queue >= 0, ">= 0 (0: no queue)"},
 		{"-queue-timeout", l.QueueTimeout > 0, "positive"}, {"-max-body", l.MaxBodyBytes >= 1, "at least 1"},
 		{"-max-tokens", l.MaxTokens >= 1, "at least 1"}, {"-max-prompt", l.MaxPromptChars >= 1, "at least 1"},
-		{"-max-choices", l.MaxChoices >= 1, "at least 1"}, {"-request-timeout", l.RequestTimeout > 0, "positive"},
+		{"-max-choices", l.MaxChoices >= 1 && l.MaxChoices <= minigpt.MaxSamples, fmt.Sprintf("in [1, %d]", minigpt.MaxSamples)},
+		{"-max-response", l.MaxResponseBytes >= 1, "at least 1"},
+		{"-max-inflight", l.MaxInFlightBytes >= l.MaxResponseBytes, "at least -max-response"},
+		{"-request-timeout", l.RequestTimeout > 0, "positive"}, {"-write-timeout", l.WriteTimeout > 0, "positive"},
 		{"-drain-timeout", o.drain > 0, "positive"}, {"-header-timeout", o.headerTimeout > 0, "positive"},
+		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"}, {"-train-max-steps", o.train.MaxSteps >= 1, "at least 1"},
+		{"-train-max-params", o.train.MaxParams >= 1, "at least 1"}, {"-train-queue", o.train.Queue >= 0, ">= 0 (0: none)"},
 	} {
 		if !c.ok {
 			return fmt.Errorf("%s: must be %s", c.name, c.rule)
@@ -115,6 +157,14 @@ func (o *options) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("-addr %q: %w", o.addr, err)
+	}
+	if o.train.Dir != "" {
+		if !o.training {
+			return fmt.Errorf("-train-dir saves what training jobs make: give -training too")
+		}
+		if fi, err := os.Stat(o.train.Dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("-train-dir %s: not an existing directory (create it first)", o.train.Dir)
+		}
 	}
 	return nil
 }
@@ -124,7 +174,7 @@ func (o *options) validate() error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet(&o)
-	if _, err := cli.Parse(fs, args, "Serves MiniGPT models with OpenAI's completions API and a playground page.", stdout); err != nil {
+	if _, err := command.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if err := o.validate(); err != nil {
@@ -136,11 +186,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.limits.Queue == 0 {
 		o.limits.Queue = -1 // -queue 0: no queue (server.Limits reads 0 as "the default")
 	}
+	// Every checkpoint is loaded before anything is served: one that
+	// cannot be is a refusal (status 2), as generate and train refuse.
 	var models []server.Model
 	for _, f := range o.models {
 		c, err := minigpt.LoadCheckpoint(f.path)
 		if err != nil {
-			return fmt.Errorf("-model %s: %w", f.name, err)
+			return cli.UsageError{Err: fmt.Errorf("-model %s: %w", f.name, err)}
 		}
 		models = append(models, server.Model{Name: f.name, Model: c.Model, Vocab: c.Vocab})
 	}
@@ -149,13 +201,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	models = append(models, server.Model{Name: embeddedName, Model: m, Vocab: vocab})
-	cfg := server.Config{Models: models, APIKey: o.apiKey, CORSOrigin: o.cors, Limits: o.limits}
+	cfg := server.Config{Models: models, APIKey: o.apiKey, CORSOrigin: o.cors, AllowedHosts: o.allowedHosts, Limits: o.limits}
+	if o.training {
+		if o.train.Queue == 0 {
+			o.train.Queue = -1 // -train-queue 0: none (server.Training reads 0 as "the default")
+		}
+		cfg.Training = &o.train
+	}
 	if o.logRequests {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -165,12 +223,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hs := &http.Server{
 		Handler: srv,
 		// Slow clients cannot hold a connection: the headers must arrive
-		// within -header-timeout and the body within 30 s more; a
-		// response (a stream included) may take as long as the longest
-		// allowed generation.
+		// within -header-timeout and the body within 30 s more. A
+		// completion sets its own write deadlines (-write-timeout per
+		// write, -request-timeout in all); this one bounds the rest.
 		ReadHeaderTimeout: o.headerTimeout,
 		ReadTimeout:       o.headerTimeout + 30*time.Second,
-		WriteTimeout:      o.limits.QueueTimeout + o.limits.RequestTimeout + 10*time.Second,
+		WriteTimeout:      o.limits.QueueTimeout + o.limits.RequestTimeout + o.limits.WriteTimeout + 10*time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(stderr, "serve: ", 0),
@@ -183,6 +241,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.apiKey != "" {
 		fmt.Fprintln(stdout, "the API requires Authorization: Bearer <key>")
 	}
+	if o.training {
+		where := ""
+		if o.train.Dir != "" {
+			where = "; fine-tuned models are saved in " + o.train.Dir
+		}
+		fmt.Fprintf(stdout, "training jobs are on (POST /v1/fine_tuning/jobs, the playground's Train tab)%s\n", where)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -191,19 +256,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(stderr, "serve: shutting down: finishing requests in progress (up to %v)\n", o.drain)
-	srv.Drain()
+	fmt.Fprintf(stderr, "serve: shutting down: finishing requests in progress (up to %v); new ones get 503\n", o.drain)
+	// The listener and every connection stay open while the server
+	// drains, so that a request on an idle keep-alive connection gets the
+	// 503 rather than a closed connection; only then does the HTTP server
+	// close them.
 	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
-	if err := hs.Shutdown(dctx); err != nil {
-		// The deadline passed: stop the generations still running, so
-		// their handlers return, and close every connection.
-		fmt.Fprintf(stderr, "serve: drain deadline passed: cancelling the requests still running\n")
-		srv.Close()
-		hs.Close()
-		return nil
+	cut := srv.Shutdown(dctx) != nil
+	if cut {
+		fmt.Fprintf(stderr, "serve: drain deadline passed: the requests still running were ended as -request-timeout ends them\n")
 	}
-	srv.Close()
+	// Handlers have returned; the HTTP server sends what they wrote and
+	// closes the connections.
+	hctx, hcancel := context.WithTimeout(context.Background(), o.limits.WriteTimeout)
+	defer hcancel()
+	if err := hs.Shutdown(hctx); err != nil {
+		hs.Close()
+	}
+	if cut {
+		return fmt.Errorf("%w: stopped at the drain deadline (-drain-timeout %v)", cli.ErrInterrupted, o.drain)
+	}
 	fmt.Fprintln(stderr, "serve: stopped")
 	return nil
 }

@@ -1,5 +1,8 @@
 package main
 
+// serve as a command: serving, shutdown and its drain, refusals and exit
+// statuses, slow clients.
+
 import (
 	"bufio"
 	"bytes"
@@ -10,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
 )
 
@@ -154,31 +157,92 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
-// TestDrainDeadline: requests still running at the drain deadline are
-// cancelled, and run returns soon after.
+// TestDrainDeadline: at the drain deadline every request still running
+// ends as -request-timeout ends it (issue 26, defect 3: a non-streaming
+// client got HTTP 200 with an empty body, a streaming one no finish_reason
+// and no [DONE]), and run returns soon after with the interrupted status.
 func TestDrainDeadline(t *testing.T) {
-	s := startServe(t, "-drain-timeout", "100ms", "-max-tokens", "100000", "-request-timeout", "10m")
-	resp, err := http.Post(s.url+"/v1/completions", "application/json",
-		strings.NewReader(`{"prompt":"the ","max_tokens":100000,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
+	s := startServe(t, "-drain-timeout", "300ms", "-max-tokens", "100000", "-request-timeout", "10m", "-slots", "2")
+	type result struct {
+		body []byte
+		err  error
 	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	r.ReadString('\n')
+	results := make(chan result, 2)
+	for _, body := range []string{
+		`{"prompt":"the ","max_tokens":100000,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"the ","max_tokens":100000}`,
+	} {
+		go func() {
+			resp, err := http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				results <- result{nil, err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			results <- result{b, err}
+		}()
+	}
+	waitBusy(t, s.url, 2)
 	start := time.Now()
-	if err := s.stop(t); err != nil {
-		t.Errorf("run: %v", err)
+	err := s.stop(t)
+	if code := cli.ExitCode("serve", err, io.Discard); code != cli.ExitInterrupted {
+		t.Errorf("run: %v (exit %d), want the interrupted status", err, code)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("run took %v to return after a 100ms drain deadline", d)
+		t.Errorf("run took %v to return after a 300ms drain deadline", d)
 	}
 	if !strings.Contains(s.stderr.String(), "drain deadline passed") {
 		t.Errorf("stderr %q", s.stderr)
 	}
-	rest, _ := io.ReadAll(r)
-	if strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
-		t.Error("a 100000-token stream finished within the drain deadline")
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("reading a response cut at the drain deadline: %v", r.err)
+			continue
+		}
+		body := string(r.body)
+		if strings.HasPrefix(body, "data: ") {
+			if !strings.HasSuffix(body, "data: [DONE]\n\n") || !strings.Contains(body, `"finish_reason":"length"`) || !strings.Contains(body, `"usage":`) {
+				t.Errorf("stream cut at the drain deadline ends %q", tail(body))
+			}
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Text         string `json:"text"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal(r.body, &c); err != nil || len(c.Choices) != 1 || c.Choices[0].FinishReason != "length" ||
+			c.Usage.CompletionTokens != len(c.Choices[0].Text) || c.Usage.CompletionTokens == 0 {
+			t.Errorf("non-streaming response cut at the drain deadline: %v %q", err, tail(body))
+		}
+	}
+}
+
+// waitBusy waits until the server at url has n generations running.
+func waitBusy(t *testing.T, url string, n int) {
+	t.Helper()
+	want := fmt.Sprintf(`"busy":%d,`, n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health %s: never %d busy", b, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -220,42 +284,27 @@ func TestSlowloris(t *testing.T) {
 	}
 }
 
-func TestModelFlag(t *testing.T) {
-	dir := t.TempDir()
-	m, err := minigpt.NewModel(minigpt.Config{VocabSize: 3, BlockSize: 8, EmbedDim: 8, Heads: 2, Layers: 1}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, _ := minigpt.NewVocab("xyz")
-	path := filepath.Join(dir, "tiny.ckpt")
-	if err := minigpt.SaveCheckpoint(path, &minigpt.Checkpoint{Model: m, Vocab: v}); err != nil {
-		t.Fatal(err)
-	}
-	s := startServe(t, "-model", "tiny="+path, "-api-key", "k")
-	req, _ := http.NewRequest("GET", s.url+"/v1/models", nil)
-	req.Header.Set("Authorization", "Bearer k")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct{ ID string }
-	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	if len(list.Data) != 2 || list.Data[0].ID != "tiny" || list.Data[1].ID != "lanternbay" {
-		t.Errorf("models %+v", list.Data)
-	}
-	if !strings.Contains(s.stdout.String(), "Authorization: Bearer") {
-		t.Errorf("stdout does not mention the key: %q", s.stdout)
-	}
-}
-
-func TestFlags(t *testing.T) {
+// TestFlagRefusals: a bad flag, value or -model file is refused before
+// any work with status 2; a busy address fails with status 1; -h ends
+// with the exit-status rule.
+func TestFlagRefusals(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"-h"}, &out, &errOut); cli.ExitCode("serve", err, &errOut) != 0 || !strings.Contains(out.String(), "-api-key") {
 		t.Errorf("-h: %v, %q", err, out.String())
 	}
+	help := out.String()
+	for _, want := range []string{
+		"Exit status:\n  0    done: stopped by SIGINT or SIGTERM after every request finished\n",
+		"\n  2    refused before any work, nothing done: a bad flag or value, or a -model\n",
+		"\n  1    failed after the work began: the address cannot be listened on",
+		"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: the drain deadline came with\n",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-h lacks %q:\n%s", want, help)
+		}
+	}
+	corrupt := filepath.Join(t.TempDir(), "corrupt.ckpt")
+	os.WriteFile(corrupt, []byte("MGPT not a checkpoint"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -273,10 +322,29 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", "a b=x"}, 2, "spaces"},
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-nope"}, 2, "-nope"},
-		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 1, "-model a"},
+		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 2, "-model a"},
+		{[]string{"-model", "x=/nonexistent"}, 2, "-model x: "},
+		{[]string{"-model", "c=" + corrupt}, 2, "-model c: "},
+		{[]string{"-model", "d=" + t.TempDir()}, 2, "-model d: "},
+		{[]string{"-queue-timeout", "0s"}, 2, "-queue-timeout"},
+		{[]string{"-write-timeout", "0s"}, 2, "-write-timeout"},
+		{[]string{"-request-timeout", "-1s"}, 2, "-request-timeout"},
+		{[]string{"-header-timeout", "0s"}, 2, "-header-timeout"},
+		{[]string{"-max-body", "0"}, 2, "-max-body"},
+		{[]string{"-max-prompt", "0"}, 2, "-max-prompt"},
+		{[]string{"-max-choices", "0"}, 2, "-max-choices"},
+		{[]string{"-max-choices", "129"}, 2, "-max-choices: must be in [1, 128]"},
+		{[]string{"-max-response", "0"}, 2, "-max-response"},
+		{[]string{"-max-response", "2000", "-max-inflight", "1000"}, 2, "-max-inflight: must be at least -max-response"},
+		{[]string{"-allowed-hosts", "a.example:80"}, 2, "-allowed-hosts"},
+		{[]string{"-allowed-hosts", "a.example,,b.example"}, 2, "-allowed-hosts"},
 	} {
+		// A loopback port, and a context that ends, in case a row is
+		// served instead of refused.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var out, errOut bytes.Buffer
-		err := run(context.Background(), tc.args, &out, &errOut)
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, tc.args...), &out, &errOut)
+		cancel()
 		if code := cli.ExitCode("serve", err, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut.String(), tc.code, tc.msg)
 		}
@@ -290,5 +358,75 @@ func TestFlags(t *testing.T) {
 	err = run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard)
 	if code := cli.ExitCode("serve", err, io.Discard); code != 1 {
 		t.Errorf("busy address: exit %d (%v)", code, err)
+	}
+}
+
+// TestIdleKeepAliveGets503: after the signal, a request on a keep-alive
+// connection that was idle gets the documented 503 while the server
+// drains, not a closed connection (issue 26, defect 8).
+func TestIdleKeepAliveGets503(t *testing.T) {
+	s := startServe(t, "-drain-timeout", "10s", "-max-tokens", "400")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	var conns sync.Map
+	reused := 0
+	get := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", s.url+path, nil)
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			if info.Reused {
+				reused++
+			}
+			conns.Store(info.Conn.LocalAddr().String(), true)
+		}}
+		return client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	}
+	resp, err := get("/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close() // the connection is now idle in tr's pool
+	// A stream in progress keeps the drain going.
+	stream, err := http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"the ","max_tokens":400,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	r := bufio.NewReader(stream.Body)
+	r.ReadString('\n')
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop(t) }()
+	waitFor(t, "the drain", func() bool { return strings.Contains(s.stderr.String(), "shutting down") })
+	resp, err = get("/v1/models")
+	if err != nil {
+		t.Fatalf("request on the idle keep-alive connection after the signal: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "shutting_down") || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("after the signal: %d %s", resp.StatusCode, body)
+	}
+	if reused != 1 {
+		t.Errorf("the request after the signal did not reuse the idle connection (%d reused)", reused)
+	}
+	rest, _ := io.ReadAll(r)
+	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Errorf("the stream in progress did not finish: %q", tail(string(rest)))
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

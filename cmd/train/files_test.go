@@ -350,17 +350,6 @@ func TestResumedPlotContinuesTheCurve(t *testing.T) {
 	}
 }
 
-// -h states the exit-status rule, the same for both commands.
-func TestHelpStatesTheExitRule(t *testing.T) {
-	var out bytes.Buffer
-	run(context.Background(), []string{"-h"}, &out, io.Discard)
-	for _, want := range []string{"Exit status: 0 done; 2 refused before any work", "1 failed after", "130 interrupted", "-force"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("-h lacks %q", want)
-		}
-	}
-}
-
 // On -resume the .best file beside -out is the earlier part's, and is
 // replaced; a file there that is not such a checkpoint is someone else's.
 func TestResumeKeepBestForeignFile(t *testing.T) {

@@ -33,7 +33,7 @@ type options struct {
 type preset struct {
 	name, about string
 	values      [][2]string // flag name, value, in the order -h shows them
-	notes       []string    // lines -h shows after the values
+	notes       []string    // paragraphs -h shows after the values
 }
 
 // presets is the one description of every preset: -h text, the list in
@@ -63,12 +63,12 @@ var presets = []preset{{
 		{"grad-clip", "1"}, {"weight-decay", "0.1"}, {"eval-every", "250"}, {"eval-batches", "200"},
 	},
 	notes: []string{
-		"Not as nanoGPT: no dropout (nanoGPT's is 0.2), ReLU instead of GELU, biases in the feed-forward",
-		"layers and LayerNorms (nanoGPT has none anywhere; neither has them in attention), Adam's beta2",
-		"0.999 instead of 0.99, every weight initialised N(0, 0.02) (nanoGPT scales the residual",
-		"projections down), float64, and a fixed validation set instead of fresh random batches.",
-		"A step at batch 64 is 16 times the work of the batch-4 step bench/compare.sh times, and the",
-		"run needs about 6 GiB of memory; for a quick look: -batch 8 -steps 500 -eval-every 100 -eval-batches 20.",
+		"Not as nanoGPT: no dropout (nanoGPT's is 0.2), ReLU instead of GELU, biases in the feed-forward " +
+			"layers and LayerNorms (nanoGPT has none anywhere; neither has them in attention), Adam's beta2 " +
+			"0.999 instead of 0.99, every weight initialised N(0, 0.02) (nanoGPT scales the residual " +
+			"projections down), float64, and a fixed validation set instead of fresh random batches.",
+		"A step at batch 64 is 16 times the work of the batch-4 step bench/compare.sh times, and the " +
+			"run needs about 6 GiB of memory; for a quick look: -batch 8 -steps 500 -eval-every 100 -eval-batches 20.",
 	},
 }}
 
@@ -154,19 +154,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 	return fs
 }
 
-// summary heads -h.
-const summary = `Trains a MiniGPT on a text corpus and writes a checkpoint. Everything is
-checked before the first step; an existing output file is replaced only
-with -force (or when it is the -resume file), anything but a regular file
-never. Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves
-the checkpoint -out names (full, or weights-only with -weights-only).`
-
 // parseFlags parses and checks args. It returns the options and the set
 // of flags given explicitly.
 func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, error) {
 	o := new(options)
 	fs := newFlagSet(o)
-	set, err := cli.Parse(fs, args, summary+"\n\n"+cli.ExitRule, stdout)
+	set, err := command.Parse(fs, args, stdout)
 	if err != nil {
 		return nil, nil, err
 	}

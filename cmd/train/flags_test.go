@@ -27,7 +27,7 @@ func TestPreset(t *testing.T) {
 		args []string
 		want options
 	}{
-		{"defaults are the seed run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
+		{"defaults are the lessons' run", nil, options{steps: 1200, lr: 3e-3, batch: 32, block: 32, embd: 64, heads: 4, layers: 2, seed: 42, evalBatches: 8}},
 		{"baby", []string{"-preset", "baby"}, options{steps: 2000, lr: 1e-3, batch: 12, block: 64, embd: 128, heads: 4, layers: 4, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
 		{"explicit flags win", []string{"-layers", "2", "-preset", "baby", "-lr", "5e-4"}, options{steps: 2000, lr: 5e-4, batch: 12, block: 64, embd: 128, heads: 4, layers: 2, seed: 42, warmup: 100, cosine: true, minLR: 1e-4, gradClip: 1, weightDecay: 0.1, evalEvery: 100, evalBatches: 40}},
 		// The values of nanoGPT's config/train_shakespeare_char.py and
@@ -53,6 +53,7 @@ func TestPreset(t *testing.T) {
 // -preset's help is generated from the preset table: every value shows.
 func TestPresetHelpListsValues(t *testing.T) {
 	stdout, _, _ := runTrain(context.Background(), "-h")
+	stdout = strings.Join(strings.Fields(stdout), " ") // -h wraps its lines
 	for _, p := range presets {
 		for _, kv := range p.values {
 			want := "-" + kv[0] + " " + kv[1]

@@ -1,7 +1,7 @@
 // Command train trains a MiniGPT on a text corpus and writes a checkpoint
 // (format: docs/checkpoint-format.md).
 //
-//	go run ./cmd/train                                   # the seed run: Lantern Bay, 1200 steps
+//	go run ./cmd/train                                   # the default run: Lantern Bay, 1200 steps
 //	go run ./cmd/train -preset baby -corpus input.txt -out shakespeare.ckpt
 //	go run ./cmd/train -resume minigpt.ckpt -steps 2400  # continue, exactly
 //	go run ./cmd/train -init-from models/lanternbay.ckpt -corpus mine.txt -steps 200 -out tuned.ckpt
@@ -17,13 +17,14 @@
 // only with -force, or when it is the -resume file the run continues; a
 // device, FIFO, socket, symbolic link or directory never.
 //
-// Exit status (cli.ExitRule): 0 done; 2 refused before any work, nothing
-// written; 1 failed after training began (divergence, a failed save);
-// 130 interrupted (the checkpoint written if a step was taken).
+// Exit status: 0 done; 2 refused before any work, nothing written; 1
+// failed after training began (divergence, a failed save); 130
+// interrupted (the checkpoint written if a step was taken). -h lists the
+// flags by purpose, and -version says what the binary was built from.
 //
-// The files: flags.go (flags, presets and their checks), main.go (the
-// run), outputs.go (what the run writes), report.go (progress), plot.go
-// (the -plot SVG).
+// The files: flags.go (flags, presets and their checks), usage.go (-h),
+// main.go (the run), outputs.go (what the run writes), report.go
+// (progress), plot.go (the -plot SVG).
 package main
 
 import (
@@ -161,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote the loss curves of steps 1 to %d to %s\n", tr.Step(), o.plot)
 	}
 	if best != nil && best.saved {
-		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.out.path)
+		fmt.Fprintf(stderr, "best val loss %.4f at step %d in %s\n", best.bestLoss, best.bestStep, best.out.Path)
 	}
 	if interrupted {
 		if o.weightsOnly {

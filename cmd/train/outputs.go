@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
-	"example.org/minigpt/internal/safefile"
 )
 
 // output is a file the run writes (the checkpoint, the -keep-best copy,
@@ -22,50 +20,22 @@ import (
 // training, at the save itself: the run never replaces a file the user
 // did not ask it to.
 type output struct {
-	flag, path string
-	replace    bool
-	note       string // how the path was chosen, for messages: "(the -resume file)"
+	cli.Output
 }
 
-// label names the output in messages: "-out m.ckpt".
-func (f *output) label() string {
-	s := "-" + f.flag + " " + f.path
-	if f.note != "" {
-		s += " " + f.note
-	}
-	return s
+// newOutput is the output of flag -flag at path.
+func newOutput(flag, path string, replace bool) *output {
+	return &output{cli.Output{Flag: flag, Path: path, Replace: replace,
+		Exists: "the file exists and is not this run's output; pass -force to replace it, or choose another file"}}
 }
 
-// refusal turns a safefile.CheckOutput or Save error into the message
-// the user sees, naming the flag and what to do.
-func (f *output) refusal(err error) error {
-	var pe *fs.PathError
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("%s: the file exists and is not this run's output; pass -force to replace it, or choose another file", f.label())
-	case errors.Is(err, minigpt.ErrNotRegularFile) && errors.As(err, &pe):
-		return fmt.Errorf("%s: %v; it is never replaced, not even with -force", f.label(), pe.Err)
-	case errors.As(err, &pe) && pe.Path == f.path:
-		return fmt.Errorf("%s: %w", f.label(), pe.Err) // the path is in the label already
-	}
-	return fmt.Errorf("%s: %w", f.label(), err)
-}
-
-// check refuses, before any work, what the save would refuse.
-func (f *output) check() error {
-	if err := safefile.CheckOutput(f.path, f.replace); err != nil {
-		return cli.UsageError{Err: f.refusal(err)}
-	}
-	return nil
-}
-
-// save writes the file atomically (safefile.Save) with the consent it
-// has; once written, the file is this run's own and may be replaced.
+// save writes the file atomically with the consent it has; once
+// written, the file is this run's own and may be replaced.
 func (f *output) save(write func(io.Writer) error) error {
-	if err := safefile.Save(f.path, f.replace, write); err != nil {
-		return f.refusal(err)
+	if err := f.Save(write); err != nil {
+		return err
 	}
-	f.replace = true
+	f.Replace = true
 	return nil
 }
 
@@ -95,62 +65,50 @@ func planOutputs(o *options, outFromResume bool) (*outputs, error) {
 	if o.out == "" {
 		return nil, cli.Usagef("-out is empty: give the file to write the checkpoint to")
 	}
-	outs := &outputs{out: &output{flag: "out", path: o.out, replace: o.force}}
+	outs := &outputs{out: newOutput("out", o.out, o.force)}
 	if outFromResume {
-		outs.out.note = "(the -resume file, as -out is not given)"
+		outs.out.Note = "(the -resume file, as -out is not given)"
 	}
-	if o.resume != "" && samePath(o.out, o.resume) {
-		outs.out.replace = true // a resumed run continues its own file
+	if o.resume != "" && cli.SamePath(o.out, o.resume) {
+		outs.out.Replace = true // a resumed run continues its own file
 	}
 	if o.plot != "" {
-		outs.plot = &output{flag: "plot", path: o.plot, replace: o.force}
+		outs.plot = newOutput("plot", o.plot, o.force)
 	}
 	if o.keepBest {
 		// On a resumed run the .best file is normally the earlier part's;
 		// bestKeeper.recall confirms it before anything is written.
-		outs.best = &output{flag: "keep-best", path: bestPath(o.out), replace: o.force || o.resume != "",
-			note: "(the best checkpoint beside -out)"}
+		outs.best = newOutput("keep-best", bestPath(o.out), o.force || o.resume != "")
+		outs.best.Note = "(the best checkpoint beside -out)"
 	}
 
 	type file struct{ flag, path string }
 	files := []file{{"out", o.out}, {"plot", o.plot}, {"corpus", o.corpus}, {"resume", o.resume}, {"init-from", o.initFrom}}
 	if outs.best != nil {
-		files = append(files, file{"keep-best", outs.best.path})
+		files = append(files, file{"keep-best", outs.best.Path})
 	}
 	for i, a := range files {
 		for _, b := range files[i+1:] {
 			if a.path == "" || b.path == "" || (a.flag == "out" && b.flag == "resume") {
 				continue
 			}
-			if samePath(a.path, b.path) {
+			if cli.SamePath(a.path, b.path) {
 				return nil, cli.Usagef("-%s and -%s both name %s: one would overwrite the other", a.flag, b.flag, a.path)
 			}
 		}
 	}
-	if o.resume != "" && o.weightsOnly && samePath(o.out, o.resume) {
+	if o.resume != "" && o.weightsOnly && cli.SamePath(o.out, o.resume) {
 		return nil, cli.Usagef("-weights-only would replace the full checkpoint %s; give -out another file", o.resume)
 	}
 	for _, f := range []*output{outs.out, outs.plot, outs.best} {
 		if f == nil {
 			continue
 		}
-		if err := f.check(); err != nil {
+		if err := f.Check(); err != nil {
 			return nil, err
 		}
 	}
 	return outs, nil
-}
-
-// samePath reports whether a and b name the same file, existing or not.
-func samePath(a, b string) bool {
-	if fa, err := os.Stat(a); err == nil {
-		if fb, err := os.Stat(b); err == nil {
-			return os.SameFile(fa, fb)
-		}
-	}
-	absA, errA := filepath.Abs(a)
-	absB, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && absA == absB
 }
 
 // bestPath inserts ".best" before the extension of out.
@@ -173,9 +131,9 @@ type bestKeeper struct {
 // batches. A file there that is not such a checkpoint is not this run's:
 // it is refused, unless -force gives consent to replace it.
 func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) error {
-	c, err := minigpt.LoadCheckpoint(b.out.path)
+	c, err := minigpt.LoadCheckpoint(b.out.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		b.out.replace = force // nothing of the run's there: one that appears is not ours
+		b.out.Replace = force // nothing of the run's there: one that appears is not ours
 		return nil
 	}
 	if err == nil && c.Model.Config() != tr.Model().Config() {
@@ -187,13 +145,13 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) e
 	}
 	if err != nil {
 		if !force {
-			return cli.Usagef("%s is not this run's best checkpoint (%v); pass -force to replace it", b.out.label(), err)
+			return cli.Usagef("%s is not this run's best checkpoint (%v); pass -force to replace it", b.out.Label(), err)
 		}
-		fmt.Fprintf(stderr, "keep-best: -force: will replace %s (%v)\n", b.out.path, err)
+		fmt.Fprintf(stderr, "keep-best: -force: will replace %s (%v)\n", b.out.Path, err)
 		return nil
 	}
 	b.bestLoss, b.bestStep = judge.Evaluate(), c.Step
-	fmt.Fprintf(stderr, "keep-best: %s (step %d) has val loss %.4f to beat\n", b.out.path, c.Step, b.bestLoss)
+	fmt.Fprintf(stderr, "keep-best: %s (step %d) has val loss %.4f to beat\n", b.out.Path, c.Step, b.bestLoss)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 			ranges := [][2]int{{0, T}, {T - 1, T}, {T / 2, T}, {T / 3, T/3 + 1}, {0, (T + 1) / 2}}
 			// One sequence per range, all in one job.
 			j := Attention{C: C, NH: NH, LdAtt: T}
-			var wants, wantAtts, qkvs [][]float64
+			var wants, wantAtts [][]float64
 			for _, r := range ranges {
 				t0, t1 := r[0], r[1]
 				qkv := fill(rng, T*C3, 4)
@@ -89,7 +89,7 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 				q := make([]float64, (t1-t0)*C3) // the queries in rows of their own
 				copy(q, qkv[t0*C3:t1*C3])
 				j.Seqs = append(j.Seqs, AttentionSeq{Q: q, KV: qkv, Out: nanSlice((t1 - t0) * C), Att: nanSlice(NH * (t1 - t0) * T), T0: t0, T1: t1})
-				wants, wantAtts, qkvs = append(wants, want), append(wantAtts, wantAtt), append(qkvs, qkv)
+				wants, wantAtts = append(wants, want), append(wantAtts, wantAtt)
 			}
 			runInRanges(&j, len(j.Seqs)*NH, 3)
 			for k, s := range j.Seqs {

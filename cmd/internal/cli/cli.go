@@ -1,5 +1,5 @@
 // Package cli is the plumbing minigpt's commands share: flag parsing with
-// usage on -h, exit statuses, signal handling and bounded file reading.
+// -h and -version, exit statuses, signal handling and bounded file reading.
 // Each command keeps a testable run(ctx, args, stdout, stderr) error and
 // hands it to Main; everything here is about the process around it.
 package cli
@@ -28,11 +28,13 @@ const (
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report it)
 )
 
-// ExitRule is the exit-status rule in words, for -h and the README.
+// ExitRule is the exit-status rule in general words, for the -h of a
+// command that uses Parse; a Command states it in its own words
+// (ExitStatus).
 const ExitRule = `Exit status: 0 done; 2 refused before any work (a bad flag or value, or a
 file a flag names that cannot be used; nothing was written); 1 failed after
-the work began (a save or write failed, training diverged); 130 interrupted
-by SIGINT or SIGTERM (a second signal kills at once).`
+the work began (a save or a write failed); 130 interrupted by SIGINT or
+SIGTERM (a second signal kills at once).`
 
 // Prefix returns err with name and ": " before its message, or nil.
 func Prefix(name string, err error) error {
@@ -76,12 +78,12 @@ func Main(name string, run func(ctx context.Context, args []string, stdout, stde
 }
 
 // ExitCode reports err on stderr, prefixed with the command's name, and
-// returns the exit status: 0 for nil or -h, 2 for a UsageError, 130 for an
+// returns the exit status: 0 for nil, -h or -version, 2 for a UsageError, 130 for an
 // interruption, 1 otherwise.
 func ExitCode(name string, err error, stderr io.Writer) int {
 	var ue UsageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp), errors.Is(err, ErrVersion):
 		return ExitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "%s: %v (run '%s -h' for usage)\n", name, err, name)
@@ -99,28 +101,22 @@ func ExitCode(name string, err error, stderr io.Writer) int {
 }
 
 // Parse parses args with fs (made with flag.ContinueOnError; its output
-// is discarded here). On -h it writes "Usage: <name> [flags]", the
-// summary and the flag defaults to stdout and returns flag.ErrHelp, which
-// ExitCode maps to status 0. A parse error or a positional argument is a
-// UsageError. It returns the set of flags given explicitly.
+// is discarded here), after adding -version to it, for a command whose
+// -h lists its flags alphabetically (Command.Parse groups them). On -h it
+// writes "Usage: <name> [flags]", the summary and the flag defaults to
+// stdout and returns flag.ErrHelp; on -version it writes the version line
+// (Version) and returns ErrVersion. ExitCode maps both to status 0. A
+// parse error or a
+// positional argument is a UsageError. It returns the set of flags given
+// explicitly.
 func Parse(fs *flag.FlagSet, args []string, summary string, stdout io.Writer) (map[string]bool, error) {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n", fs.Name(), strings.TrimSpace(summary))
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			fs.SetOutput(io.Discard)
-			return nil, err
-		}
-		return nil, UsageError{err}
-	}
-	if fs.NArg() > 0 {
-		return nil, Usagef("unexpected argument %q (flags only)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return set, nil
+	c := &Command{Name: fs.Name(), Summary: summary}
+	return c.parse(fs, args, stdout, func(w io.Writer, fs *flag.FlagSet) {
+		fmt.Fprintf(w, "Usage: %s [flags]\n\n%s\n\nFlags:\n", fs.Name(), strings.TrimSpace(summary))
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	})
 }
 
 // BadValue is the UsageError for flag -name's current value, with why.
@@ -140,6 +136,12 @@ func ReadFile(path string, limit int64) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	// A file over the limit is refused from its size, before a byte is
+	// read (a 1 GiB corpus took 10 s and 2 GB to refuse when it was read
+	// first); the limited read below still catches a file that grows.
+	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
+		return "", fmt.Errorf("%s: %d bytes, larger than %d", path, fi.Size(), limit)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,7 +75,7 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ path, want string }{
-		{write("big.txt", "123456"), "larger than 5 bytes"},
+		{write("big.txt", "123456"), "6 bytes, larger than 5"},
 		{dir, "not a regular file"},
 		{fifo, "not a regular file"}, // must not block
 		{filepath.Join(dir, "missing"), "no such file"},
@@ -83,5 +84,32 @@ func TestReadFile(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.path+": ") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadFile(%s) = %v; want an error starting with the path and saying %q", tc.path, err, tc.want)
 		}
+	}
+}
+
+// TestReadFileRefusesFromTheSize: a file over the limit is refused from
+// its size, without reading it: a sparse file of 1 GiB + 1 byte against a
+// 1 GiB limit allocates almost nothing (reading it first took 10 s and
+// 2 GB of memory).
+func TestReadFileRefusesFromTheSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 30
+	if err := f.Truncate(limit + 1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = ReadFile(path, limit)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("ReadFile of %d bytes with limit %d: %v", limit+1, limit, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("refusing the file allocated %d bytes: it was read", grew)
 	}
 }

@@ -1,13 +1,15 @@
-// The official openai npm package as a real client of cmd/serve.
+// The official openai npm package as a real client of cmd/serve:
+// completions, models, and with -training the files and fine-tuning API.
 //
-// e2e.sh starts the server and sets MINIGPT_URL (the /v1 base URL) and
-// MINIGPT_KEY (the API key it was started with). Run by hand:
+// e2e.sh starts the server (with -training) and sets MINIGPT_URL (the /v1
+// base URL) and MINIGPT_KEY (the API key it was started with). Run by
+// hand:
 //
-//	go run ./cmd/serve -addr 127.0.0.1:8080 -api-key k &
+//	go run ./cmd/serve -addr 127.0.0.1:8080 -api-key k -training &
 //	MINIGPT_URL=http://127.0.0.1:8080/v1 MINIGPT_KEY=k node --test client.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 
 const baseURL = process.env.MINIGPT_URL;
 const apiKey = process.env.MINIGPT_KEY;
@@ -177,4 +179,110 @@ test("models: list and retrieve", async () => {
   assert.equal(m.id, model);
   assert.equal(m.object, "model");
   await assert.rejects(client.models.retrieve("nope"), (e) => e instanceof OpenAI.NotFoundError);
+});
+
+// waitFor polls a job until its status is one of want.
+async function waitFor(id, ...want) {
+  for (let i = 0; i < 1200; i++) {
+    const job = await client.fineTuning.jobs.retrieve(id);
+    if (want.includes(job.status)) return job;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`job ${id} never reached ${want}`);
+}
+
+test("fine-tuning: files.create, fineTuning.jobs.create/retrieve/list/listEvents, completions on the new model", async () => {
+  const text = "the gulls sleep on the harbour wall. the keeper counts them at dawn. ".repeat(12);
+  const file = await client.files.create({ file: await toFile(Buffer.from(text), "gulls.txt"), purpose: "fine-tune" });
+  assert.equal(file.object, "file");
+  assert.equal(file.purpose, "fine-tune");
+  assert.equal(file.filename, "gulls.txt");
+  assert.equal(file.bytes, text.length);
+  assert.match(file.id, /^file-[0-9a-f]{24}$/);
+  assert.equal((await client.files.retrieve(file.id)).id, file.id);
+  assert.equal(await (await client.files.content(file.id)).text(), text);
+
+  const created = await client.fineTuning.jobs.create({
+    model: model, training_file: file.id, seed: 5, suffix: "gulls",
+    hyperparameters: { n_epochs: 1, batch_size: 4, learning_rate_multiplier: 1 },
+  });
+  assert.equal(created.object, "fine_tuning.job");
+  assert.equal(created.seed, 5);
+  assert.equal(created.model, model);
+  assert.ok(["queued", "running"].includes(created.status), created.status);
+  // One epoch of the 90% that trains (745 characters) in windows of 4 × 32.
+  assert.equal(created.hyperparameters.n_epochs, 1);
+  assert.equal(created.hyperparameters.steps, 6);
+
+  const job = await waitFor(created.id, "succeeded", "failed", "cancelled");
+  assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+  assert.match(job.fine_tuned_model, /^ft:lanternbay:gulls:[0-9a-f]{8}$/);
+  assert.equal(job.trained_tokens, 6 * 4 * 32);
+  assert.ok(job.finished_at >= job.created_at);
+
+  const ids = [];
+  for await (const j of client.fineTuning.jobs.list({ limit: 2 })) ids.push(j.id);
+  assert.ok(ids.includes(job.id), `${job.id} not in ${ids}`);
+
+  // Every event, through the SDK's cursor pages (newest first).
+  const events = [];
+  for await (const e of client.fineTuning.jobs.listEvents(job.id, { limit: 3 })) events.push(e);
+  assert.equal(events[0].message, "The job has successfully completed");
+  assert.equal(events.at(-1).message, `Created fine-tuning job: ${job.id}`);
+  const metrics = events.filter((e) => e.type === "metrics").reverse();
+  assert.deepEqual(metrics.map((e) => e.data.step), [1, 2, 3, 4, 5, 6]);
+  assert.ok(metrics.every((e) => e.data.train_loss > 0 && e.data.total_steps === 6));
+  assert.equal(new Set(events.map((e) => e.id)).size, events.length, "an event listed twice");
+
+  // The model is served at once.
+  const listed = [];
+  for await (const m of client.models.list()) listed.push(m.id);
+  assert.ok(listed.includes(job.fine_tuned_model));
+  const r = await client.completions.create({ model: job.fine_tuned_model, prompt: "the gulls ", max_tokens: 30, temperature: 0 });
+  assert.equal(r.model, job.fine_tuned_model);
+  assert.equal(r.choices[0].text.length, 30);
+  // It learned: the text it was tuned on is likelier under it.
+  const before = await client.completions.create({ model, prompt: text.slice(0, 200), max_tokens: 0, echo: true, logprobs: 0 });
+  const after = await client.completions.create({ model: job.fine_tuned_model, prompt: text.slice(0, 200), max_tokens: 0, echo: true, logprobs: 0 });
+  const sum = (c) => c.choices[0].logprobs.token_logprobs.slice(1).reduce((a, b) => a + b, 0);
+  assert.ok(sum(after) > sum(before), `log-likelihood ${sum(before)} before, ${sum(after)} after`);
+
+  // The same settings and seed give the same model: its fingerprint.
+  const again = await waitFor((await client.fineTuning.jobs.create({
+    model, training_file: file.id, seed: 5, hyperparameters: { n_epochs: 1, batch_size: 4 },
+  })).id, "succeeded");
+  const fp = async (id) => (await client.models.retrieve(id)).system_fingerprint;
+  assert.equal(await fp(again.fine_tuned_model), await fp(job.fine_tuned_model));
+  assert.equal((await client.models.delete(again.fine_tuned_model)).deleted, true);
+  assert.equal((await client.files.delete(file.id)).deleted, true);
+});
+
+test("fine-tuning: cancel, and the errors the SDK raises", async () => {
+  // steps is an extension: the SDK sends it as it is.
+  const created = await client.fineTuning.jobs.create({ model: "scratch", training_file: "file-lanternbay", hyperparameters: { steps: 5000, batch_size: 4 } });
+  await waitFor(created.id, "running");
+  const cancelled = await client.fineTuning.jobs.cancel(created.id);
+  assert.equal(cancelled.status, "cancelled");
+  assert.equal(cancelled.fine_tuned_model, null);
+  assert.ok(cancelled.step < 5000);
+
+  await assert.rejects(
+    client.fineTuning.jobs.create({ model, training_file: "file-lanternbay", hyperparameters: { batch_size: 0 } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "hyperparameters.batch_size",
+  );
+  const upper = await client.files.create({ file: await toFile(Buffer.from("the lamp keeper walks. ".repeat(20) + "The End"), "upper.txt"), purpose: "fine-tune" });
+  await assert.rejects(
+    client.fineTuning.jobs.create({ model, training_file: upper.id }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "training_file" && e.code === "unknown_character" && /'T' \(U\+0054\) at position 460/.test(e.message),
+  );
+  await assert.rejects(client.fineTuning.jobs.retrieve("ftjob-nope"), (e) => e instanceof OpenAI.NotFoundError);
+  await assert.rejects(
+    client.fineTuning.jobs.create({ model: "gpt-4o-mini", training_file: "file-lanternbay" }),
+    (e) => e instanceof OpenAI.NotFoundError && e.param === "model",
+  );
+  await assert.rejects(
+    client.files.create({ file: await toFile(Buffer.from("x"), "x.txt"), purpose: "assistants" }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "purpose",
+  );
+  await client.files.delete(upper.id);
 });

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # End-to-end tests of cmd/serve with real clients, on loopback only:
 #
-#   1. the official openai npm package (client.test.mjs),
+#   1. the official openai npm package (client.test.mjs): completions,
+#      and the files and fine-tuning API of cmd/serve -training,
 #   2. Debian's chromium driven by playwright-core on the playground
-#      (browser.test.mjs), which saves screenshots,
-#   3. the bounded load test (go test ./server -run TestLoad -load).
+#      (browser.test.mjs): generating, comparing, scoring, training in
+#      the page, at 1366×768 and 390×844; it saves screenshots,
+#   3. the bounded load test (go test ./server -run TestLoad -load) against
+#      its own cmd/serve: clients that never read, the largest responses
+#      allowed, the server's peak RSS, and SIGTERM at the drain deadline
+#      (the server must then exit with status 130).
 #
 # It installs what it needs (npm ci from the committed package-lock.json;
 # apt-get install chromium). If a package registry is unreachable it says
 # so LOUDLY and skips that part only, exiting 0 for it; a test that runs
 # and fails fails the script.
 #
-#   server/testdata/e2e/e2e.sh               # screenshots go to a temporary folder
+#   server/testdata/e2e/e2e.sh               # screenshots go to a new folder, kept and printed
 #   SHOTS=docs server/testdata/e2e/e2e.sh    # ... or refresh the README's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,20 +33,46 @@ loud() {
 
 work=$(mktemp -d)
 server_pid=
+load_pid=
 cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  for pid in $server_pid $load_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-echo "== load test (Go, loopback): 500 requests from 32 clients"
-if ! go test ./server -run '^TestLoad$' -count=1 -v -load >"$work/load.txt" 2>&1; then
-  cat "$work/load.txt"; exit 1
+# start_serve OUT ERR ARGS...: starts cmd/serve in the background and sets
+# started_pid, and started_url once it listens ("" if it did not start).
+start_serve() {
+  local out=$1 err=$2; shift 2
+  "$work/serve" -addr 127.0.0.1:0 "$@" >"$out" 2>"$err" &
+  started_pid=$!
+  for _ in $(seq 100); do
+    grep -q 'on http://' "$out" 2>/dev/null && break
+    sleep 0.1
+  done
+  started_url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$out" | head -1 || true)
+}
+
+go build -o "$work/serve" ./cmd/serve
+
+echo "== load test (Go client, cmd/serve on loopback): 500 requests from 32 clients, clients that never read, SIGTERM at the drain deadline"
+# The limits TestLoad expects (its load* constants: loadRows rows).
+start_serve "$work/load.out" "$work/load.err" -slots 6 -queue 8 -queue-timeout 2s -write-timeout 1s -max-tokens 100000 -drain-timeout 2s
+load_pid=$started_pid load_url=$started_url
+if [ -z "$load_url" ]; then echo "cmd/serve did not start:"; cat "$work/load.err"; exit 1; fi
+if ! go test ./server -run '^TestLoad$' -count=1 -v -load -load-url "$load_url" -load-pid "$load_pid" -load-drain 2s >"$work/load.txt" 2>&1; then
+  cat "$work/load.txt"; echo "cmd/serve's stderr:"; cat "$work/load.err"; exit 1
 fi
 grep -E 'load:|^ok' "$work/load.txt"
+status=0
+wait "$load_pid" || status=$?
+load_pid=
+if [ "$status" != 130 ] || ! grep -q 'drain deadline passed' "$work/load.err"; then
+  echo "cmd/serve stopped at the drain deadline with status $status (want 130):"; cat "$work/load.err"; exit 1
+fi
+echo "cmd/serve exited with status 130 at the drain deadline"
 
-echo "== building cmd/serve and a model whose vocabulary holds HTML"
-go build -o "$work/serve" ./cmd/serve
+echo "== a model whose vocabulary holds HTML"
 # A tiny model trained for a few steps on text full of markup: the browser
 # test checks that what it writes is shown as text, never parsed as HTML.
 html='<img src=x onerror=alert(1)> <b>bold</b> <script>alert("x")</script> & "quotes" '
@@ -49,13 +80,9 @@ for _ in $(seq 40); do printf '%s' "$html"; done > "$work/html.txt"
 go run ./cmd/train -corpus "$work/html.txt" -steps 30 -weights-only -out "$work/html.ckpt" >/dev/null 2>&1
 
 key="e2e-$RANDOM$RANDOM"
-"$work/serve" -addr 127.0.0.1:0 -api-key "$key" -model "html=$work/html.ckpt" >"$work/serve.out" 2>"$work/serve.err" &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q 'on http://' "$work/serve.out" 2>/dev/null && break
-  sleep 0.1
-done
-url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/serve.out" | head -1)
+mkdir "$work/tuned"
+start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$work/html.ckpt" -training -train-dir "$work/tuned"
+server_pid=$started_pid url=$started_url
 if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
 echo "server at $url"
 
@@ -88,13 +115,19 @@ if [ "$node_ok" = 1 ]; then
   if ! command -v chromium >/dev/null 2>&1; then
     loud "chromium could not be installed (Debian registry unreachable?): the browser test was NOT run"
   else
-    shots="${SHOTS:-$work/shots}"
+    # Outside $work, which the exit removes: the folder printed stays.
+    shots="${SHOTS:-$(mktemp -d "${TMPDIR:-/tmp}/minigpt-shots.XXXXXX")}"
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
       CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
     echo "screenshots: $shots"
   fi
+fi
+
+# The browser's and the client's jobs saved their models in -train-dir.
+if [ "$node_ok" = 1 ] && ! ls "$work/tuned"/ft-*.ckpt >/dev/null 2>&1; then
+  echo "no fine-tuned checkpoint in -train-dir:"; ls -la "$work/tuned"; exit 1
 fi
 
 # The server must still be healthy after all that, and stop cleanly.

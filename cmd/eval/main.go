@@ -1,0 +1,245 @@
+// Command eval scores a text under a MiniGPT: how surprised the model is
+// by each of its characters. It prints the mean loss (nats per
+// character), the perplexity and the bits per character, and on request
+// every character's surprisal as JSON lines.
+//
+//	go run ./cmd/eval -text notes.txt                        # the embedded Lantern Bay model
+//	go run ./cmd/eval -model shakespeare.ckpt -text val.txt -stride 64
+//	go run ./cmd/eval -text notes.txt -jsonl -top 3 > surprisal.jsonl
+//	echo -n "the lamp keeper" | go run ./cmd/eval -text -
+//
+// Every character but the first is predicted from the ones before it, as
+// many as the model's context window holds. A text longer than the window
+// is read in windows that move by -stride characters (Hugging Face's
+// perplexity stride): the default, the window's own length, lays the
+// windows side by side (the cheapest; the mean loss is then exactly
+// Model.Loss over those windows), and -stride 1 gives every character
+// the most context the model can see. Each character is scored once, in
+// the first window that predicts it (minigpt.Model.Score).
+//
+// With -jsonl, standard output gets one JSON object per scored character,
+//
+//	{"pos":1,"token":"h","logprob":-0.0123,"bits":0.0177,"context":1,"top":[{"token":"h","logprob":-0.0123}]}
+//
+// (pos counts characters from 0; logprob is the natural log of the
+// character's probability; bits is its surprisal, -logprob/ln 2; context
+// is how many characters the prediction saw; top, with -top N, the N
+// most probable characters there), and the summary goes to standard
+// error.
+//
+// Exit status (cli.ExitRule): 0 done; 2 refused before any work (a bad
+// flag, a text or model that cannot be read, a character the model does
+// not know); 1 failed while scoring or writing; 130 interrupted.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
+)
+
+func main() { cli.Main("eval", run) }
+
+// maxTextBytes bounds -text: Score keeps every character's score, about
+// 50 bytes each, so 8 MiB of text needs some 400 MB.
+const maxTextBytes = 8 << 20
+
+// maxTop bounds -top, as the server's logprobs.
+const maxTop = 20
+
+// stdin is what -text - reads; a variable so that tests can set it.
+var stdin io.Reader = os.Stdin
+
+type options struct {
+	model, text string
+	stride, top int
+	jsonl       bool
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.StringVar(&o.text, "text", "", "score the UTF-8 text in this `file` (required); - reads standard input")
+	fs.StringVar(&o.model, "model", "", "checkpoint `file` to score with (default: the embedded Lantern Bay model)")
+	fs.IntVar(&o.stride, "stride", 0, "move the context window by this many characters over a text longer than it, 1 to the context length; 0 = the context length (windows side by side)")
+	fs.BoolVar(&o.jsonl, "jsonl", false, "write every scored character's surprisal to standard output as a JSON line, and the summary to standard error")
+	fs.IntVar(&o.top, "top", 0, fmt.Sprintf("with -jsonl, also list the `N` most probable characters at each position (0..%d)", maxTop))
+	return fs
+}
+
+// summary heads -h.
+const summary = `Scores a text under a MiniGPT checkpoint (default: the embedded Lantern Bay
+model): the mean loss in nats per character, the perplexity and the bits per
+character; with -jsonl, every character's surprisal as JSON lines.`
+
+// run checks every write: output that did not arrive is a failure.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
+	err := eval(ctx, args, out, errOut)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
+			return fmt.Errorf("writing the output: %w", werr)
+		}
+	}
+	return err
+}
+
+func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newFlagSet(&o)
+	if _, err := command.Parse(fs, args, stdout); err != nil {
+		return err
+	}
+	switch {
+	case o.text == "":
+		return cli.Usagef("-text is required: the file to score (- reads standard input)")
+	case o.stride < 0:
+		return cli.BadValue(fs, "stride", "it must be 0 (the context length) or positive")
+	case o.top < 0 || o.top > maxTop:
+		return cli.BadValue(fs, "top", fmt.Sprintf("it must be in [0, %d]", maxTop))
+	case o.top > 0 && !o.jsonl:
+		return cli.Usagef("-top lists predictions in the JSON lines: give -jsonl too")
+	}
+	text, textName, err := readText(ctx, o.text)
+	if err != nil {
+		return err
+	}
+	m, vocab, modelName, err := loadModel(o.model)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	block := m.Config().BlockSize
+	if o.stride > block {
+		return cli.BadValue(fs, "stride", fmt.Sprintf("the model's context window holds %d characters: the stride must be at most that", block))
+	}
+	ids, err := encode(text, vocab)
+	if err != nil {
+		return cli.Usagef("-text %s: %w", textName, err)
+	}
+	if len(ids) < 2 {
+		return cli.Usagef("-text %s: scoring needs at least 2 characters (the first has nothing to be predicted from), it has %d", textName, len(ids))
+	}
+	scores, err := m.Score(ctx, ids, minigpt.ScoreOptions{Stride: o.stride, TopN: o.top})
+	if err != nil {
+		return err
+	}
+	sum := minigpt.Summarize(scores)
+	if math.IsNaN(sum.Loss) || math.IsInf(sum.Loss, 0) {
+		return fmt.Errorf("the model gave a non-finite loss (%v): its weights are not usable", sum.Loss)
+	}
+	report := stdout
+	if o.jsonl {
+		if err := writeJSONL(stdout, scores, vocab.Chars()); err != nil {
+			return err
+		}
+		report = stderr
+	}
+	stride := cmp.Or(o.stride, block)
+	fmt.Fprintf(report, "text:       %s, %d characters; %d scored (the first has no context)\n", textName, len(ids), sum.N)
+	fmt.Fprintf(report, "model:      %s, %d parameters, context window %d, stride %d\n", modelName, m.NumParams(), block, stride)
+	fmt.Fprintf(report, "loss:       %.6f nats per character (the mean of -ln p)\n", sum.Loss)
+	fmt.Fprintf(report, "perplexity: %.6f\n", sum.Perplexity)
+	fmt.Fprintf(report, "bits/char:  %.6f\n", sum.BitsPC)
+	return nil
+}
+
+// readText reads the -text file, or standard input for "-": valid UTF-8,
+// at most maxTextBytes, without a leading byte-order mark.
+func readText(ctx context.Context, path string) (text, name string, err error) {
+	name = path
+	if path == "-" {
+		name = "standard input"
+		b, rerr := cli.ReadAllContext(ctx, stdin, maxTextBytes)
+		if ctx.Err() != nil {
+			return "", "", rerr
+		}
+		if rerr != nil {
+			return "", "", cli.Usagef("-text -: standard input: %w", rerr)
+		}
+		text = strings.TrimPrefix(string(b), "\uFEFF")
+	} else if text, err = cli.ReadFile(path, maxTextBytes); err != nil {
+		return "", "", cli.Usagef("-text %w", err)
+	}
+	if !utf8.ValidString(text) {
+		return "", "", cli.Usagef("-text %s: not valid UTF-8", name)
+	}
+	return text, name, nil
+}
+
+func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, string, error) {
+	if path == "" {
+		m, v, err := minigpt.DefaultModel()
+		return m, v, "the embedded Lantern Bay model", err
+	}
+	c, err := minigpt.LoadCheckpoint(path)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("-model: %w", err)
+	}
+	return c.Model, c.Vocab, path, nil
+}
+
+// encode returns text's token ids, or an error naming the first character
+// outside vocab by its position (in characters, from 0) with an excerpt
+// around it: the text may be megabytes long, the error is one line.
+func encode(text string, vocab *minigpt.Vocab) ([]int, error) {
+	ids, err := vocab.Encode(text)
+	if err == nil {
+		return ids, nil
+	}
+	id := make(map[rune]bool, vocab.Size())
+	for _, c := range vocab.Chars() {
+		id[c] = true
+	}
+	pos := 0
+	for _, c := range text {
+		if !id[c] {
+			msg := fmt.Sprintf("%q at position %d (%U, counting from 0) in %s", c, pos, c, cli.Excerpt(text, pos, 20))
+			if chars := vocab.Chars(); len(chars) <= 100 {
+				msg += fmt.Sprintf("; the model knows %q", string(chars))
+			}
+			return nil, fmt.Errorf("%w: %s", minigpt.ErrUnknownChar, msg)
+		}
+		pos++
+	}
+	return nil, err
+}
+
+// tokenJSON is one scored character as a JSON line.
+type tokenJSON struct {
+	Pos     int       `json:"pos"`
+	Token   string    `json:"token"`
+	Logprob float64   `json:"logprob"`
+	Bits    float64   `json:"bits"`
+	Context int       `json:"context"`
+	Top     []topJSON `json:"top,omitempty"`
+}
+
+type topJSON struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+}
+
+// writeJSONL writes one JSON object per score.
+func writeJSONL(w io.Writer, scores []minigpt.TokenScore, chars []rune) error {
+	enc := json.NewEncoder(w)
+	for _, s := range scores {
+		t := tokenJSON{Pos: s.Pos, Token: string(chars[s.ID]), Logprob: s.Logprob, Bits: -s.Logprob / math.Ln2, Context: s.Context}
+		for _, c := range s.Top {
+			t.Top = append(t.Top, topJSON{string(chars[c.ID]), c.Logprob})
+		}
+		if err := enc.Encode(t); err != nil {
+			return fmt.Errorf("position %d: %w", s.Pos, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package server
+
+// This file owns the non-streamed answer: one JSON completion, written
+// once the generation ends.
+
+import (
+	"bufio"
+	"net/http"
+)
+
+// jsonWriter answers a request without "stream": it keeps each choice's
+// tokens as they are released (ids alone when neither logprobs nor trace
+// is asked for), and once the generation ends writes the completion choice
+// by choice through a small buffer, never holding its encoding whole.
+type jsonWriter struct {
+	w       http.ResponseWriter
+	out     *clientWriter
+	enc     encoder
+	head    []byte
+	keep    bool // keep whole tokens, not ids
+	choices []*choiceState
+}
+
+func newJSONWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
+	return &jsonWriter{
+		w: w, out: out, head: head, choices: choices,
+		keep: req.logprobs >= 0 || req.trace > 0,
+		// Small writes: each must be accepted within WriteTimeout, so a
+		// client reading slowly but steadily never misses one.
+		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+	}
+}
+
+func (j *jsonWriter) tokens(c *choiceState, toks []token, finish string) error {
+	if j.keep {
+		c.toks = append(c.toks, toks...)
+		return nil
+	}
+	for _, t := range toks {
+		c.ids = append(c.ids, int32(t.id))
+	}
+	return nil
+}
+
+func (j *jsonWriter) end(u usage) error {
+	j.w.Header().Set("Content-Type", "application/json")
+	j.w.WriteHeader(http.StatusOK)
+	bw := j.enc.w
+	bw.Write(j.head)
+	for i, c := range j.choices {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		finish := c.finish
+		if finish == "" {
+			finish = "length" // the request's time ran out
+		}
+		j.enc.choice(c.index, span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}, finish, c.seed)
+		c.toks, c.ids = nil, nil // written: the memory can go
+		if j.out.err != nil {
+			return j.out.err
+		}
+	}
+	bw.WriteString(`],"usage":`)
+	j.enc.usage(u)
+	bw.WriteString("}\n")
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return j.out.err
+}
+
+func (j *jsonWriter) fail(e *apiError) { writeError(j.w, e) }
+
+func (j *jsonWriter) broken() bool { return j.out.err != nil }

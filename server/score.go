@@ -1,0 +1,230 @@
+package server
+
+// This file owns POST /v1/score, an extension for the playground's Score
+// tab: every character's log-probability under a model
+// (minigpt.Model.Score), its surprisal in bits and the model's top
+// predictions there, with the text's mean loss, perplexity and bits per
+// character (cmd/eval's figures).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"example.org/minigpt"
+)
+
+// scoreFields are the fields POST /v1/score accepts.
+var scoreFields = []string{"model", "text", "stride", "top_n"}
+
+// maxScoreTop bounds top_n, as logprobs.
+const maxScoreTop = maxLogprobs
+
+// Bytes per scored character in the response (its fields, two float64s
+// and the context), per top_n entry, and the rest.
+const (
+	scoreTokenBytes = 130
+	scoreTopBytes   = 60
+	scoreHeadBytes  = 512
+)
+
+type scoreRequest struct {
+	model  *servedModel
+	ids    []int
+	stride int
+	top    int
+	size   int64
+}
+
+// scoreTokenJSON is one scored character (the shape of cmd/eval -jsonl).
+type scoreTokenJSON struct {
+	Pos     int            `json:"pos"`
+	Token   string         `json:"token"`
+	Logprob float64        `json:"logprob"`
+	Bits    float64        `json:"bits"`
+	Context int            `json:"context"`
+	Top     []scoreTopJSON `json:"top,omitempty"`
+}
+
+type scoreTopJSON struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+}
+
+type scoreSummaryJSON struct {
+	Tokens      int     `json:"tokens"`
+	Loss        float64 `json:"loss"`
+	Perplexity  float64 `json:"perplexity"`
+	BitsPerChar float64 `json:"bits_per_char"`
+}
+
+func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreRequest, *apiError) {
+	body, aerr := readBody(w, r, s.limits.MaxBodyBytes)
+	if aerr != nil {
+		return nil, aerr
+	}
+	f, aerr := decodeObject(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	for name := range f {
+		if !slices.Contains(scoreFields, name) {
+			return nil, badParam(name, "unknown_parameter", "unknown parameter %q: POST /v1/score accepts %s", name, strings.Join(scoreFields, ", "))
+		}
+	}
+	req := &scoreRequest{}
+	name := ""
+	if err := f.str("model", &name); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		req.model = s.models[0]
+	} else if req.model = s.model(name); req.model == nil {
+		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
+			"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
+		e.Param = strp("model")
+		return nil, e
+	}
+	raw, ok := f["text"]
+	if !ok || isNull(raw) {
+		return nil, badParam("text", "missing_parameter", "text is required: the text to score")
+	}
+	var text string
+	if err := f.str("text", &text); err != nil {
+		return nil, err
+	}
+	switch n := utf8.RuneCountInString(text); {
+	case n < 2:
+		return nil, badParam("text", "invalid_value", "text has %d characters: scoring needs at least 2 (the first has nothing to be predicted from)", n)
+	case n > s.limits.MaxPromptChars:
+		return nil, badParam("text", "invalid_value", "text has %d characters, above this server's limit of %d", n, s.limits.MaxPromptChars)
+	}
+	ids, err := req.model.vocab.Encode(text)
+	if err != nil {
+		return nil, badParam("text", "unknown_character", "text: %v (model %s knows only %q)", err, req.model.name, string(req.model.vocab.Chars()))
+	}
+	req.ids = ids
+	c := req.model.model.Config()
+	for _, err := range []*apiError{
+		f.integer("stride", &req.stride, 0, c.BlockSize),
+		f.integer("top_n", &req.top, 0, min(maxScoreTop, c.VocabSize)),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	req.size = scoreHeadBytes + int64(len(ids))*(scoreTokenBytes+int64(req.top)*scoreTopBytes)
+	if req.size > s.limits.MaxResponseBytes {
+		return nil, badParam("top_n", "response_too_large", "this score's response could hold %d bytes, above this server's limit of %d per request: %d characters at up to %d bytes each with top_n %d; ask for fewer (top_n first)",
+			req.size, s.limits.MaxResponseBytes, len(ids), scoreTokenBytes+req.top*scoreTopBytes, req.top)
+	}
+	return req, nil
+}
+
+// serveScore scores a text: POST /v1/score. It takes a row of its model's
+// batch as a one-sample completion does (scoring is the same forward
+// pass, run beside the batch), and counts as a request in progress for
+// draining and for training jobs, which wait.
+func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
+	req, aerr := s.parseScore(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if !s.admit() {
+		writeError(w, shuttingDown())
+		return
+	}
+	defer s.leave()
+	ctx := r.Context()
+	if _, err := s.slots.acquire(ctx, s.base, &req.model.rows, 1, req.size, s.limits.QueueTimeout); err != nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, errClosed):
+			writeError(w, shuttingDown())
+		default:
+			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d queued): retry later", err, s.limits.Slots, max(s.limits.Queue, 0))
+			e.retryAfter = 1
+			writeError(w, e)
+		}
+		return
+	}
+	defer s.slots.releaseBytes(req.size)
+	cctx, closed := context.WithCancelCause(ctx)
+	defer closed(nil)
+	stop := context.AfterFunc(s.base, func() { closed(errClosed) })
+	defer stop()
+	sctx, cancel := context.WithTimeout(cctx, s.limits.RequestTimeout)
+	defer cancel()
+	scores, err := req.model.model.Score(sctx, req.ids, minigpt.ScoreOptions{Stride: req.stride, TopN: req.top})
+	s.slots.releaseRows(&req.model.rows, 1)
+	switch {
+	case ctx.Err() != nil:
+		return // the client went away
+	case context.Cause(cctx) == errClosed:
+		writeError(w, shuttingDown())
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, errorWithStatus(http.StatusServiceUnavailable, "service_unavailable", "timeout",
+			"scoring %d characters took longer than this server's request timeout (%v): send a shorter text or a larger stride", len(req.ids), s.limits.RequestTimeout))
+		return
+	case err != nil:
+		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "scoring failed: %v", err))
+		return
+	}
+	sum := minigpt.Summarize(scores)
+	if math.IsNaN(sum.Loss) || math.IsInf(sum.Loss, 0) {
+		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "the model gave a non-finite loss (%v)", sum.Loss))
+		return
+	}
+	s.writeScore(w, req, scores, sum)
+}
+
+// writeScore writes the response character by character through a small
+// buffer, under the write deadlines a completion has.
+func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []minigpt.TokenScore, sum minigpt.Scores) {
+	out := newClientWriter(w, s.limits.WriteTimeout, time.Now().Add(s.limits.WriteTimeout+s.limits.RequestTimeout))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(out, 4<<10)
+	m := req.model
+	stride := req.stride
+	if stride == 0 {
+		stride = m.model.Config().BlockSize
+	}
+	head, _ := json.Marshal(struct {
+		Object            string           `json:"object"`
+		Model             string           `json:"model"`
+		SystemFingerprint string           `json:"system_fingerprint"`
+		ContextLength     int              `json:"context_length"`
+		Stride            int              `json:"stride"`
+		Summary           scoreSummaryJSON `json:"summary"`
+	}{"score", m.name, m.fingerprint, m.model.Config().BlockSize, stride,
+		scoreSummaryJSON{sum.N, sum.Loss, sum.Perplexity, sum.BitsPC}})
+	bw.Write(head[:len(head)-1]) // without its closing brace
+	bw.WriteString(`,"tokens":[`)
+	chars := m.vocab.Chars()
+	for i, sc := range scores {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		t := scoreTokenJSON{Pos: sc.Pos, Token: string(chars[sc.ID]), Logprob: sc.Logprob, Bits: -sc.Logprob / math.Ln2, Context: sc.Context}
+		for _, c := range sc.Top {
+			t.Top = append(t.Top, scoreTopJSON{string(chars[c.ID]), c.Logprob})
+		}
+		b, _ := json.Marshal(t) // finite: the loss was
+		bw.Write(b)
+		if out.err != nil {
+			return
+		}
+	}
+	bw.WriteString("]}\n")
+	bw.Flush()
+}

@@ -1,0 +1,102 @@
+package server
+
+// This file owns a request's size: the bound on its response computed
+// before it runs, and the 400 for a request above Limits.MaxResponseBytes.
+
+import (
+	"fmt"
+
+	"example.org/minigpt"
+)
+
+// Upper bounds on the bytes a non-streamed response spends per character
+// of a choice (the same content streams in chunks), which also bound what
+// the server holds per character until the response is written.
+const (
+	textBytes    = 8  // the character in "text" ("\u001f" is the longest escape), or its kept id with a growing slice's slack
+	logprobBytes = 48 // its entries in tokens (9), token_logprobs (25, a float64 and a comma), text_offset (11), and top_logprobs' braces and comma
+	altBytes     = 34 // one top_logprobs entry: the key (9), a float64 (24), a comma
+	stepBytes    = 80 // a trace step's keys, token and two float64s
+	stageBytes   = 21 // one stage name in a trace step ("repetition-penalty",)
+	candBytes    = 90 // a trace candidate's keys, token, id and cut_by
+	floatBytes   = 25 // a float64 and a comma
+	attnBytes    = 16 // a trace step's "attention" key
+	choiceBytes  = 160
+	headBytes    = 512
+)
+
+// perChar bounds the bytes of one character of a choice with sp's
+// logprobs and trace: every top_logprobs object lists at most logprobs+1
+// alternatives (the chosen token is added when it is not among them),
+// every trace step at most trace+1 candidates over at most NumStages
+// stages.
+func perChar(sp *sampling) int64 {
+	b := int64(textBytes)
+	if sp.logprobs >= 0 {
+		b += logprobBytes + altBytes*int64(sp.logprobs+1)
+	}
+	if sp.trace > 0 {
+		stages := int64(minigpt.NumStages)
+		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
+		// Each weight, and the brackets: 2(layers × heads + layers + 1)
+		// of them, at most 6 per weight.
+		if sp.attention > 0 {
+			b += attnBytes + int64(sp.attention)*(floatBytes+6)
+		}
+	}
+	return b
+}
+
+// responseSize bounds the bytes of req's response with sp's settings and
+// echo: Σ over its choices of (echoed prompt + max_tokens) characters ×
+// perChar, plus each choice's and the response's own fields.
+func responseSize(req *completionRequest, sp *sampling, echo bool) (size, chars int64) {
+	for _, ids := range req.promptIDs {
+		c := int64(sp.maxTokens)
+		if echo {
+			c += int64(len(ids))
+		}
+		chars += int64(sp.n) * c
+	}
+	choices := int64(len(req.promptIDs) * sp.n)
+	return headBytes + choices*choiceBytes + chars*perChar(sp), chars
+}
+
+// checkSize sets req.size, or refuses a request whose response could
+// exceed Limits.MaxResponseBytes with a 400 that names every field in the
+// bound; its param is the field that alone shrinks it most.
+func (s *Server) checkSize(req *completionRequest) *apiError {
+	sp := &req.sampling
+	size, chars := responseSize(req, sp, req.echo)
+	req.size = size
+	limit := s.limits.MaxResponseBytes
+	if size <= limit {
+		return nil
+	}
+	param, best := "", size
+	try := func(name string, edit func(*sampling) bool, echo bool) {
+		t := *sp
+		if !edit(&t) {
+			return
+		}
+		if v, _ := responseSize(req, &t, echo); v < best {
+			param, best = name, v
+		}
+	}
+	try("max_tokens", func(t *sampling) bool { t.maxTokens = 0; return sp.maxTokens > 0 }, req.echo)
+	try("n", func(t *sampling) bool { t.n = 1; return sp.n > 1 }, req.echo)
+	try("logprobs", func(t *sampling) bool { t.logprobs = -1; return sp.logprobs >= 0 }, req.echo)
+	try("trace", func(t *sampling) bool { t.trace = 0; return sp.trace > 0 }, req.echo)
+	try("echo", func(*sampling) bool { return req.echo }, false)
+	if param == "" {
+		param = "prompt" // a single long echoed prompt, nothing else to cut
+	}
+	lp := "no logprobs"
+	if sp.logprobs >= 0 {
+		lp = fmt.Sprintf("logprobs %d", sp.logprobs)
+	}
+	e := badParam(param, "response_too_large",
+		"this request's response could hold %d bytes, above this server's limit of %d per request: %d choices (prompts × n %d) × (echo %t: the prompt's characters, + max_tokens %d) = %d characters, at up to %d bytes each with %s and trace %d; ask for fewer (%s first)",
+		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp), lp, sp.trace, param)
+	return e
+}
