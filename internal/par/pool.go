@@ -125,19 +125,6 @@ func (wp *workerPool) acquire(units, total int) int {
 // (the end of training, a prompt being typed) still parks everything.
 const spinTime = 200 * time.Microsecond
 
-// dozeTime is how long a worker, after spinTime, keeps looking for the
-// next section between sleeps of dozeStep before it parks, and the
-// caller for the workers' end before it blocks. A parked goroutine costs
-// the runtime a wait record (a sudog), which it allocates anew whenever
-// its caches are empty (after every garbage collection): sleeping takes
-// none, so a training step allocates nothing even when the machine is
-// so loaded that a participant is held up for milliseconds, and only a
-// pause of tens of milliseconds (the end of training) parks anything.
-const (
-	dozeTime = 50 * time.Millisecond
-	dozeStep = 50 * time.Microsecond
-)
-
 // dispatch runs job over [0, n) on p participants (the calling goroutine
 // and workers 0 to p-2), in chunks whose boundaries are multiples of
 // grain, and releases pool.mu.
@@ -168,10 +155,7 @@ func (wp *workerPool) dispatch(p, n, grain int, job Job) {
 		for start := time.Now(); wp.pending.Load() > 0 && time.Since(start) < spinTime; {
 			runtime.Gosched()
 		}
-		for start := time.Now(); wp.pending.Load() > 0 && time.Since(start) < dozeTime; {
-			time.Sleep(dozeStep)
-		}
-		wp.wg.Wait() // at once when pending is 0: every worker is past wg.Done
+		wp.wg.Wait()
 		s.job = nil
 		var wpanic *WorkerPanic
 		for _, w := range wp.workers[:p-1] {
@@ -222,7 +206,7 @@ func (w *worker) loop(wp *workerPool, seen uint64) {
 }
 
 // next returns the next generation after seen: polled for spinTime, then
-// between sleeps for dozeTime, then waited for parked. parked is set before the last look at the generation
+// waited for parked. parked is set before the last look at the generation
 // and dispatch reads it after publishing, so either this worker sees the
 // new generation or dispatch sees it parked and leaves a token (a stale
 // token only costs one more look).
@@ -235,12 +219,6 @@ func (w *worker) next(wp *workerPool, seen uint64) uint64 {
 			// Yield between looks: a bare load loop would take issue
 			// slots from a hyperthread sibling doing the real work.
 			runtime.Gosched()
-		}
-		for start := time.Now(); time.Since(start) < dozeTime; {
-			time.Sleep(dozeStep)
-			if g := wp.gen.Load(); g != seen {
-				return g
-			}
 		}
 		w.parked.Store(true)
 		if g := wp.gen.Load(); g != seen {
@@ -262,8 +240,8 @@ func (w *worker) run(s *section, wp *workerPool) {
 			w.failed = &WorkerPanic{Value: v, Stack: debug.Stack()}
 			wp.aborted.Store(true)
 		}
-		wp.wg.Done()
 		wp.pending.Add(-1)
+		wp.wg.Done()
 	}()
 	s.participate(w.index + 1)
 }
