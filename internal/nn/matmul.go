@@ -94,6 +94,11 @@ func (j *MatmulInputGrad) Run(lo, hi int) {
 // 768 KB copy, which stays in L2 while the product reads it.
 const weightGradRows = 96
 
+// weightGradCopyCols is the narrowest dweight for which the transposed
+// copy pays: the product reads each copied column about OC/32 times, so
+// below this width the copy costs more than the strided reads it saves.
+const weightGradCopyCols = 128
+
 // MatmulWeightGrad is the weight gradient of out = inp·weight:
 //
 //	dweight = inpᵀ·dout
@@ -106,7 +111,9 @@ const weightGradRows = 96
 // are first transposed into a scratch buffer, so that the product reads
 // A along its rows (inp's columns lie C apart in memory, each step of a
 // transposed read a cache line of its own on another page, which no
-// prefetcher follows). Where the blocks and groups fall moves no bit.
+// prefetcher follows); a dweight narrower than weightGradCopyCols reads
+// inp through its strides instead. Where the blocks and groups fall, and
+// whether a group is copied, moves no bit.
 type MatmulWeightGrad struct {
 	DWeight  []float64 // (C, OC)
 	Inp      []float64 // (N, C)
@@ -128,6 +135,11 @@ func (j *MatmulWeightGrad) Run(lo, hi int) {
 		}
 		return
 	}
+	if OC < weightGradCopyCols {
+		// dweight's rows r0..r1 are inp's columns: A = inpᵀ through strides.
+		j.product(j.DWeight[r0*OC:], j.Inp[r0:], 1, C, r1-r0)
+		return
+	}
 	// The size a group can take, whatever this range's: a pool buffer
 	// then never has to grow after the first step.
 	buf := scratch.get(weightGradRows * N)
@@ -137,12 +149,17 @@ func (j *MatmulWeightGrad) Run(lo, hi int) {
 		// dweight's rows g0..g1 are inp's columns: A = their transpose.
 		at := (*buf)[:(g1-g0)*N]
 		kernels.Transpose(at, j.Inp[g0:], N, C, 0, g1-g0)
-		c := j.DWeight[g0*OC:]
-		if j.Add {
-			kernels.GemmNN(c, OC, at, N, 1, j.DOut, OC, g1-g0, OC, N)
-		} else {
-			kernels.GemmNNSet(c, OC, nil, at, N, 1, j.DOut, OC, g1-g0, OC, N, kernels.EpiNone, nil)
-		}
+		j.product(j.DWeight[g0*OC:], at, N, 1, g1-g0)
+	}
+}
+
+// product makes rows rows of dweight from c on: A's element (i, k) is
+// a[i*rowStride+k*kStride], a chain over the N values of k.
+func (j *MatmulWeightGrad) product(c, a []float64, rowStride, kStride, rows int) {
+	if j.Add {
+		kernels.GemmNN(c, j.OC, a, rowStride, kStride, j.DOut, j.OC, rows, j.OC, j.N)
+	} else {
+		kernels.GemmNNSet(c, j.OC, nil, a, rowStride, kStride, j.DOut, j.OC, rows, j.OC, j.N, kernels.EpiNone, nil)
 	}
 }
 
