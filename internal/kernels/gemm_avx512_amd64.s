@@ -418,6 +418,26 @@ nn4z_done:
 	VFMADD231PD  Z26, Z28, x2; \
 	VFMADD231PD  Z27, Z28, x3
 
+// NN6_32_KSTEP is one step of k of the six-row, 32-column block: B's
+// row at DI into Z24-Z27, the six rows' elements of A at SI, SI+R9,
+// SI+2·R9, R12, R12+R9, R12+2·R9 into their chains Z0-Z23; then A moves
+// on by R10 bytes, B by R11, and DX counts down.
+#define NN6_32_KSTEP \
+	VMOVUPD (DI), Z24; \
+	VMOVUPD 64(DI), Z25; \
+	VMOVUPD 128(DI), Z26; \
+	VMOVUPD 192(DI), Z27; \
+	NN6_ROW4((SI), Z0, Z1, Z2, Z3); \
+	NN6_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7); \
+	NN6_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11); \
+	NN6_ROW4((R12), Z12, Z13, Z14, Z15); \
+	NN6_ROW4((R12)(R9*1), Z16, Z17, Z18, Z19); \
+	NN6_ROW4((R12)(R9*2), Z20, Z21, Z22, Z23); \
+	ADDQ    R10, SI; \
+	ADDQ    R10, R12; \
+	ADDQ    R11, DI; \
+	DECQ    DX
+
 #define NN6_ROW1(addr, x0) \
 	VBROADCASTSD addr, Z28; \
 	VFMADD231PD  Z24, Z28, x0
@@ -557,20 +577,7 @@ nn6z_32_init:
 	JNZ  nn6z_32_kpf
 
 nn6z_32_k:
-	VMOVUPD (DI), Z24
-	VMOVUPD 64(DI), Z25
-	VMOVUPD 128(DI), Z26
-	VMOVUPD 192(DI), Z27
-	NN6_ROW4((SI), Z0, Z1, Z2, Z3)
-	NN6_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7)
-	NN6_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11)
-	NN6_ROW4((R12), Z12, Z13, Z14, Z15)
-	NN6_ROW4((R12)(R9*1), Z16, Z17, Z18, Z19)
-	NN6_ROW4((R12)(R9*2), Z20, Z21, Z22, Z23)
-	ADDQ    R10, SI
-	ADDQ    R10, R12
-	ADDQ    R11, DI
-	DECQ    DX
+	NN6_32_KSTEP
 	JNZ     nn6z_32_k
 	JMP     nn6z_32_epi
 
@@ -581,20 +588,7 @@ nn6z_32_kpf:
 	PREFETCHT1 64(DI)(R13*1)
 	PREFETCHT1 128(DI)(R13*1)
 	PREFETCHT1 192(DI)(R13*1)
-	VMOVUPD (DI), Z24
-	VMOVUPD 64(DI), Z25
-	VMOVUPD 128(DI), Z26
-	VMOVUPD 192(DI), Z27
-	NN6_ROW4((SI), Z0, Z1, Z2, Z3)
-	NN6_ROW4((SI)(R9*1), Z4, Z5, Z6, Z7)
-	NN6_ROW4((SI)(R9*2), Z8, Z9, Z10, Z11)
-	NN6_ROW4((R12), Z12, Z13, Z14, Z15)
-	NN6_ROW4((R12)(R9*1), Z16, Z17, Z18, Z19)
-	NN6_ROW4((R12)(R9*2), Z20, Z21, Z22, Z23)
-	ADDQ    R10, SI
-	ADDQ    R10, R12
-	ADDQ    R11, DI
-	DECQ    DX
+	NN6_32_KSTEP
 	JNZ     nn6z_32_kpf
 
 nn6z_32_epi:
