@@ -179,13 +179,21 @@ func TestPlayground(t *testing.T) {
 			t.Errorf("inline or external script %q", m)
 		}
 	}
-	for _, f := range []string{"app.js", "style.css"} {
+	scripts := regexp.MustCompile(`<script src="playground/([a-z]+\.js)"`).FindAllStringSubmatch(page, -1)
+	if len(scripts) < 5 {
+		t.Errorf("the page loads %d scripts, want the five of the playground", len(scripts))
+	}
+	files := []string{"style.css"}
+	for _, m := range scripts {
+		files = append(files, m[1])
+	}
+	for _, f := range files {
 		r := do(t, "GET", ts.URL+"/playground/"+f, "")
 		if r.status != 200 || r.header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s: %d", f, r.status)
 		}
-		if f == "app.js" && (strings.Contains(string(r.body), ".innerHTML") || strings.Contains(string(r.body), "http://") || strings.Contains(string(r.body), "https://")) {
-			t.Error("app.js uses innerHTML or names an external URL")
+		if strings.HasSuffix(f, ".js") && (strings.Contains(string(r.body), ".innerHTML") || strings.Contains(string(r.body), "http://") || strings.Contains(string(r.body), "https://")) {
+			t.Errorf("%s uses innerHTML or names an external URL", f)
 		}
 	}
 }
