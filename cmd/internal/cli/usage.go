@@ -115,6 +115,19 @@ func (c *Command) Check(fs *flag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
+// CheckHelp reports each group whose heading or example is missing from
+// help, what the command printed for -h: the commands' tests run -h
+// their own way and hand its output here.
+func (c *Command) CheckHelp(help string) error {
+	var errs []error
+	for _, g := range c.Groups {
+		if !strings.Contains(help, "\n"+g.Title+":\n") || !strings.Contains(help, "e.g. "+c.Name+" "+ShellJoin(g.Example)) {
+			errs = append(errs, fmt.Errorf("-h lacks the group %q or its example", g.Title))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // versionFlag is the flag Parse adds to every command.
 const versionFlag = "version"
 

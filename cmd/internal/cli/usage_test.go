@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -97,6 +98,26 @@ func TestUsageCheck(t *testing.T) {
 	c.Usage(&out, fs)
 	if !strings.Contains(out.String(), "\nOther flags:\n  -stray\n        a flag nobody grouped\n") {
 		t.Errorf("-h does not list the stray flag:\n%s", out.String())
+	}
+}
+
+// CheckHelp passes on what Usage prints and names the group whose
+// heading or example a help text lacks.
+func TestCheckHelp(t *testing.T) {
+	c, fs := testCommand()
+	var out bytes.Buffer
+	c.Usage(&out, fs)
+	if err := c.CheckHelp(out.String()); err != nil {
+		t.Errorf("CheckHelp on Usage's own text: %v", err)
+	}
+	g := c.Groups[0]
+	for name, help := range map[string]string{
+		"no heading": strings.Replace(out.String(), "\n"+g.Title+":\n", "\n", 1),
+		"no example": strings.Replace(out.String(), "e.g. "+c.Name+" "+ShellJoin(g.Example), "e.g.", 1),
+	} {
+		if err := c.CheckHelp(help); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", g.Title)) {
+			t.Errorf("%s: CheckHelp says %v, want it to name %q", name, err, g.Title)
+		}
 	}
 }
 
