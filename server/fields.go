@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -51,6 +52,26 @@ func decodeObject(data []byte) (fields, *apiError) {
 			err = fmt.Errorf("the body is a JSON %s, want an object", ute.Value)
 		}
 		return nil, errorWithStatus(http.StatusBadRequest, "invalid_request_error", "invalid_json", "request body is not a JSON object: %v", err)
+	}
+	return f, nil
+}
+
+// readObject reads a body of at most limit bytes as a JSON object whose
+// fields are all in known; an unknown field is a 400 that names it and
+// says what is accepted (accepts: "this server accepts a, b").
+func readObject(w http.ResponseWriter, r *http.Request, limit int64, known []string, accepts string) (fields, *apiError) {
+	body, aerr := readBody(w, r, limit)
+	if aerr != nil {
+		return nil, aerr
+	}
+	f, aerr := decodeObject(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	for name := range f {
+		if !slices.Contains(known, name) {
+			return nil, badParam(name, "unknown_parameter", "unknown parameter %q: %s", name, accepts)
+		}
 	}
 	return f, nil
 }

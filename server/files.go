@@ -185,18 +185,10 @@ func (js *jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, [
 // readJSONUpload reads the JSON upload: purpose, filename and content.
 func (js *jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, []byte, *apiError) {
 	limit := js.cfg.MaxFileBytes
-	body, aerr := readBody(w, r, 2*limit+4<<10) // JSON escapes a newline in two bytes
+	// JSON escapes a newline in two bytes.
+	f, aerr := readObject(w, r, 2*limit+4<<10, []string{"purpose", "filename", "content"}, "a JSON upload has purpose, filename and content")
 	if aerr != nil {
 		return "", nil, aerr
-	}
-	f, aerr := decodeObject(body)
-	if aerr != nil {
-		return "", nil, aerr
-	}
-	for name := range f {
-		if !slices.Contains([]string{"purpose", "filename", "content"}, name) {
-			return "", nil, badParam(name, "unknown_parameter", "unknown parameter %q: a JSON upload has purpose, filename and content", name)
-		}
 	}
 	var purpose, name, content string
 	for _, err := range []*apiError{f.str("purpose", &purpose), f.str("filename", &name), f.str("content", &content)} {

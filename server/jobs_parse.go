@@ -19,18 +19,9 @@ import (
 
 // parseJob reads and checks a job request, and prepares its dataset.
 func (js *jobs) parseJob(w http.ResponseWriter, r *http.Request) (*job, *apiError) {
-	body, aerr := readBody(w, r, js.s.limits.MaxBodyBytes)
+	f, aerr := readObject(w, r, js.s.limits.MaxBodyBytes, jobFields, "a fine-tuning job takes "+strings.Join(jobFields, ", "))
 	if aerr != nil {
 		return nil, aerr
-	}
-	f, aerr := decodeObject(body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	for name := range f {
-		if !slices.Contains(jobFields, name) {
-			return nil, badParam(name, "unknown_parameter", "unknown parameter %q: a fine-tuning job takes %s", name, strings.Join(jobFields, ", "))
-		}
 	}
 	j := &job{id: newID("ftjob-"), created: time.Now().Unix(), status: statusQueued, done: make(chan struct{}), changed: make(chan struct{})}
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -73,18 +72,9 @@ const (
 // parseCompletion reads and validates a completion request. It never
 // reads more than limits.MaxBodyBytes.
 func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*completionRequest, *apiError) {
-	body, aerr := readBody(w, r, s.limits.MaxBodyBytes)
+	f, aerr := readObject(w, r, s.limits.MaxBodyBytes, knownFields, "this server accepts "+strings.Join(knownFields, ", "))
 	if aerr != nil {
 		return nil, aerr
-	}
-	f, aerr := decodeObject(body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	for name := range f {
-		if !slices.Contains(knownFields, name) {
-			return nil, badParam(name, "unknown_parameter", "unknown parameter %q: this server accepts %s", name, strings.Join(knownFields, ", "))
-		}
 	}
 	req := &completionRequest{sampling: sampling{
 		maxTokens: 16, temperature: 1, topP: 1, repetitionPenalty: 1, n: 1, logprobs: -1,

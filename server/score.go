@@ -13,7 +13,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -66,18 +65,9 @@ type scoreSummaryJSON struct {
 }
 
 func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreRequest, *apiError) {
-	body, aerr := readBody(w, r, s.limits.MaxBodyBytes)
+	f, aerr := readObject(w, r, s.limits.MaxBodyBytes, scoreFields, "POST /v1/score accepts "+strings.Join(scoreFields, ", "))
 	if aerr != nil {
 		return nil, aerr
-	}
-	f, aerr := decodeObject(body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	for name := range f {
-		if !slices.Contains(scoreFields, name) {
-			return nil, badParam(name, "unknown_parameter", "unknown parameter %q: POST /v1/score accepts %s", name, strings.Join(scoreFields, ", "))
-		}
 	}
 	req := &scoreRequest{}
 	name := ""
