@@ -84,19 +84,23 @@ func softmaxScaledAsm(row []float64, scale float64) int {
 }
 
 // softmaxScaledRowsAsm is SoftmaxScaledRows's hook: all n rows on
-// AVX-512 and AVX2, none on the Go path. A block of four rows that fits
-// the AVX-512 kernel runs side by side; the rows it hands back (left as
+// AVX-512 and AVX2, none on the Go path. Each whole block of four rows
+// that fits the AVX-512 kernel runs side by side; the rows it hands back (left as
 // they were) and every other row go through SoftmaxScaled's hook, which
 // does the whole row on these paths.
 func softmaxScaledRowsAsm(rows []float64, ld, n, n0 int, scale float64) int {
 	if level == levelGo {
 		return 0
 	}
-	done := 0
-	if level == levelAVX512 && n == 4 && n0 >= 1 && n0+3 <= 32 && ld >= n0+3 {
-		_ = rows[3*ld+n0+2]
+	done := 0 // bit r: row r finished
+	if level == levelAVX512 && ld >= n0+n-1 {
 		var scratch [128]float64
-		done = softmaxScaled4AVX512(rows, ld, n0, scale, &scratch)
+		for r0 := 0; r0+4 <= n && n0+r0+3 <= 32; r0 += 4 {
+			if b := n0 + r0; b >= 1 {
+				_ = rows[(r0+3)*ld+b+2]
+				done |= softmaxScaled4AVX512(rows[r0*ld:], ld, b, scale, &scratch) << r0
+			}
+		}
 	}
 	for r := 0; r < n; r++ {
 		if done&(1<<r) == 0 {

@@ -270,19 +270,19 @@ func softmaxRows(rng *rand.Rand, n, ld, n0 int) (rows []float64, kinds []int) {
 }
 
 // TestSoftmaxScaledRows checks SoftmaxScaledRows, the attention's block
-// of one to four causal rows (lengths n0..n0+n-1, stride ld), on every
+// of one to eight causal rows (lengths n0..n0+n-1, stride ld), on every
 // path against softmaxWant row by row, to the bit, with the values
-// around the rows (the rest of each stride) untouched. Blocks of four
-// with n0+3 <= 32 run the AVX-512 four-row kernel, the others one row
-// at a time.
+// around the rows (the rest of each stride) untouched. Whole blocks of
+// four whose longest row is at most 32 run the AVX-512 four-row kernel,
+// the other rows one at a time.
 func TestSoftmaxScaledRows(t *testing.T) {
 	scales := []float64{0.25, 1 / math.Sqrt(16), 1, 3}
 	forEachImpl(t, func(t *testing.T, path string) {
 		rng := rand.New(rand.NewPCG(15, 16))
 		for trial := 0; trial < 3000; trial++ {
-			n, n0 := 1+rng.IntN(4), 1+rng.IntN(34)
-			if trial%2 == 0 {
-				n = 4
+			n, n0 := 1+rng.IntN(8), 1+rng.IntN(34)
+			if trial%3 == 0 {
+				n = 4 * (1 + rng.IntN(2))
 			}
 			ld := n0 + n - 1 + rng.IntN(3)*rng.IntN(9)
 			rows, _ := softmaxRows(rng, n, ld, n0)
