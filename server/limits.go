@@ -84,36 +84,27 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	pick := func(v *int, dv int) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	pick64 := func(v *int64, dv int64) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	pickDuration := func(v *time.Duration, dv time.Duration) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	pick(&l.Slots, d.Slots)
-	pick(&l.Queue, d.Queue)
-	pick(&l.MaxTokens, d.MaxTokens)
-	pick(&l.MaxPromptChars, d.MaxPromptChars)
-	pick(&l.MaxChoices, d.MaxChoices)
-	pick64(&l.MaxBodyBytes, d.MaxBodyBytes)
-	pick64(&l.MaxResponseBytes, d.MaxResponseBytes)
-	if l.MaxInFlightBytes == 0 {
-		// A server given only a larger per-request size still admits one.
-		l.MaxInFlightBytes = max(d.MaxInFlightBytes, l.MaxResponseBytes)
-	}
-	pickDuration(&l.QueueTimeout, d.QueueTimeout)
-	pickDuration(&l.RequestTimeout, d.RequestTimeout)
-	pickDuration(&l.WriteTimeout, d.WriteTimeout)
+	orDefault(&l.Slots, d.Slots)
+	orDefault(&l.Queue, d.Queue)
+	orDefault(&l.MaxTokens, d.MaxTokens)
+	orDefault(&l.MaxPromptChars, d.MaxPromptChars)
+	orDefault(&l.MaxChoices, d.MaxChoices)
+	orDefault(&l.MaxBodyBytes, d.MaxBodyBytes)
+	orDefault(&l.MaxResponseBytes, d.MaxResponseBytes)
+	// A server given only a larger per-request size still admits one.
+	orDefault(&l.MaxInFlightBytes, max(d.MaxInFlightBytes, l.MaxResponseBytes))
+	orDefault(&l.QueueTimeout, d.QueueTimeout)
+	orDefault(&l.RequestTimeout, d.RequestTimeout)
+	orDefault(&l.WriteTimeout, d.WriteTimeout)
 	return l
+}
+
+// orDefault sets a field left at zero (unset) to its default.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 func (l Limits) validate() error {

@@ -320,3 +320,26 @@ func TestBodyCapStreaming(t *testing.T) {
 		t.Errorf("status %d, want 413", resp.StatusCode)
 	}
 }
+
+// withDefaults fills every field left at zero with its default and keeps
+// every field that was set, for Limits and Training alike; a larger
+// MaxResponseBytes raises the default in-flight cap to admit one response.
+func TestWithDefaults(t *testing.T) {
+	if got, want := (Limits{}).withDefaults(), DefaultLimits(); got != want {
+		t.Errorf("zero Limits: %+v, want the defaults %+v", got, want)
+	}
+	if got, want := (Training{}).withDefaults(), DefaultTraining(); got != want {
+		t.Errorf("zero Training: %+v, want the defaults %+v", got, want)
+	}
+	set := Limits{Slots: 3, QueueTimeout: time.Second, MaxBodyBytes: 77}
+	if got := set.withDefaults(); got.Slots != 3 || got.QueueTimeout != time.Second || got.MaxBodyBytes != 77 || got.Queue != DefaultLimits().Queue {
+		t.Errorf("set fields: %+v", got)
+	}
+	big := Limits{MaxResponseBytes: 4 * DefaultLimits().MaxInFlightBytes}
+	if got := big.withDefaults(); got.MaxInFlightBytes != big.MaxResponseBytes {
+		t.Errorf("MaxInFlightBytes %d with MaxResponseBytes %d: one response would never fit", got.MaxInFlightBytes, big.MaxResponseBytes)
+	}
+	if got := (Training{MaxSteps: 9}).withDefaults(); got.MaxSteps != 9 || got.MaxFiles != DefaultTraining().MaxFiles {
+		t.Errorf("set Training field: %+v", got)
+	}
+}

@@ -64,21 +64,14 @@ func DefaultTraining() Training {
 
 func (t Training) withDefaults() Training {
 	d := DefaultTraining()
-	pick := func(v *int, dv int) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	pick(&t.MaxFiles, d.MaxFiles)
-	pick(&t.MaxSteps, d.MaxSteps)
-	pick(&t.MaxParams, d.MaxParams)
-	pick(&t.MaxBatchSize, d.MaxBatchSize)
-	pick(&t.Queue, d.Queue)
-	pick(&t.MaxJobs, d.MaxJobs)
-	pick(&t.MaxModels, d.MaxModels)
-	if t.MaxFileBytes == 0 {
-		t.MaxFileBytes = d.MaxFileBytes
-	}
+	orDefault(&t.MaxFiles, d.MaxFiles)
+	orDefault(&t.MaxSteps, d.MaxSteps)
+	orDefault(&t.MaxParams, d.MaxParams)
+	orDefault(&t.MaxBatchSize, d.MaxBatchSize)
+	orDefault(&t.Queue, d.Queue)
+	orDefault(&t.MaxJobs, d.MaxJobs)
+	orDefault(&t.MaxModels, d.MaxModels)
+	orDefault(&t.MaxFileBytes, d.MaxFileBytes)
 	return t
 }
 
