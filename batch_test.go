@@ -140,15 +140,7 @@ func TestBatchMatchesSerial(t *testing.T) {
 // TestBatchRefusesTooManyRows: a request needing more rows than the batch
 // has is refused at once, as are absurd batch sizes.
 func TestBatchRefusesTooManyRows(t *testing.T) {
-	m, vocab, err := DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBatch(m, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	m, vocab, b := newTestBatch(t, 2)
 	if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 3, N: 3}}); !errors.Is(err, ErrBadOption) {
 		t.Errorf("3 samples in a batch of 2 rows: %v, want ErrBadOption", err)
 	}
@@ -165,15 +157,7 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 // already queued more events than the callback has seen, or has ended
 // the request before the callback returned.
 func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
-	m, vocab, err := DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBatch(m, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	_, vocab, b := newTestBatch(t, 4)
 	stop := errors.New("the client went away")
 	for _, tc := range []struct{ traced, late bool }{{false, false}, {true, false}, {false, true}} {
 		traced := tc.traced
@@ -215,15 +199,7 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 // paused one goes on to its end (TestBatchPausedCallerDoesNotSpin checks
 // that the waiting costs no CPU).
 func TestBatchPausedRequestWaits(t *testing.T) {
-	m, vocab, err := DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBatch(m, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	_, vocab, b := newTestBatch(t, 2)
 	// Within the block a token costs one cached position: the backlog
 	// fills fast.
 	const prompt = "the "
@@ -283,15 +259,7 @@ func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
 	saved := maxBacklog
 	maxBacklog = 4
 	t.Cleanup(func() { maxBacklog = saved })
-	m, vocab, err := DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBatch(m, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	m, vocab, b := newTestBatch(t, 2)
 	o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}}
 	want, err := m.Complete(context.Background(), vocab, "the ", o)
 	if err != nil {
@@ -360,4 +328,20 @@ func TestBatchIdleHoldsNoGoroutine(t *testing.T) {
 	if st := b.Stats(); st.Requests != 4 || st.Running != 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// newTestBatch is a batch of rows rows over the embedded model, closed
+// when the test ends.
+func newTestBatch(t *testing.T, rows int) (*Model, *Vocab, *Batch) {
+	t.Helper()
+	m, vocab, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch(m, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return m, vocab, b
 }
