@@ -33,6 +33,15 @@ var lanternBay = sync.OnceValues(func() (*minigpt.Model, *minigpt.Vocab) {
 // "lanternbay"; edit adjusts the config before New.
 func newTestServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
+	s := newTestHandler(t, edit)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+// newTestHandler is the Server of newTestServer, not yet listening.
+func newTestHandler(t testing.TB, edit func(*Config)) *Server {
+	t.Helper()
 	m, v := lanternBay()
 	cfg := Config{Models: []Model{{Name: "lanternbay", Model: m, Vocab: v}}}
 	if edit != nil {
@@ -42,9 +51,7 @@ func newTestServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	return s, ts
+	return s
 }
 
 // response is a decoded HTTP response.
@@ -206,15 +213,7 @@ func (r response) apiError(t testing.TB) errorJSON {
 // few events rather than megabytes.
 func newSmallBufferServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
-	m, v := lanternBay()
-	cfg := Config{Models: []Model{{Name: "lanternbay", Model: m, Vocab: v}}}
-	if edit != nil {
-		edit(&cfg)
-	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestHandler(t, edit)
 	ts := httptest.NewUnstartedServer(s)
 	ts.Listener = smallBufferListener{ts.Listener}
 	ts.Start()
