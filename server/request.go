@@ -88,17 +88,8 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 			return nil, badParam("suffix", "unsupported_parameter", "suffix %s is not supported: a character model continues a prompt, it does not fill in a middle", raw)
 		}
 	}
-	name := ""
-	if err := f.str("model", &name); err != nil {
-		return nil, err
-	}
-	if name == "" {
-		req.model = s.models[0]
-	} else if req.model = s.model(name); req.model == nil {
-		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
-			"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
-		e.Param = strp("model")
-		return nil, e
+	if req.model, aerr = s.requestModel(f); aerr != nil {
+		return nil, aerr
 	}
 	if err := f.prompt(req, s.limits.MaxPromptChars); err != nil {
 		return nil, err

@@ -70,17 +70,8 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 		return nil, aerr
 	}
 	req := &scoreRequest{}
-	name := ""
-	if err := f.str("model", &name); err != nil {
-		return nil, err
-	}
-	if name == "" {
-		req.model = s.models[0]
-	} else if req.model = s.model(name); req.model == nil {
-		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
-			"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
-		e.Param = strp("model")
-		return nil, e
+	if req.model, aerr = s.requestModel(f); aerr != nil {
+		return nil, aerr
 	}
 	raw, ok := f["text"]
 	if !ok || isNull(raw) {

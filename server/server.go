@@ -190,6 +190,25 @@ func (s *Server) model(name string) *servedModel {
 	return s.jobs.tunedModel(name)
 }
 
+// requestModel is the served model a request's "model" field names, the
+// first model when it names none, or a 404 that lists the models there are.
+func (s *Server) requestModel(f fields) (*servedModel, *apiError) {
+	name := ""
+	if err := f.str("model", &name); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return s.models[0], nil
+	}
+	if m := s.model(name); m != nil {
+		return m, nil
+	}
+	e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
+	e.Param = strp("model")
+	return nil, e
+}
+
 func (s *Server) modelNames() []string {
 	var names []string
 	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
