@@ -8,13 +8,14 @@ import (
 	"testing"
 )
 
-// BenchmarkGemm times every kernel path on every training shape, single
-// threaded, and reports GFLOP/s (2·M·N·K flops per call).
+// BenchmarkGemm times every kernel path on every training shape and the
+// full config's largest ones, single threaded, and reports GFLOP/s
+// (2·M·N·K flops per call).
 func BenchmarkGemm(b *testing.B) {
 	b.Cleanup(SetPath(Path()))
 	for _, path := range Impls() {
 		restore := SetPath(path)
-		for _, s := range gemmShapes {
+		for _, s := range append(gemmShapes[:len(gemmShapes):len(gemmShapes)], fullGemmShapes...) {
 			b.Run(path+"/"+s.name, func(b *testing.B) {
 				g := s.newCase(rand.New(rand.NewPCG(7, 8)))
 				c := g.c

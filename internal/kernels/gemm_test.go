@@ -338,6 +338,16 @@ var gemmShapes = []gemmShape{
 	{name: "baby_dinp_fc", M: 768, N: 128, K: 512},
 }
 
+// fullGemmShapes are the full config's (width 384, batch 4 of block 256)
+// largest products, for BenchmarkGemm only: the Go twin takes seconds on
+// them, and TestGemmNNLargeBlocks covers their blocking already.
+var fullGemmShapes = []gemmShape{
+	{name: "full_qkv", M: 1024, N: 1152, K: 384},
+	{name: "full_fc", M: 1024, N: 1536, K: 384},
+	{name: "full_fcproj", M: 1024, N: 384, K: 1536},
+	{name: "full_dW_fc", trans: true, M: 384, N: 1536, K: 1024},
+}
+
 func (s gemmShape) newCase(rng *rand.Rand) *gemmCase {
 	g := &gemmCase{nt: s.nt, M: s.M, N: s.N, K: s.K, ldc: s.N}
 	switch {
