@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 )
 
 type result struct {
@@ -51,19 +52,6 @@ func readST(t *testing.T, path string) *minigpt.Checkpoint {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
 }
 
 func TestExportsTheEmbeddedModel(t *testing.T) {
@@ -162,7 +150,7 @@ func TestLogitsFile(t *testing.T) {
 			t.Errorf("-logits-prompt %q: exit %d, %q; want exit 2 saying %q", tc.prompt, r.code, r.stderr, tc.want)
 		}
 	}
-	if slices.Contains(names(t, dir), "x.safetensors") {
+	if slices.Contains(clitest.Names(t, dir), "x.safetensors") {
 		t.Error("a refused -logits-prompt left the export written")
 	}
 }
@@ -188,7 +176,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "new.safetensors")
-	before := names(t, dir)
+	before := clitest.Names(t, dir)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -213,7 +201,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want exit 2 saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
-	if after := names(t, dir); !slices.Equal(after, before) {
+	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
 		t.Errorf("refused runs changed the directory: %q, now %q", before, after)
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "mine" {

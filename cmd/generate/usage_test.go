@@ -4,28 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/cmd/internal/clitest"
 )
 
-// -h lists every flag in one group, each group with its example.
-func TestHelpGroupsEveryFlag(t *testing.T) {
-	var o options
-	if err := command.Check(newFlagSet(&o)); err != nil {
-		t.Fatal(err)
-	}
-	out, _, code := runCLI(t, "-h")
-	if code != 0 {
-		t.Fatalf("-h exits %d", code)
-	}
-	if err := command.CheckHelp(out); err != nil {
-		t.Error(err)
-	}
+// -h groups every flag with its example, -version prints the build, and
+// docs/sampling.md's flag table is the flag set's.
+func TestUsage(t *testing.T) {
+	clitest.CheckUsage(t, &command, func() *flag.FlagSet { var o options; return newFlagSet(&o) }, run, "docs/sampling.md")
 }
 
 // Every example -h shows runs as shown (from the repository's root:
@@ -50,19 +42,11 @@ func TestHelpExamplesRun(t *testing.T) {
 // returns in a case of its kind.
 func TestExitRule(t *testing.T) {
 	help, _, _ := runCLI(t, "-h")
-	for _, want := range []string{
+	clitest.HelpStates(t, help, false,
 		"Exit status:\n  0    done\n",
 		"\n  2    refused before any work, nothing done: a bad flag or value, a -model or\n",
 		"\n  1    failed after the work began: the text could not be written",
-		"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: the text generated so far has\n",
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("-h lacks %q", want)
-		}
-	}
-	if strings.Contains(help, "diverged") {
-		t.Error("-h speaks of training diverging")
-	}
+		"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: the text generated so far has\n")
 	if _, _, code := runCLI(t, "-greedy", "-n", "5"); code != 0 {
 		t.Errorf("a run: exit %d, want 0", code)
 	}
@@ -84,25 +68,10 @@ type brokenWriter struct{}
 
 func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
 
-func TestVersion(t *testing.T) {
-	out, errOut, code := runCLI(t, "-version")
-	if code != 0 || out != cli.Version("generate")+"\n" || errOut != "" {
-		t.Fatalf("-version: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
+// -version to an output it cannot write exits 1 (TestUsage checks the
+// rest of -version).
+func TestVersionUnwritable(t *testing.T) {
 	if code := exitCode(run(context.Background(), []string{"-version"}, brokenWriter{}, &bytes.Buffer{}), &bytes.Buffer{}); code != 1 {
 		t.Errorf("-version to an unwritable output: exit %d, want 1", code)
-	}
-}
-
-// docs/sampling.md's flag table is the flag set's: names, defaults and
-// wording, in the order of -h.
-func TestFlagTableInDocs(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "sampling.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o options
-	if err := command.CheckFlagTable(string(doc), newFlagSet(&o)); err != nil {
-		t.Errorf("docs/sampling.md: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 )
 
 type result struct {
@@ -38,19 +39,6 @@ func imp(t *testing.T, args ...string) result {
 		t.Fatalf("import %q still running after a minute", args)
 		return result{}
 	}
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
 }
 
 // writeST writes c as a safetensors file at path.
@@ -145,7 +133,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 	link := filepath.Join(dir, "link")
 	os.Symlink(existing, link)
 	out := filepath.Join(dir, "new.ckpt")
-	before := names(t, dir)
+	before := clitest.Names(t, dir)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -169,7 +157,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want exit 2 saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
-	if after := names(t, dir); !slices.Equal(after, before) {
+	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
 		t.Errorf("refused runs changed the directory: %q, now %q", before, after)
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "mine" {

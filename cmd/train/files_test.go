@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 )
 
 // trainResult is one run of the command: its error, exit status and
@@ -43,20 +44,6 @@ func train(ctx context.Context, stderr io.Writer, args ...string) trainResult {
 		errOut = *b
 	}
 	return trainResult{err, code, msg.String(), errOut.String()}
-}
-
-// names lists a directory, hidden files included.
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
 }
 
 func fileSum(t *testing.T, path string) [32]byte {
@@ -92,7 +79,7 @@ func TestOutputsNeverDestroyFiles(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "link")); err == nil {
 		special[filepath.Join(dir, "link")] = "symbolic link"
 	}
-	before := names(t, dir)
+	before := clitest.Names(t, dir)
 	for path, kind := range special {
 		was, _ := os.Lstat(path)
 		for _, args := range [][]string{
@@ -115,7 +102,7 @@ func TestOutputsNeverDestroyFiles(t *testing.T) {
 	if got, _ := os.ReadFile(target); string(got) != "keep" {
 		t.Errorf("the link's target now holds %q", got)
 	}
-	if after := names(t, dir); !slices.Equal(after, before) {
+	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
 		t.Errorf("the directory held %q, now %q", before, after)
 	}
 }
@@ -216,7 +203,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 			}
 		})
 	}
-	if got := names(t, dir); len(got) != 0 {
+	if got := clitest.Names(t, dir); len(got) != 0 {
 		t.Fatalf("refused runs left %q", got)
 	}
 }
@@ -241,7 +228,7 @@ func TestEarlyInterruptSavesNothing(t *testing.T) {
 	if fileSum(t, out) != good {
 		t.Fatal("an interrupt before the first step rewrote the checkpoint")
 	}
-	if got := names(t, dir); !slices.Equal(got, []string{"m.ckpt"}) {
+	if got := clitest.Names(t, dir); !slices.Equal(got, []string{"m.ckpt"}) {
 		t.Fatalf("directory holds %q", got)
 	}
 }

@@ -2,25 +2,15 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/cmd/internal/clitest"
 )
-
-// -h lists every flag in one group, each group with its example.
-func TestHelpGroupsEveryFlag(t *testing.T) {
-	var o options
-	if err := command.Check(newFlagSet(&o)); err != nil {
-		t.Fatal(err)
-	}
-	out, _, _ := runTrain(context.Background(), "-h")
-	if err := command.CheckHelp(out); err != nil {
-		t.Error(err)
-	}
-}
 
 // Every example -h shows passes the flag checks (running them would
 // train for minutes).
@@ -36,16 +26,11 @@ func TestHelpExamplesParse(t *testing.T) {
 // returns in a case of its kind.
 func TestExitRule(t *testing.T) {
 	help, _, _ := runTrain(context.Background(), "-h")
-	for _, want := range []string{
+	clitest.HelpStates(t, help, true,
 		"Exit status:\n  0    done\n",
 		"\n  2    refused before any work, nothing done: a bad flag or value, a -corpus,\n",
 		"\n  1    failed after the work began: training diverged or a save failed",
-		"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: the checkpoint is saved first,\n",
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("-h lacks %q", want)
-		}
-	}
+		"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: the checkpoint is saved first,\n")
 	dir := t.TempDir()
 	if r := train(context.Background(), nil, tinyArgs(filepath.Join(dir, "ok.ckpt"))...); r.code != 0 {
 		t.Errorf("a run: exit %d, %s", r.code, r.msg)
@@ -63,26 +48,19 @@ func TestExitRule(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	out, errOut, err := runTrain(context.Background(), "-version")
-	if exitCode(err, os.Stderr) != 0 || out != cli.Version("train")+"\n" || errOut != "" {
-		t.Fatalf("-version: %v, stdout %q, stderr %q", err, out, errOut)
-	}
+// -h groups every flag with its example, -version prints the build, and
+// docs/training.md's flag table is the flag set's.
+func TestUsage(t *testing.T) {
+	clitest.CheckUsage(t, &command, func() *flag.FlagSet { var o options; return newFlagSet(&o) }, run, "docs/training.md")
 }
 
-// docs/training.md's flag table is the flag set's (names, defaults and
-// wording, in the order of -h), and it lists every preset's values as -h
-// does.
-func TestFlagTableInDocs(t *testing.T) {
+// docs/training.md lists every preset's values as -h does.
+func TestPresetsInDocs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "training.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	var o options
-	if err := command.CheckFlagTable(doc, newFlagSet(&o)); err != nil {
-		t.Errorf("docs/training.md: %v", err)
-	}
 	for _, p := range presets {
 		var want strings.Builder
 		for _, kv := range p.values {
