@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // batchJob is one request of a randomised batch schedule.
@@ -271,9 +273,9 @@ func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
 		if first {
 			first = false
 			time.Sleep(100 * time.Millisecond) // let the backlog fill and the request pause
-			c0, ok0 := processCPUTime()
+			c0, ok0 := testutil.ProcessCPUTime()
 			time.Sleep(400 * time.Millisecond)
-			c1, ok1 := processCPUTime()
+			c1, ok1 := testutil.ProcessCPUTime()
 			if ok0 && ok1 {
 				cpu = c1 - c0
 			}

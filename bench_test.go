@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // trainingFLOPs counts the floating-point operations (multiply and add
@@ -59,7 +61,7 @@ func newBenchTrainer(b *testing.B, cfg Config, batch int, text string) *Trainer 
 func timeTrainSteps(b *testing.B, tr *Trainer) {
 	cfg, batch := tr.Model().Config(), tr.Config().BatchSize
 	b.ReportAllocs()
-	cpu0, haveCPU := processCPUTime()
+	cpu0, haveCPU := testutil.ProcessCPUTime()
 	for b.Loop() {
 		if _, err := tr.TrainStep(); err != nil {
 			b.Fatal(err)
@@ -69,7 +71,7 @@ func timeTrainSteps(b *testing.B, tr *Trainer) {
 	b.ReportMetric(float64(batch*cfg.BlockSize)/perStep, "tokens/s")
 	b.ReportMetric(1/perStep, "steps/s")
 	b.ReportMetric(trainingFLOPs(cfg, batch, cfg.BlockSize)/perStep/1e9, "GFLOP/s")
-	if cpu1, ok := processCPUTime(); ok && haveCPU {
+	if cpu1, ok := testutil.ProcessCPUTime(); ok && haveCPU {
 		// On a shared machine the wall time depends on how many cores
 		// the other processes left us: "cores" says how many the run
 		// got on average, "cpu-ms/step" what a step cost in CPU time.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 func TestSaveCheckpointIsAtomic(t *testing.T) {
@@ -85,7 +87,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Step != c.Step || !bitsEqual(got.Model.Params(), c.Model.Params()) {
+			if got.Step != c.Step || !testutil.BitsEqual(got.Model.Params(), c.Model.Params()) {
 				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // ckptFuzzConfig is the smallest config the fuzz seeds use.
@@ -76,7 +78,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if got.Model.Config() != c.Model.Config() || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
 				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config(), got.Step, string(got.Vocab.Chars()), c.Model.Config(), string(c.Vocab.Chars()))
 			}
-			if !bitsEqual(got.Model.Params(), tr.Model().Params()) {
+			if !testutil.BitsEqual(got.Model.Params(), tr.Model().Params()) {
 				t.Fatal("parameters differ after the round trip")
 			}
 			if got.Full() != tc.full {
@@ -87,7 +89,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config())
 				}
 				o := got.Opt
-				if o.config != tr.opt.config || o.step != tr.opt.step || !bitsEqual(o.m, tr.opt.m) || !bitsEqual(o.v, tr.opt.v) {
+				if o.config != tr.opt.config || o.step != tr.opt.step || !testutil.BitsEqual(o.m, tr.opt.m) || !testutil.BitsEqual(o.v, tr.opt.v) {
 					t.Fatal("optimizer state differs after the round trip")
 				}
 				state, _ := tr.batchSource.MarshalBinary()

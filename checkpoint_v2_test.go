@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // v1FullFixture is testdata/v1_full.ckpt: a full checkpoint in the
@@ -70,7 +72,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bitsEqual(resumed4(c), resumed4(asV2)) {
+	if !testutil.BitsEqual(resumed4(c), resumed4(asV2)) {
 		t.Fatal("the version-1 fixture resumes differently from the same checkpoint written as version 2")
 	}
 	// A version-1 file of today's run, made as the fixture was, continues
@@ -82,7 +84,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ckptTrainer(t, v1FixtureConfig(), 7, nil)
-	if !bitsEqual(resumed4(v1), want.Model().Params()) {
+	if !testutil.BitsEqual(resumed4(v1), want.Model().Params()) {
 		t.Fatal("a resumed version-1 checkpoint does not continue the run exactly")
 	}
 	// Written again, it becomes version 2 and says the same.
@@ -90,8 +92,8 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sameP := sameBits(again.Model.Params(), c.Model.Params())
-	_, sameV := sameBits(again.Opt.v, c.Opt.v)
+	_, sameP := testutil.SameBits(again.Model.Params(), c.Model.Params())
+	_, sameV := testutil.SameBits(again.Opt.v, c.Opt.v)
 	if again.Step != c.Step || !sameP || !sameV {
 		t.Fatal("a v1 checkpoint written as v2 reads back differently")
 	}

@@ -2,6 +2,8 @@ package minigpt
 
 import (
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // The shipped weights are provably what `go run ./cmd/train` with its
@@ -19,7 +21,7 @@ func TestEmbeddedModelIsReproducible(t *testing.T) {
 	if string(vocab.Chars()) != string(v.Chars()) {
 		t.Fatalf("embedded vocabulary %q, corpus gives %q", string(vocab.Chars()), string(v.Chars()))
 	}
-	if i, ok := sameBits(embedded.Params(), m.Params()); !ok {
+	if i, ok := testutil.SameBits(embedded.Params(), m.Params()); !ok {
 		t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt`", i, embedded.Params()[i], m.Params()[i])
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // survivors returns the ids whose filtered logit is finite.
@@ -705,7 +706,7 @@ func TestLogSoftmax(t *testing.T) {
 		}
 	}
 	in := append([]float64(nil), row...)
-	if out := LogSoftmax(in, in); !bitsEqual(out, lp) {
+	if out := LogSoftmax(in, in); !testutil.BitsEqual(out, lp) {
 		t.Error("LogSoftmax in place differs from LogSoftmax into a new slice")
 	}
 }

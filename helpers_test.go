@@ -4,7 +4,6 @@ package minigpt
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -51,28 +50,6 @@ func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
 		}
 	}
 	return m
-}
-
-// sameBits reports whether x and y are identical to the bit (any NaN
-// equals any NaN: payloads are not part of the contract), and otherwise
-// the first index where they differ.
-func sameBits(x, y []float64) (int, bool) {
-	for i := range x {
-		if i >= len(y) || math.Float64bits(x[i]) != math.Float64bits(y[i]) && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
-			return i, false
-		}
-	}
-	return -1, len(x) == len(y)
-}
-
-// bitsEqual is sameBits, the package's one bit-equality check, as a
-// condition; unequal lengths are unequal.
-func bitsEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	_, ok := sameBits(a, b)
-	return ok
 }
 
 func randomTokens(rng *rand.Rand, n, vocab int) []int {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // tinyTrainer returns an untrained trainer of trainTiny's configs (seed
@@ -103,7 +105,7 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("no reader call completed during training")
 	}
-	if i, ok := sameBits(m.Params(), alone.Model().Params()); !ok {
+	if i, ok := testutil.SameBits(m.Params(), alone.Model().Params()); !ok {
 		t.Fatalf("weights after training beside %d reader calls differ from the run left alone (parameter %d)", calls.Load(), i)
 	}
 	whole := map[string]bool{}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 func TestDefaultConfigParamCount(t *testing.T) {
@@ -130,7 +131,7 @@ func TestBackwardTransposedWeightsNeverStale(t *testing.T) {
 	}
 	m.forwardBatch(a, idx, tgt, false) // not asked for the transposes
 	m.backward(a, grads)
-	if i, ok := sameBits(grads, want); !ok {
+	if i, ok := testutil.SameBits(grads, want); !ok {
 		t.Fatalf("gradient %d: %v after a forward pass not asked for the transposed weights, %v from Gradients", i, grads[i], want[i])
 	}
 }
@@ -246,7 +247,7 @@ func TestLoadedModelTrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLoss, want, _ := fresh.Gradients(ids[:31], ids[1:32], 1, 31)
-	if gotLoss != wantLoss || !bitsEqual(got, want) {
+	if gotLoss != wantLoss || !testutil.BitsEqual(got, want) {
 		t.Fatalf("loaded model: loss %v and gradients differ from a fresh model's with the same weights (loss %v)", gotLoss, wantLoss)
 	}
 
@@ -266,7 +267,7 @@ func TestLoadedModelTrains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !bitsEqual(loaded.Params(), fresh.Params()) {
+	if !testutil.BitsEqual(loaded.Params(), fresh.Params()) {
 		t.Fatal("two training steps from the loaded model differ from the same steps from a fresh copy")
 	}
 }
@@ -337,8 +338,8 @@ func TestConcurrentLogitsAndLossMatchSerial(t *testing.T) {
 	wg.Wait()
 	for i := range calls {
 		w, g := want[i], got[i]
-		if !bitsEqual(g.logits, w.logits) || !bitsEqual(g.grads, w.grads) ||
-			!bitsEqual([]float64{g.loss, g.gLoss}, []float64{w.loss, w.gLoss}) {
+		if !testutil.BitsEqual(g.logits, w.logits) || !testutil.BitsEqual(g.grads, w.grads) ||
+			!testutil.BitsEqual([]float64{g.loss, g.gLoss}, []float64{w.loss, w.gLoss}) {
 			t.Errorf("call %d (B=%d, T=%d): concurrent result differs from the serial one", i, calls[i].B, calls[i].T)
 		}
 	}

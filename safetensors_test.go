@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // stModel returns a model of cfg whose every parameter is drawn from
@@ -104,8 +106,8 @@ func TestSafetensorsF64RoundTripsBitForBit(t *testing.T) {
 			t.Errorf("tied %v: read config %+v step %d vocab %q full %v; wrote %+v, 77, %q, weights only",
 				tied, c.Model.Config(), c.Step, string(c.Vocab.Chars()), c.Full(), cfg, string(in.Vocab.Chars()))
 		}
-		if got, want := allValues(c.Model), allValues(m); !bitsEqual(got, want) {
-			i, _ := sameBits(got, want)
+		if got, want := allValues(c.Model), allValues(m); !testutil.BitsEqual(got, want) {
+			i, _ := testutil.SameBits(got, want)
 			t.Errorf("tied %v: parameter %d is %v (bits %#x), wrote %v (bits %#x)", tied, i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
 		}
 		// What was read is a valid weights-only checkpoint.
@@ -119,7 +121,7 @@ func TestSafetensorsF64RoundTripsBitForBit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := ReadSafetensors(bytes.NewReader(writeST(t, &Checkpoint{Model: m, Vocab: vocab, Step: 1200}, &SafetensorsOptions{DType: "F64"})))
-	if err != nil || !bitsEqual(allValues(c.Model), allValues(m)) {
+	if err != nil || !testutil.BitsEqual(allValues(c.Model), allValues(m)) {
 		t.Fatalf("embedded model: %v, or the weights differ", err)
 	}
 }
@@ -696,7 +698,7 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 		c2, err := ReadSafetensors(&b)
 		if err != nil || c2.Model.Config() != c.Model.Config() || c2.Step != c.Step ||
-			string(c2.Vocab.Chars()) != string(c.Vocab.Chars()) || !bitsEqual(allValues(c2.Model), allValues(c.Model)) {
+			string(c2.Vocab.Chars()) != string(c.Vocab.Chars()) || !testutil.BitsEqual(allValues(c2.Model), allValues(c.Model)) {
 			t.Fatalf("the file written back reads differently: %v", err)
 		}
 	})

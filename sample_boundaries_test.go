@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // filterOnce runs the pipeline on logits after the sequence seq (every
@@ -61,7 +62,7 @@ func TestOffValuesChangeNothing(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if !bitsEqual(row, logits) {
+		if !testutil.BitsEqual(row, logits) {
 			t.Errorf("%s: row %v, want the logits %v unchanged", tc.name, row, logits)
 		}
 		if active[tc.stage] {
@@ -272,14 +273,14 @@ func TestRepetitionPenaltyBelowOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float64{4, -0.5, 0, 0.5, -3}; !bitsEqual(row, want) || !active[StageRepetitionPenalty] {
+	if want := []float64{4, -0.5, 0, 0.5, -3}; !testutil.BitsEqual(row, want) || !active[StageRepetitionPenalty] {
 		t.Errorf("penalty 0.5: row %v (ran %v), want %v", row, active[StageRepetitionPenalty], want)
 	}
 	row, _, err = filterOnce(logits, seq, GenerateOptions{RepetitionPenalty: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float64{0.5, -4, 0, 0.5, -3}; !bitsEqual(row, want) {
+	if want := []float64{0.5, -4, 0, 0.5, -3}; !testutil.BitsEqual(row, want) {
 		t.Errorf("penalty 4: row %v, want %v", row, want)
 	}
 }
@@ -305,7 +306,7 @@ func TestLogitBiasAtTheCut(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if !bitsEqual(row, tc.want) {
+		if !testutil.BitsEqual(row, tc.want) {
 			t.Errorf("%s: row %v, want %v", tc.name, row, tc.want)
 		}
 	}
@@ -407,7 +408,7 @@ func TestPenaltiesByCount(t *testing.T) {
 		{[]int32{1000, 0, 1, 0}, []float64{250.5, 1, 0.75, 1}},
 	} {
 		row := filtered(t, logits, seq, tc.counts, GenerateOptions{PresencePenalty: 0.5, FrequencyPenalty: -0.25})
-		if !bitsEqual(row, tc.want) {
+		if !testutil.BitsEqual(row, tc.want) {
 			t.Errorf("counts %v: row %v, want %v", tc.counts, row, tc.want)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // refAttention is the attention weights of the window's last position in
@@ -163,7 +165,7 @@ func TestTraceAttentionMatchesReference(t *testing.T) {
 					t.Fatalf("sample %d step %d (window %d): weight %d = %v, reference %v", i, k, len(w), j, s.Attention[j], want[j])
 				}
 			}
-			if _, ok := sameBits(s.Attention, uncached[i][k].Attention); !ok {
+			if _, ok := testutil.SameBits(s.Attention, uncached[i][k].Attention); !ok {
 				t.Fatalf("sample %d step %d: cached and uncached weights differ", i, k)
 			}
 			seq = append(seq, s.ID)

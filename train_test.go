@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // trainTiny trains a small config for a few steps and returns the trainer
@@ -220,7 +221,7 @@ func TestClipGradients(t *testing.T) {
 				t.Errorf("clip %v: norm after clipping %v", tc.clip, n)
 			}
 		}
-		if !bitsEqual(g, want) {
+		if !testutil.BitsEqual(g, want) {
 			t.Errorf("clip %v: gradient %v, want %v", tc.clip, g, want)
 		}
 	}
@@ -262,7 +263,7 @@ func TestQuickNormNeverChangesTheStep(t *testing.T) {
 		for _, cl := range []*clipper{nil, &cl} {
 			got := slices.Clone(g)
 			norm, clipped := clipGradients(got, clip, cl)
-			if clipped != wantClipped || !bitsEqual(got, want) {
+			if clipped != wantClipped || !testutil.BitsEqual(got, want) {
 				t.Fatalf("%s (n %d, clip %v): clipped %v, the serial chain says %v (norms %v, %v)", what, len(g), clip, clipped, wantClipped, norm, wantNorm)
 			}
 			if finite := !math.IsNaN(norm) && !math.IsInf(norm, 0); finite != (!math.IsNaN(wantNorm) && !math.IsInf(wantNorm, 0)) || (!finite && math.Float64bits(norm) != math.Float64bits(wantNorm)) {
@@ -435,10 +436,10 @@ func TestResumeIsExact(t *testing.T) {
 				if second.Step() != N+M || second.opt.step != N+M {
 					t.Fatalf("resumed run ended at step %d (optimizer %d), want %d", second.Step(), second.opt.step, N+M)
 				}
-				if !bitsEqual(second.Model().Params(), want.Model().Params()) {
+				if !testutil.BitsEqual(second.Model().Params(), want.Model().Params()) {
 					t.Fatal("parameters after resuming differ from the uninterrupted run")
 				}
-				if !bitsEqual(second.opt.m, want.opt.m) || !bitsEqual(second.opt.v, want.opt.v) {
+				if !testutil.BitsEqual(second.opt.m, want.opt.m) || !testutil.BitsEqual(second.opt.v, want.opt.v) {
 					t.Fatal("optimizer moments after resuming differ from the uninterrupted run")
 				}
 				if a, b := second.Evaluate(), want.Evaluate(); a != b {

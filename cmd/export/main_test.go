@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 type result struct {
@@ -34,10 +34,6 @@ func values(m *minigpt.Model) []float64 {
 		v = append(v, t.Data...)
 	}
 	return v
-}
-
-func sameBits(a, b []float64) bool {
-	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
 }
 
 func readST(t *testing.T, path string) *minigpt.Checkpoint {
@@ -66,7 +62,7 @@ func TestExportsTheEmbeddedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := readST(t, out)
-	if c.Step != 1200 || c.Model.Config() != m.Config() || string(c.Vocab.Chars()) != string(vocab.Chars()) || !sameBits(values(c.Model), values(m)) {
+	if c.Step != 1200 || c.Model.Config() != m.Config() || string(c.Vocab.Chars()) != string(vocab.Chars()) || !testutil.BitsEqual(values(c.Model), values(m)) {
 		t.Fatalf("the export reads as step %d, %+v: not the embedded model", c.Step, c.Model.Config())
 	}
 	if !strings.Contains(r.stderr, "wrote "+out) || !strings.Contains(r.stderr, "step 1200") {
@@ -106,7 +102,7 @@ func TestExportsACheckpoint(t *testing.T) {
 	if r := export(t, "-model", ckpt, "-out", out); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if c := readST(t, out); c.Step != 17 || c.Model.Config() != m.Config() || !sameBits(values(c.Model), values(m)) {
+	if c := readST(t, out); c.Step != 17 || c.Model.Config() != m.Config() || !testutil.BitsEqual(values(c.Model), values(m)) {
 		t.Fatalf("read back step %d, %+v, or other weights", c.Step, c.Model.Config())
 	}
 }
@@ -137,7 +133,7 @@ func TestLogitsFile(t *testing.T) {
 	if got.Prompt != "the bay" || !slices.Equal(got.Tokens, ids) || len(got.Logits) != len(ids) {
 		t.Fatalf("logits file: prompt %q tokens %v, %d rows", got.Prompt, got.Tokens, len(got.Logits))
 	}
-	if !sameBits(slices.Concat(got.Logits...), want) {
+	if !testutil.BitsEqual(slices.Concat(got.Logits...), want) {
 		t.Errorf("the logits read back differ from Model.Logits")
 	}
 	for _, tc := range []struct{ prompt, want string }{

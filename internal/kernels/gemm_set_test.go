@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestGemmNNSetModes checks GemmNNSet (chains started from a bias row or
@@ -90,8 +92,8 @@ func TestGemmNNSetModes(t *testing.T) {
 				}
 			}
 			for _, hookOnly := range []bool{false, true} {
-				gc := guarded(old)
-				c := gc[guardLen : guardLen+len(old)]
+				gc := testutil.Guarded(old)
+				c := gc[testutil.GuardLen : testutil.GuardLen+len(old)]
 				if hookOnly {
 					if path == "go" {
 						continue
@@ -100,10 +102,10 @@ func TestGemmNNSetModes(t *testing.T) {
 				} else {
 					GemmNNSet(c, g.ldc, bias, g.a, g.ai, g.ak, g.b, g.ld, g.M, g.N, g.K, epi, res)
 				}
-				if i, ok := sameBits(c, want); !ok {
+				if i, ok := testutil.SameBits(c, want); !ok {
 					t.Fatalf("%v bias %v epi %d hook %v: c[%d] = %v, want %v", g, bias != nil, epi, hookOnly, i, c[i], want[i])
 				}
-				if i, ok := checkGuards(gc, len(old)); !ok {
+				if i, ok := testutil.CheckGuards(gc, len(old)); !ok {
 					t.Fatalf("%v: wrote c[%d]", g, i)
 				}
 			}
@@ -184,10 +186,10 @@ func TestGemmNTSetPaths(t *testing.T) {
 				size := (M-1)*ldc + N
 				want, gbuf, got := ntSetCase(a, b, M, N, K, ldc)
 				GemmNTSet(got, ldc, a, K, b, K, M, N, K)
-				if i, ok := checkGuards(gbuf, size); !ok {
+				if i, ok := testutil.CheckGuards(gbuf, size); !ok {
 					t.Fatalf("%d×%d×%d, ldc %d: wrote c[%d]", M, N, K, ldc, i)
 				}
-				if i, ok := sameBits(got, want); !ok {
+				if i, ok := testutil.SameBits(got, want); !ok {
 					t.Fatalf("%d×%d×%d, ldc %d: c[%d] = %v, cleared and naiveNT give %v", M, N, K, ldc, i, got[i], want[i])
 				}
 				if K > 0 && math.Signbit(got[0]) {
@@ -208,8 +210,8 @@ func ntSetCase(a, b []float64, M, N, K, ldc int) (want, gbuf, got []float64) {
 	for i := range want {
 		want[i] = math.NaN()
 	}
-	gbuf = guarded(make([]float64, size))
-	got = gbuf[guardLen : guardLen+size]
+	gbuf = testutil.Guarded(make([]float64, size))
+	got = gbuf[testutil.GuardLen : testutil.GuardLen+size]
 	copy(got, want)
 	clearRows(want, ldc, M, N)
 	naiveNT(want, ldc, a, K, b, K, M, N, K)
@@ -293,15 +295,15 @@ func TestGemmNNSetMask(t *testing.T) {
 
 					check := func(name string, call func(c []float64) bool) {
 						t.Helper()
-						gc := guarded(old)
-						c := gc[guardLen : guardLen+size]
+						gc := testutil.Guarded(old)
+						c := gc[testutil.GuardLen : testutil.GuardLen+size]
 						if !call(c) {
 							return
 						}
-						if i, ok := checkGuards(gc, size); !ok {
+						if i, ok := testutil.CheckGuards(gc, size); !ok {
 							t.Fatalf("%s %d×%d×%d, ldc %d: wrote c[%d]", name, M, N, K, ldc, i)
 						}
-						if i, ok := sameBits(c, want); !ok {
+						if i, ok := testutil.SameBits(c, want); !ok {
 							t.Fatalf("%s %d×%d×%d, ldc %d, bias %v: c[%d] = %v (mask %v), want %v", name, M, N, K, ldc, bias != nil, i, c[i], mask[i], want[i])
 						}
 					}
@@ -389,13 +391,13 @@ func TestGemmNNTriPaths(t *testing.T) {
 						triRowsGo(want[guard:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
 						hook := append([]float64(nil), buf...)
 						GemmNNTri(buf[guard:guard+cLen:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper)
-						if i, ok := sameBits(buf, want); !ok {
+						if i, ok := testutil.SameBits(buf, want); !ok {
 							t.Fatalf("upper %v n %d N %d ldc %d ai %d ak %d ldb %d: c[%d] = %v, per-row loop %v (guard %d)",
 								upper, n, N, ldc, ai, ak, ldb, i-guard, buf[i], want[i], guard)
 						}
 						if n >= 2 && path != "go" {
 							hookDid(t, path, "gemmNNTriAsm", gemmNNTriAsm(hook[guard:guard+cLen:guard+cLen], ldc, a, ai, ak, b, ldb, n, N, upper), n)
-							if i, ok := sameBits(hook, want); !ok {
+							if i, ok := testutil.SameBits(hook, want); !ok {
 								t.Fatalf("hook, upper %v n %d N %d: c[%d] = %v, per-row loop %v", upper, n, N, i-guard, hook[i], want[i])
 							}
 						}
@@ -468,13 +470,13 @@ func TestGemmNNLargeBlocks(t *testing.T) {
 						want[i*g.ldc+j] = x
 					}
 				}
-				gc := guarded(g.c)
-				c := gc[guardLen : guardLen+len(g.c)]
+				gc := testutil.Guarded(g.c)
+				c := gc[testutil.GuardLen : testutil.GuardLen+len(g.c)]
 				GemmNNSet(c, g.ldc, b, g.a, g.ai, g.ak, g.b, g.ld, M, N, K, epi, aux)
-				if i, ok := sameBits(c, want); !ok {
+				if i, ok := testutil.SameBits(c, want); !ok {
 					t.Fatalf("%v bias %v epi %d: c[%d] = %v, the definition gives %v", g, b != nil, epi, i, c[i], want[i])
 				}
-				if i, ok := checkGuards(gc, len(g.c)); !ok {
+				if i, ok := testutil.CheckGuards(gc, len(g.c)); !ok {
 					t.Fatalf("%v epi %d: wrote c[%d]", g, epi, i)
 				}
 			}
@@ -486,7 +488,7 @@ func TestGemmNNLargeBlocks(t *testing.T) {
 // logging the first difference.
 func bitsEqual(t *testing.T, got, want []float64) bool {
 	t.Helper()
-	if i, ok := sameBits(got, want); !ok {
+	if i, ok := testutil.SameBits(got, want); !ok {
 		t.Logf("c[%d] = %v, want %v", i, got[i], want[i])
 		return false
 	}

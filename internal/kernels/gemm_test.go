@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // naiveNN is GemmNN's definition written out directly, one output at a
@@ -64,25 +66,25 @@ func (g *gemmCase) run(nn func([]float64, int, []float64, int, int, []float64, i
 	if g.M <= 0 || g.N <= 0 {
 		return append([]float64(nil), g.c...) // GemmNN and GemmNT return before any path runs
 	}
-	cg, ag, bg := guarded(g.c), guarded(g.a), guarded(g.b)
+	cg, ag, bg := testutil.Guarded(g.c), testutil.Guarded(g.a), testutil.Guarded(g.b)
 	nc, na, nb := len(g.c), len(g.a), len(g.b)
-	c, a, b := cg[guardLen:guardLen+nc], ag[guardLen:guardLen+na], bg[guardLen:guardLen+nb]
+	c, a, b := cg[testutil.GuardLen:testutil.GuardLen+nc], ag[testutil.GuardLen:testutil.GuardLen+na], bg[testutil.GuardLen:testutil.GuardLen+nb]
 	if g.nt {
 		nt(c, g.ldc, a, g.ai, b, g.ld, g.M, g.N, g.K)
 	} else {
 		nn(c, g.ldc, a, g.ai, g.ak, b, g.ld, g.M, g.N, g.K)
 	}
-	if i, ok := checkGuards(cg, nc); !ok {
+	if i, ok := testutil.CheckGuards(cg, nc); !ok {
 		panic(fmt.Sprintf("%v: the kernel wrote c[%d], outside c[0:%d]", g, i, nc))
 	}
 	for _, op := range []struct {
 		name      string
 		g, before []float64
 	}{{"a", ag, g.a}, {"b", bg, g.b}} {
-		if i, ok := checkGuards(op.g, len(op.before)); !ok {
+		if i, ok := testutil.CheckGuards(op.g, len(op.before)); !ok {
 			panic(fmt.Sprintf("%v: the kernel wrote %s[%d], outside the operand", g, op.name, i))
 		}
-		if i, ok := sameBits(op.g[guardLen:guardLen+len(op.before)], op.before); !ok {
+		if i, ok := testutil.SameBits(op.g[testutil.GuardLen:testutil.GuardLen+len(op.before)], op.before); !ok {
 			panic(fmt.Sprintf("%v: the kernel changed its input %s[%d]", g, op.name, i))
 		}
 	}
@@ -141,7 +143,7 @@ func TestGemmGoMatchesDefinition(t *testing.T) {
 		g := randomGemmCase(rng, n%2 == 1)
 		want := g.run(naiveNN, naiveNT)
 		got := g.run(gemmNNGo, gemmNTGo)
-		if i, ok := sameBits(got, want); !ok {
+		if i, ok := testutil.SameBits(got, want); !ok {
 			t.Fatalf("%v: c[%d] = %v, definition gives %v", g, i, got[i], want[i])
 		}
 	}
@@ -157,7 +159,7 @@ func TestGemmPathsBitIdentical(t *testing.T) {
 			g := randomGemmCase(rng, n%2 == 1)
 			want := g.run(naiveNN, naiveNT)
 			got := g.run(GemmNN, GemmNT)
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("%v: c[%d] = %v, the definition gives %v", g, i, got[i], want[i])
 			}
 			if path == "go" {
@@ -172,7 +174,7 @@ func TestGemmPathsBitIdentical(t *testing.T) {
 			}, func(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, M, N, K int) {
 				hookDid(t, path, "gemmNTAsm "+g.String(), gemmNTAsm(c, ldc, a, lda, b, ldb, M, N, K), M)
 			})
-			if i, ok := sameBits(hook, want); !ok {
+			if i, ok := testutil.SameBits(hook, want); !ok {
 				t.Fatalf("%v: the hook alone gives c[%d] = %v, the definition %v", g, i, hook[i], want[i])
 			}
 		}
@@ -223,7 +225,7 @@ func TestGemmTrainingShapes(t *testing.T) {
 			g := s.newCase(rng)
 			want := g.run(gemmNNGo, gemmNTGo)
 			got := g.run(GemmNN, GemmNT)
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("%s: c[%d] = %v, the Go twin gives %v", s.name, i, got[i], want[i])
 			}
 		}
@@ -273,7 +275,7 @@ func FuzzGemm(f *testing.F) {
 			restore := SetPath(path)
 			got := g.run(GemmNN, GemmNT)
 			restore()
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("%s %v: c[%d] = %v, the definition gives %v", path, g, i, got[i], want[i])
 			}
 		}
@@ -418,8 +420,8 @@ func TestGemmNNSmallShapes(t *testing.T) {
 			g.b = randomSlice(rng, span(K, g.ld, N, 1))
 			g.c = randomSlice(rng, span(M, g.ldc, N, 1))
 			want := g.run(naiveNN, naiveNT)
-			gc := guarded(g.c)
-			c := gc[guardLen : guardLen+len(g.c)]
+			gc := testutil.Guarded(g.c)
+			c := gc[testutil.GuardLen : testutil.GuardLen+len(g.c)]
 			set := rng.IntN(2) == 0
 			if set {
 				want = append([]float64(nil), g.c...)
@@ -436,10 +438,10 @@ func TestGemmNNSmallShapes(t *testing.T) {
 			} else {
 				GemmNN(c, g.ldc, g.a, g.ai, g.ak, g.b, g.ld, M, N, K)
 			}
-			if i, ok := sameBits(c, want); !ok {
+			if i, ok := testutil.SameBits(c, want); !ok {
 				t.Fatalf("%v set %v: c[%d] = %v, the definition gives %v", g, set, i, c[i], want[i])
 			}
-			if i, ok := checkGuards(gc, len(g.c)); !ok {
+			if i, ok := testutil.CheckGuards(gc, len(g.c)); !ok {
 				t.Fatalf("%v: wrote c[%d]", g, i)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // forEachImpl runs fn once for every kernel path this machine can
@@ -33,48 +35,6 @@ func hookDid(t *testing.T, path, what string, got, want int) {
 	if got != want {
 		t.Fatalf("%s: the %s hook did %d items, want %d", what, path, got, want)
 	}
-}
-
-// guardLen is the number of guard elements placed before and after each
-// operand; guardBits is their value, a NaN no kernel computes.
-const (
-	guardLen  = 16
-	guardBits = 0x7ff8dead0000beef
-)
-
-// guarded returns a copy of x inside guard zones: the result's x part is
-// g[guardLen:guardLen+len(x)], and the slice handed to a kernel keeps the
-// trailing zone within its capacity, so a store past the logical end
-// lands in it instead of in unrelated memory.
-func guarded(x []float64) []float64 {
-	g := make([]float64, len(x)+2*guardLen)
-	for i := range g {
-		g[i] = math.Float64frombits(guardBits)
-	}
-	copy(g[guardLen:], x)
-	return g
-}
-
-// checkGuards reports the first guard element of g that is not intact.
-func checkGuards(g []float64, n int) (int, bool) {
-	for i, v := range g {
-		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
-			return i - guardLen, false
-		}
-	}
-	return 0, true
-}
-
-// sameBits reports whether x and y are identical to the bit (any NaN
-// equals any NaN: payloads are not part of the contract), and otherwise
-// the first index where they differ.
-func sameBits(x, y []float64) (int, bool) {
-	for i := range x {
-		if i >= len(y) || math.Float64bits(x[i]) != math.Float64bits(y[i]) && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
-			return i, false
-		}
-	}
-	return -1, len(x) == len(y)
 }
 
 // span is the length a strided operand needs: 1 + the largest index used,
@@ -129,30 +89,32 @@ type vecOperand struct {
 }
 
 func newVecOperand(x []float64, off int) *vecOperand {
-	buf := make([]float64, off+len(x)+2*guardLen)
+	buf := make([]float64, off+len(x)+2*testutil.GuardLen)
 	for i := range buf {
-		buf[i] = math.Float64frombits(guardBits)
+		buf[i] = math.Float64frombits(testutil.GuardBits)
 	}
-	copy(buf[guardLen+off:], x)
+	copy(buf[testutil.GuardLen+off:], x)
 	return &vecOperand{buf: buf, off: off, n: len(x), orig: append([]float64(nil), x...)}
 }
 
 // s is the operand as the kernel sees it; its capacity runs into the
 // trailing guards.
-func (o *vecOperand) s() []float64 { return o.buf[guardLen+o.off : guardLen+o.off+o.n] }
+func (o *vecOperand) s() []float64 {
+	return o.buf[testutil.GuardLen+o.off : testutil.GuardLen+o.off+o.n]
+}
 
 // check fails t unless every guard is intact and, for an input
 // (output false), every element is as it was.
 func (o *vecOperand) check(t *testing.T, what string, output bool) {
 	t.Helper()
 	for i, v := range o.buf {
-		j := i - guardLen - o.off
-		if (j < 0 || j >= o.n) && math.Float64bits(v) != guardBits {
+		j := i - testutil.GuardLen - o.off
+		if (j < 0 || j >= o.n) && math.Float64bits(v) != testutil.GuardBits {
 			t.Fatalf("%s: wrote element %d outside its %d", what, j, o.n)
 		}
 	}
 	if !output {
-		if i, ok := sameBits(o.s(), o.orig); !ok {
+		if i, ok := testutil.SameBits(o.s(), o.orig); !ok {
 			t.Fatalf("%s: changed input element %d from %v to %v", what, i, o.orig[i], o.s()[i])
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestLayerNormHandComputed checks the LayerNorm kernels on rows worked
@@ -41,7 +43,7 @@ func TestLayerNormHandComputed(t *testing.T) {
 				}
 				out := make([]float64, N*C)
 				LayerNormApply(out, inp, filled(C, 2), filled(C, 1), mean, rstd, N, C)
-				if i, ok := sameBits(out, rep(0, 2)); !ok {
+				if i, ok := testutil.SameBits(out, rep(0, 2)); !ok {
 					t.Fatalf("C %d, N %d: out[%d] = %v, want %v", C, N, i, out[i], rep(0, 2)[i])
 				}
 				s1, s2 := make([]float64, N), make([]float64, N)
@@ -53,7 +55,7 @@ func TestLayerNormHandComputed(t *testing.T) {
 				}
 				dinp := rep(10, 20)
 				LayerNormInputGrad(dinp, dinp, inp, dout, filled(C, 2), mean, rstd, s1, s2, N, C)
-				if i, ok := sameBits(dinp, rep(8.5, 21.5)); !ok {
+				if i, ok := testutil.SameBits(dinp, rep(8.5, 21.5)); !ok {
 					t.Fatalf("C %d, N %d: dinp[%d] = %v, want %v", C, N, i, dinp[i], rep(8.5, 21.5)[i])
 				}
 				dw, db := make([]float64, C), make([]float64, C)
@@ -143,7 +145,7 @@ func TestLayerNormPaths(t *testing.T) {
 						name      string
 						got, want []float64
 					}{{"mean", omean.s(), wantMean}, {"rstd", orstd.s(), wantRstd}} {
-						if i, ok := sameBits(c.got, c.want); !ok {
+						if i, ok := testutil.SameBits(c.got, c.want); !ok {
 							t.Fatalf("%s: %s[%d] = %v, the definition gives %v (row %v)", what, c.name, i, c.got[i], c.want[i], inp[i*C:i*C+C])
 						}
 					}
@@ -175,7 +177,7 @@ func TestLayerNormPaths(t *testing.T) {
 						o.check(t, what+" apply", false)
 					}
 					out.check(t, what+" apply", true)
-					if i, ok := sameBits(out.s(), want); !ok {
+					if i, ok := testutil.SameBits(out.s(), want); !ok {
 						t.Fatalf("%s apply: out[%d] = %v, the definition gives %v", what, i, out.s()[i], want[i])
 					}
 					hookDid(t, path, what+" apply", lnApplyAsm(make([]float64, N*C), inp, w, b, mean, rstd, N, C), map[string]int{"avx2": N, "avx512": N}[path])
@@ -202,7 +204,7 @@ func TestLayerNormPaths(t *testing.T) {
 						name      string
 						got, want []float64
 					}{{"Σ dxhat", os1.s(), wantS1}, {"Σ dxhat·xhat", os2.s(), wantS2}} {
-						if i, ok := sameBits(c.got, c.want); !ok {
+						if i, ok := testutil.SameBits(c.got, c.want); !ok {
 							t.Fatalf("%s: %s of row %d = %v, the definition gives %v", what, c.name, i, c.got[i], c.want[i])
 						}
 					}
@@ -237,7 +239,7 @@ func TestLayerNormPaths(t *testing.T) {
 						o.check(t, what+" input grad", false)
 					}
 					odi.check(t, what+" input grad", true)
-					if i, ok := sameBits(odi.s(), want); !ok {
+					if i, ok := testutil.SameBits(odi.s(), want); !ok {
 						t.Fatalf("%s input grad: dinp[%d] = %v, the definition gives %v", what, i, odi.s()[i], want[i])
 					}
 					hookDid(t, path, what+" input grad", lnInputGradAsm(make([]float64, N*C), start, inp, dout, w, mean, rstd, s1, s2, N, C), map[string]int{"avx2": N, "avx512": N}[path])
@@ -262,10 +264,10 @@ func TestLayerNormPaths(t *testing.T) {
 					}
 					odw.check(t, cols, true)
 					odb.check(t, cols, true)
-					if i, ok := sameBits(odw.s(), wantW); !ok {
+					if i, ok := testutil.SameBits(odw.s(), wantW); !ok {
 						t.Fatalf("%s: dweight[%d] = %v, the definition gives %v (was %v)", cols, i, odw.s()[i], wantW[i], dw[i])
 					}
-					if i, ok := sameBits(odb.s(), wantB); !ok {
+					if i, ok := testutil.SameBits(odb.s(), wantB); !ok {
 						t.Fatalf("%s: dbias[%d] = %v, the definition gives %v (was %v)", cols, i, odb.s()[i], wantB[i], db[i])
 					}
 					narrow := map[string]int{"avx2": 4, "avx512": 8}[path]

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestSoftmaxScaledKernel checks what the AVX-512 kernel hands over
@@ -49,7 +51,7 @@ func TestSoftmaxScaledKernel(t *testing.T) {
 			if done != -1 {
 				t.Fatalf("row %v: done %d, want -1 (NaN or zero maximum)", row, done)
 			}
-			if i, ok := sameBits(got, scaled); !ok {
+			if i, ok := testutil.SameBits(got, scaled); !ok {
 				t.Fatalf("row %v: declined with row[%d] = %v, want the scaled %v", row, i, got[i], scaled[i])
 			}
 			continue
@@ -112,7 +114,7 @@ func TestSoftmaxScaled4Kernel(t *testing.T) {
 					t.Fatalf("n0 %d, row %d (ordinary values %v): not finished", n0, r, before[r*ld:r*ld+n0+r])
 				}
 			}
-			if i, ok := sameBits(rows[r*ld:(r+1)*ld], expect[r*ld:(r+1)*ld]); !ok {
+			if i, ok := testutil.SameBits(rows[r*ld:(r+1)*ld], expect[r*ld:(r+1)*ld]); !ok {
 				t.Fatalf("n0 %d, ld %d, scale %v, row %d (done %04b): element %d is %v, want %v", n0, ld, scale, r, done, i, rows[r*ld+i], expect[r*ld+i])
 			}
 		}

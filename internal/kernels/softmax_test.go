@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestExpShiftedPaths checks ExpShifted on every path against its
@@ -47,16 +49,16 @@ func TestExpShiftedPaths(t *testing.T) {
 				want[i] = Exp(v - wantMax)
 				wantSum += want[i]
 			}
-			gbuf := guarded(make([]float64, len(src)))
-			got := gbuf[guardLen : guardLen+len(src)]
+			gbuf := testutil.Guarded(make([]float64, len(src)))
+			got := gbuf[testutil.GuardLen : testutil.GuardLen+len(src)]
 			gotMax, gotSum := ExpShifted(got, src)
-			if i, ok := checkGuards(gbuf, len(src)); !ok {
+			if i, ok := testutil.CheckGuards(gbuf, len(src)); !ok {
 				t.Fatalf("src %v: wrote dst[%d]", src, i)
 			}
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("src %v: dst[%d] = %v, Exp gives %v", src, i, got[i], want[i])
 			}
-			if _, ok := sameBits([]float64{gotMax, gotSum}, []float64{wantMax, wantSum}); !ok {
+			if _, ok := testutil.SameBits([]float64{gotMax, gotSum}, []float64{wantMax, wantSum}); !ok {
 				t.Fatalf("src %v: max, sum = %v, %v, want %v, %v", src, gotMax, gotSum, wantMax, wantSum)
 			}
 		}
@@ -84,7 +86,7 @@ func TestExpShiftedPaths(t *testing.T) {
 				want[i] = Exp(v)
 			}
 			ExpShifted(src, src)
-			if i, ok := sameBits(src, want); !ok {
+			if i, ok := testutil.SameBits(src, want); !ok {
 				t.Fatalf("below %v: dst[%d] = %v, Exp gives %v", lo, i, src[i], want[i])
 			}
 		}
@@ -131,14 +133,14 @@ func TestSoftmaxPaths(t *testing.T) {
 			if math.Float64bits(gotMax) != math.Float64bits(wantMax) && !(math.IsNaN(gotMax) && math.IsNaN(wantMax)) {
 				t.Fatalf("row %v: max %v, Go's max gives %v", row, gotMax, wantMax)
 			}
-			gbuf := guarded(make([]float64, len(row)))
-			got := gbuf[guardLen : guardLen+len(row)]
+			gbuf := testutil.Guarded(make([]float64, len(row)))
+			got := gbuf[testutil.GuardLen : testutil.GuardLen+len(row)]
 			copy(got, row)
 			Softmax(got, got)
-			if i, ok := checkGuards(gbuf, len(row)); !ok {
+			if i, ok := testutil.CheckGuards(gbuf, len(row)); !ok {
 				t.Fatalf("row %v: wrote probs[%d]", row, i)
 			}
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("row %v: probs[%d] = %v, the Go loops give %v", row, i, got[i], want[i])
 			}
 		}
@@ -194,12 +196,12 @@ func TestSoftmaxScaledPaths(t *testing.T) {
 			for i := range want {
 				want[i] /= sum
 			}
-			gbuf := guarded(make([]float64, len(row)))
-			got := gbuf[guardLen : guardLen+len(row)]
+			gbuf := testutil.Guarded(make([]float64, len(row)))
+			got := gbuf[testutil.GuardLen : testutil.GuardLen+len(row)]
 			copy(got, row)
 			SoftmaxScaled(got, scale)
 			hookDid(t, path, "softmaxScaledAsm", softmaxScaledAsm(slices.Clone(row), scale), map[string]int{"avx2": 1, "avx512": 1}[path])
-			if i, ok := checkGuards(gbuf, len(row)); !ok {
+			if i, ok := testutil.CheckGuards(gbuf, len(row)); !ok {
 				t.Fatalf("row %v, scale %v: wrote outside the row at %d", row, scale, i)
 			}
 			for i := range got {
@@ -293,7 +295,7 @@ func TestSoftmaxScaledRows(t *testing.T) {
 			}
 			hook := slices.Clone(rows)
 			SoftmaxScaledRows(rows, ld, n, n0, scale)
-			if i, ok := sameBits(rows, want); !ok {
+			if i, ok := testutil.SameBits(rows, want); !ok {
 				t.Fatalf("n %d, n0 %d, ld %d, scale %v: row %d element %d is %v, want %v", n, n0, ld, scale, i/ld, i%ld, rows[i], want[i])
 			}
 			hookDid(t, path, "softmaxScaledRowsAsm", softmaxScaledRowsAsm(hook, ld, n, n0, scale), map[string]int{"avx2": n, "avx512": n}[path])
@@ -358,20 +360,20 @@ func TestSoftmaxVectorLoops(t *testing.T) {
 				expShiftedFrom(out.s(), in.s(), shift, 0)
 				in.check(t, "exp "+what, false)
 				out.check(t, "exp "+what, true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("exp %s: Exp(%v - %v) = %v, the %s path gives %v", what, src[i], shift, want[i], path, out.s()[i])
 				}
 				out = newVecOperand(vectorValues(rng, n, 0), off())
 				got := expShiftedAsm(out.s(), in.s(), shift)
 				hookDid(t, path, "exp "+what, got, wantN)
 				out.check(t, "exp hook "+what, true)
-				if i, ok := sameBits(out.s()[:got], want[:got]); !ok {
+				if i, ok := testutil.SameBits(out.s()[:got], want[:got]); !ok {
 					t.Fatalf("exp %s: Exp(%v - %v) = %v, the %s hook gives %v", what, src[i], shift, want[i], path, out.s()[i])
 				}
 				// In place, as softmax calls it.
 				io := newVecOperand(src, off())
 				expShiftedFrom(io.s(), io.s(), shift, 0)
-				if i, ok := sameBits(io.s(), want); !ok {
+				if i, ok := testutil.SameBits(io.s(), want); !ok {
 					t.Fatalf("exp %s in place: Exp(%v - %v) = %v, the %s path gives %v", what, src[i], shift, want[i], path, io.s()[i])
 				}
 				io.check(t, "exp in place "+what, true)
@@ -384,7 +386,7 @@ func TestSoftmaxVectorLoops(t *testing.T) {
 				io = newVecOperand(x, off())
 				divideBy(io.s(), d)
 				io.check(t, "div "+what, true)
-				if i, ok := sameBits(io.s(), want); !ok {
+				if i, ok := testutil.SameBits(io.s(), want); !ok {
 					t.Fatalf("div %s: %v / %v = %v, the %s path gives %v", what, x[i], d, want[i], path, io.s()[i])
 				}
 				hookDid(t, path, "div "+what, divAsm(slices.Clone(x), d), map[string]int{"avx2": n, "avx512": n}[path])

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // adamWant is Adam's definition written out, element by element, with
@@ -139,7 +141,7 @@ func TestScale(t *testing.T) {
 	x := []float64{1, -2, 0, math.Copysign(0, -1), math.Inf(1), 3e-320, 1e300}
 	want := []float64{0.5, -1, 0, math.Copysign(0, -1), math.Inf(1), 1.5e-320, 5e299}
 	Scale(x, 0.5)
-	if i, ok := sameBits(x, want); !ok {
+	if i, ok := testutil.SameBits(x, want); !ok {
 		t.Fatalf("x[%d] = %v, want %v", i, x[i], want[i])
 	}
 }
@@ -167,12 +169,12 @@ func TestElementwiseHandComputed(t *testing.T) {
 			}
 			got := make([]float64, n)
 			ReLU(got, rep(in))
-			if i, ok := sameBits(got, rep(relu)); !ok {
+			if i, ok := testutil.SameBits(got, rep(relu)); !ok {
 				t.Fatalf("n=%d: ReLU(%v) = %v, want %v", n, rep(in)[i], got[i], rep(relu)[i])
 			}
 			got = rep(d)
 			ReLUMask(got, rep(in))
-			if i, ok := sameBits(got, rep(mask)); !ok {
+			if i, ok := testutil.SameBits(got, rep(mask)); !ok {
 				t.Fatalf("n=%d: mask of %v by %v = %v, want %v", n, rep(d)[i], rep(in)[i], got[i], rep(mask)[i])
 			}
 			// (p·(dp − sum))·scale with p = 0.5, dp = 3, sum = 1, scale = 4: 4;
@@ -180,12 +182,12 @@ func TestElementwiseHandComputed(t *testing.T) {
 			// products 2^-53·4.
 			dp := rep([]float64{3, 1 + 0x1p-52})
 			SoftmaxBackward(dp, filled(n, 0.5), 1, 4)
-			if i, ok := sameBits(dp, rep([]float64{4, 0x1p-51})); !ok {
+			if i, ok := testutil.SameBits(dp, rep([]float64{4, 0x1p-51})); !ok {
 				t.Fatalf("n=%d: softmax backward element %d = %v", n, i, dp[i])
 			}
 			sum := make([]float64, n)
 			Add(sum, rep([]float64{1, 0x1p53, negZero}), rep([]float64{2, 1, negZero}))
-			if i, ok := sameBits(sum, rep([]float64{3, 0x1p53, negZero})); !ok {
+			if i, ok := testutil.SameBits(sum, rep([]float64{3, 0x1p53, negZero})); !ok {
 				t.Fatalf("n=%d: add element %d = %v", n, i, sum[i])
 			}
 		}
@@ -217,7 +219,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				ReLU(out.s(), in.s())
 				in.check(t, what("relu"), false)
 				out.check(t, what("relu"), true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: max(%v, 0) = %v, want %v", what("relu"), a[i], out.s()[i], want[i])
 				}
 				hookDid(t, path, what("relu"), reluAsm(make([]float64, n), a), all)
@@ -231,14 +233,14 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				ina.check(t, what("add"), false)
 				inb.check(t, what("add"), false)
 				out.check(t, what("add"), true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: %v + %v = %v, want %v", what("add"), a[i], b[i], out.s()[i], want[i])
 				}
 				// In place, as the column sums call it (s += row).
 				out = newVecOperand(a, off())
 				Add(out.s(), out.s(), inb.s())
 				out.check(t, what("add in place"), true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: %v + %v = %v, want %v", what("add in place"), a[i], b[i], out.s()[i], want[i])
 				}
 				hookDid(t, path, what("add"), addAsm(make([]float64, n), a, b), all)
@@ -254,7 +256,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				ReLUMask(out.s(), in.s())
 				in.check(t, what("relu mask"), false)
 				out.check(t, what("relu mask"), true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: mask of %v by %v = %v, want %v", what("relu mask"), b[i], a[i], out.s()[i], want[i])
 				}
 				hookDid(t, path, what("relu mask"), reluMaskAsm(append([]float64(nil), b...), a), all)
@@ -268,7 +270,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				SoftmaxBackward(out.s(), in.s(), sum, scale)
 				in.check(t, what("softmax backward"), false)
 				out.check(t, what("softmax backward"), true)
-				if i, ok := sameBits(out.s(), want); !ok {
+				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: (%v·(%v − %v))·%v = %v, want %v", what("softmax backward"), a[i], b[i], sum, scale, out.s()[i], want[i])
 				}
 				hookDid(t, path, what("softmax backward"), softmaxBackwardAsm(append([]float64(nil), b...), a, sum, scale), map[string]int{"avx512": n}[path])
@@ -293,7 +295,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 					want, was []float64
 				}{{"params", op, wp, a}, {"m", om, wm, m}, {"v", ov, wv, v}} {
 					c.o.check(t, what("adam "+c.name), true)
-					if i, ok := sameBits(c.o.s(), c.want); !ok {
+					if i, ok := testutil.SameBits(c.o.s(), c.want); !ok {
 						t.Fatalf("%s: %s[%d] = %v, want %v (from %v, grad %v)", what("adam"), c.name, i, c.o.s()[i], c.want[i], c.was[i], g[i])
 					}
 				}
@@ -319,8 +321,8 @@ func TestTransposePaths(t *testing.T) {
 			}
 			for o0 := 0; o0 <= W; o0 += 1 + W/5 {
 				for o1 := o0; o1 <= W; o1 += 1 + W/7 {
-					g := guarded(filled(R*W, math.NaN()))
-					dst := g[guardLen : guardLen+R*W]
+					g := testutil.Guarded(filled(R*W, math.NaN()))
+					dst := g[testutil.GuardLen : testutil.GuardLen+R*W]
 					Transpose(dst, src, R, W, o0, o1)
 					for o := 0; o < W; o++ {
 						for i := 0; i < R; i++ {
@@ -333,7 +335,7 @@ func TestTransposePaths(t *testing.T) {
 							}
 						}
 					}
-					if i, ok := checkGuards(g, R*W); !ok {
+					if i, ok := testutil.CheckGuards(g, R*W); !ok {
 						t.Fatalf("%d×%d rows [%d,%d): wrote dst[%d]", R, W, o0, o1, i)
 					}
 					blocks := 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // attentionRowByRow is attention of one sequence's query rows [t0, t1)
@@ -94,13 +95,13 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 			runInRanges(&j, len(j.Seqs)*NH, 3)
 			for k, s := range j.Seqs {
 				t0, t1 := s.T0, s.T1
-				if i, ok := sameBits(s.Out, wants[k][t0*C:t1*C]); !ok {
+				if i, ok := testutil.SameBits(s.Out, wants[k][t0*C:t1*C]); !ok {
 					t.Fatalf("T %d C %d NH %d rows [%d,%d): out[%d] = %v, row by row %v", T, C, NH, t0, t1, i, s.Out[i], wants[k][t0*C+i])
 				}
 				for h := 0; h < NH; h++ {
 					for r := t0; r < t1; r++ {
 						got := s.Att[(h*(t1-t0)+r-t0)*T:][:r+1]
-						if i, ok := sameBits(got, wantAtts[k][(h*T+r)*T:][:r+1]); !ok {
+						if i, ok := testutil.SameBits(got, wantAtts[k][(h*T+r)*T:][:r+1]); !ok {
 							t.Fatalf("T %d C %d NH %d rows [%d,%d): att[%d][%d][%d] = %v", T, C, NH, t0, t1, h, r, i, got[i])
 						}
 						if above := s.Att[(h*(t1-t0)+r-t0)*T:][r+1 : min(t0+((r-t0)/attnRows+1)*attnRows, t1)]; len(above) > 0 {
@@ -128,7 +129,7 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 			}
 			bj := AttentionBackward{DQKV: got, DAtt: gotDatt, DOut: dout, QKV: qkv, Att: att, T: T, C: C, NH: NH}
 			runInRanges(&bj, B*NH, 1)
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("T %d C %d NH %d: dqkv[%d] = %v, row by row %v", T, C, NH, i, got[i], want[i])
 			}
 			for i := range gotDatt {
@@ -164,12 +165,12 @@ func BenchmarkAttention(b *testing.B) {
 		fwd := 4 * float64(B*NH*(C/NH)) * float64(T*(T+1)/2)
 		gflops := func(b *testing.B, flops float64, cpu0 time.Duration) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			if cpu1, ok := processCPUTime(); ok {
+			if cpu1, ok := testutil.ProcessCPUTime(); ok {
 				b.ReportMetric(flops*float64(b.N)/(cpu1-cpu0).Seconds()/1e9, "cpu-GFLOP/s")
 			}
 		}
 		b.Run(s.name+"/blocks", func(b *testing.B) {
-			cpu0, _ := processCPUTime()
+			cpu0, _ := testutil.ProcessCPUTime()
 			for b.Loop() {
 				j.Run(0, B*NH)
 				bj.Run(0, B*NH)
@@ -177,14 +178,14 @@ func BenchmarkAttention(b *testing.B) {
 			gflops(b, 3*fwd, cpu0)
 		})
 		b.Run(s.name+"/forward", func(b *testing.B) {
-			cpu0, _ := processCPUTime()
+			cpu0, _ := testutil.ProcessCPUTime()
 			for b.Loop() {
 				j.Run(0, B*NH)
 			}
 			gflops(b, fwd, cpu0)
 		})
 		b.Run(s.name+"/backward", func(b *testing.B) {
-			cpu0, _ := processCPUTime()
+			cpu0, _ := testutil.ProcessCPUTime()
 			for b.Loop() {
 				bj.Run(0, B*NH)
 			}

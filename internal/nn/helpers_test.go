@@ -20,17 +20,6 @@ func forEachPath(t *testing.T, fn func(t *testing.T)) {
 	}
 }
 
-// sameBits returns the first index where x and y differ in their bits
-// (NaNs of any payload count as equal), and whether they are the same.
-func sameBits(x, y []float64) (int, bool) {
-	for i := range x {
-		if i >= len(y) || math.Float64bits(x[i]) != math.Float64bits(y[i]) && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
-			return i, false
-		}
-	}
-	return -1, len(x) == len(y)
-}
-
 // nanSlice is n NaNs: an output that must be set everywhere.
 func nanSlice(n int) []float64 {
 	s := make([]float64, n)
@@ -86,33 +75,4 @@ func runInRanges(job interface{ Run(lo, hi int) }, n, step int) {
 	for lo := 0; lo < n; lo += step {
 		job.Run(lo, min(lo+step, n))
 	}
-}
-
-// guardLen is the number of guard elements guarded places before and
-// after a buffer; guardBits is their value, a NaN no kernel computes.
-const (
-	guardLen  = 16
-	guardBits = 0x7ff8dead0000beef
-)
-
-// guarded returns a copy of x inside guard zones: x's part is
-// g[guardLen:guardLen+len(x)].
-func guarded(x []float64) []float64 {
-	g := make([]float64, len(x)+2*guardLen)
-	for i := range g {
-		g[i] = math.Float64frombits(guardBits)
-	}
-	copy(g[guardLen:], x)
-	return g
-}
-
-// checkGuards reports the first guard element of g (around n values)
-// that is not intact.
-func checkGuards(g []float64, n int) (int, bool) {
-	for i, v := range g {
-		if (i < guardLen || i >= guardLen+n) && math.Float64bits(v) != guardBits {
-			return i - guardLen, false
-		}
-	}
-	return 0, true
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestLayerNormPaths checks LayerNorm forward and backward on every kernel
@@ -28,10 +29,14 @@ func TestLayerNormPaths(t *testing.T) {
 	type result struct{ out, mean, rstd, dinp, dw, db []float64 }
 	run := func(path string, N, C int, inp, w, b, dout, dinp0, dw0, db0 []float64) (result, bool) {
 		defer kernels.SetPath(path)()
-		g := func(x []float64) []float64 { y := guarded(make([]float64, len(x))); copy(y[guardLen:], x); return y }
+		g := func(x []float64) []float64 {
+			y := testutil.Guarded(make([]float64, len(x)))
+			copy(y[testutil.GuardLen:], x)
+			return y
+		}
 		out, mean, rstd := g(make([]float64, N*C)), g(make([]float64, N)), g(make([]float64, N))
 		dinp, dw, db := g(make([]float64, N*C)), g(dw0), g(db0)
-		in := func(y []float64, n int) []float64 { return y[guardLen : guardLen+n] }
+		in := func(y []float64, n int) []float64 { return y[testutil.GuardLen : testutil.GuardLen+n] }
 		f := LayerNorm{Out: in(out, N*C), Mean: in(mean, N), Rstd: in(rstd, N), Inp: inp, Weight: w, Bias: b, C: C}
 		runInRanges(&f, N, 3)
 		bw := LayerNormBackward{DInp: in(dinp, N*C), Start: dinp0, DOut: dout, Inp: inp, Weight: w, Mean: in(mean, N), Rstd: in(rstd, N), C: C}
@@ -42,7 +47,7 @@ func TestLayerNormPaths(t *testing.T) {
 			y []float64
 			n int
 		}{{out, N * C}, {mean, N}, {rstd, N}, {dinp, N * C}, {dw, C}, {db, C}} {
-			if i, ok := checkGuards(z.y, z.n); !ok {
+			if i, ok := testutil.CheckGuards(z.y, z.n); !ok {
 				t.Errorf("%s, N %d, C %d: wrote element %d of a buffer of %d", path, N, C, i, z.n)
 				return result{}, false
 			}
@@ -66,7 +71,7 @@ func TestLayerNormPaths(t *testing.T) {
 					name      string
 					got, want []float64
 				}{{"out", got.out, want.out}, {"mean", got.mean, want.mean}, {"rstd", got.rstd, want.rstd}, {"dinp", got.dinp, want.dinp}, {"dweight", got.dw, want.dw}, {"dbias", got.db, want.db}} {
-					if i, ok := sameBits(c.got, c.want); !ok {
+					if i, ok := testutil.SameBits(c.got, c.want); !ok {
 						t.Fatalf("%s, N %d, C %d: %s[%d] = %v, the Go loops give %v", path, N, C, c.name, i, c.got[i], c.want[i])
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/testutil"
 )
 
 // weightGradOperands draws inp (N×C) and dout (N×OC) and returns them with
@@ -35,7 +36,7 @@ func TestMatmulWeightGradSplits(t *testing.T) {
 				dw := nanSlice(C * OC)
 				j := MatmulWeightGrad{DWeight: dw, Inp: inp, DOut: dout, N: N, C: C, OC: OC}
 				runInRanges(&j, j.Items(), step)
-				if i, ok := sameBits(dw, want); !ok {
+				if i, ok := testutil.SameBits(dw, want); !ok {
 					t.Fatalf("N %d, C %d, OC %d, ranges of %d items: dW[%d][%d] = %v, want %v", N, C, OC, step, i/OC, i%OC, dw[i], want[i])
 				}
 				h := N / 2
@@ -44,7 +45,7 @@ func TestMatmulWeightGradSplits(t *testing.T) {
 				second := MatmulWeightGrad{DWeight: dw, Inp: inp[h*C:], DOut: dout[h*OC:], N: N - h, C: C, OC: OC, Add: true}
 				runInRanges(&first, first.Items(), step)
 				runInRanges(&second, second.Items(), step)
-				if i, ok := sameBits(dw, want); !ok {
+				if i, ok := testutil.SameBits(dw, want); !ok {
 					t.Fatalf("N %d, C %d, OC %d, in halves, ranges of %d items: dW[%d][%d] = %v, want %v", N, C, OC, step, i/OC, i%OC, dw[i], want[i])
 				}
 			}
@@ -78,7 +79,7 @@ func TestMatmulForwardAndInputGrad(t *testing.T) {
 				got := nanSlice(N * OC)
 				j := Matmul{Out: got, Inp: inp, Weight: w, Bias: bias, Residual: res, ReLU: relu, C: C, OC: OC}
 				runInRanges(&j, N, 3)
-				if i, ok := sameBits(got, want); !ok {
+				if i, ok := testutil.SameBits(got, want); !ok {
 					t.Fatalf("N %d C %d OC %d relu %v: out[%d] = %v, want %v", N, C, OC, relu, i, got[i], want[i])
 				}
 			}
@@ -97,7 +98,7 @@ func TestMatmulForwardAndInputGrad(t *testing.T) {
 			got := nanSlice(N * C)
 			ig := MatmulInputGrad{DInp: got, DOut: dout, WeightT: wT, ReLU: mask, C: C, OC: OC}
 			runInRanges(&ig, N, 2)
-			if i, ok := sameBits(got, want); !ok {
+			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("N %d C %d OC %d: dinp[%d] = %v, want %v", N, C, OC, i, got[i], want[i])
 			}
 		}

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package minigpt
-
-import "time"
-
-// processCPUTime is not available here; benchmarks then omit the
-// metrics built on it.
-func processCPUTime() (time.Duration, bool) { return 0, false }
