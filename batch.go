@@ -29,6 +29,9 @@ import (
 // Its Generate and Complete are safe for concurrent use and block until
 // their request ends; their options' Stream and OnStep run on the
 // caller's goroutine, so a slow callback slows only its own request.
+// Cancelling a call's context, from a callback or elsewhere, stops its
+// callbacks and returns ctx's error with the completions so far, as
+// alone.
 type Batch struct {
 	m     *Model
 	rows  int
@@ -209,14 +212,19 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	b.admit()
 	b.mu.Unlock()
 	var events []batchEvent
-	over := false    // cancelled, or a callback failed: no more callbacks, as alone
-	var failed error // the callback's error, the call's even if the loop had ended the request
+	over := false // cancelled, or a callback failed: no more callbacks, as alone
+	// failed is the callback's error or the cancellation, whichever came
+	// first, the call's even if the loop had ended the request: its last
+	// events go undelivered.
+	var failed error
 	for {
 		select {
 		case <-c.signal:
 		case <-ctx.Done():
 			c.cancel(ctx.Err())
-			over = true
+			if !over {
+				over, failed = true, ctx.Err()
+			}
 			b.wake(c)
 			<-c.signal // the lane's acknowledgement: the rows are free
 		}
@@ -228,6 +236,14 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 			b.wake(c) // the request was paused: it may go on
 		}
 		for i := range events {
+			if !over && ctx.Err() != nil {
+				// Cancelled by an earlier callback, say: no more
+				// callbacks, and the call says so even if the loop has
+				// ended the request meanwhile.
+				c.cancel(ctx.Err())
+				over, failed = true, ctx.Err()
+				b.wake(c)
+			}
 			if over {
 				break
 			}

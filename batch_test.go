@@ -195,6 +195,36 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 	}
 }
 
+// TestBatchStopsCallingBackWhenCancelled: a context cancelled from a
+// callback ends the request as an error would: the callback is not
+// called again and the call returns the cancellation, also when the loop
+// has ended the request before the callback returned (then the events
+// already queued are not delivered, so success would be a lie).
+func TestBatchStopsCallingBackWhenCancelled(t *testing.T) {
+	_, vocab, b := newTestBatch(t, 4)
+	for _, late := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, Greedy: true}}
+		o.Stream = func(*Chunk) error {
+			if calls++; calls == 2 {
+				cancel()
+				for late && b.Stats().Running > 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return nil
+		}
+		if _, err := b.Complete(ctx, vocab, "the ", o); !errors.Is(err, context.Canceled) {
+			t.Errorf("late %v: %v, want the cancellation", late, err)
+		}
+		if calls != 2 {
+			t.Errorf("late %v: the callback was called %d times, the second cancelled", late, calls)
+		}
+		cancel()
+	}
+}
+
 // TestBatchPausedRequestWaits: a request whose caller has fallen
 // maxBacklog events behind is paused (no pass, no token), a request that
 // arrives meanwhile runs beside it, and once the caller catches up the
