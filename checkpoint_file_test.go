@@ -68,10 +68,10 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() {
 				t.Fatalf("the directory in the way was disturbed: %v", err)
 			}
-			if names := dirNames(t, dir); !slices.Equal(names, []string{"model.ckpt", "sub"}) {
+			if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"model.ckpt", "sub"}) {
 				t.Fatalf("directory holds %q after the failed save, want only model.ckpt and sub", names)
 			}
-			if names := dirNames(t, filepath.Join(dir, "sub")); len(names) != 0 {
+			if names := testutil.DirNames(t, filepath.Join(dir, "sub")); len(names) != 0 {
 				t.Fatalf("sub holds %q", names)
 			}
 		})
@@ -91,7 +91,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 				t.Fatalf("loaded step %d, want %d with the same parameters", got.Step, c.Step)
 			}
 		}
-		if names := dirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"model.ckpt"}) {
+		if names := testutil.DirNames(t, filepath.Dir(path)); !slices.Equal(names, []string{"model.ckpt"}) {
 			t.Fatalf("directory holds %q, want only model.ckpt", names)
 		}
 	})

@@ -114,20 +114,6 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	return req.results(nil), req.err
 }
 
-// dirNames lists dir, hidden files included.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)

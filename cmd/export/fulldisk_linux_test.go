@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestFullDiskChild is the child of clitest.RunFullDisk; alone, it does
@@ -21,7 +22,7 @@ func TestFullDiskExits1(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "file too large") {
 		t.Fatalf("exit %d, %q; want 1 and the write's error", code, stderr)
 	}
-	if got := clitest.Names(t, dir); len(got) != 0 {
+	if got := testutil.DirNames(t, dir); len(got) != 0 {
 		t.Errorf("the directory holds %q", got)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"example.org/minigpt"
-	"example.org/minigpt/cmd/internal/clitest"
 	"example.org/minigpt/internal/testutil"
 )
 
@@ -146,7 +145,7 @@ func TestLogitsFile(t *testing.T) {
 			t.Errorf("-logits-prompt %q: exit %d, %q; want exit 2 saying %q", tc.prompt, r.code, r.stderr, tc.want)
 		}
 	}
-	if slices.Contains(clitest.Names(t, dir), "x.safetensors") {
+	if slices.Contains(testutil.DirNames(t, dir), "x.safetensors") {
 		t.Error("a refused -logits-prompt left the export written")
 	}
 }
@@ -172,7 +171,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "new.safetensors")
-	before := clitest.Names(t, dir)
+	before := testutil.DirNames(t, dir)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -197,7 +196,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want exit 2 saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
-	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
+	if after := testutil.DirNames(t, dir); !slices.Equal(after, before) {
 		t.Errorf("refused runs changed the directory: %q, now %q", before, after)
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "mine" {

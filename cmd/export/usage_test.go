@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 // -h groups every flag with its example, -version prints the build,
@@ -28,7 +29,7 @@ func TestInterruptExits130(t *testing.T) {
 	if code != 130 || !strings.Contains(errOut.String(), "interrupted before writing; nothing written") {
 		t.Fatalf("exit %d, %q; want 130", code, errOut.String())
 	}
-	if got := clitest.Names(t, dir); len(got) != 0 {
+	if got := testutil.DirNames(t, dir); len(got) != 0 {
 		t.Fatalf("the directory holds %q", got)
 	}
 }

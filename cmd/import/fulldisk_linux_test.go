@@ -8,6 +8,7 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 // TestFullDiskChild is the child of clitest.RunFullDisk; alone, it does
@@ -35,7 +36,7 @@ func TestFullDiskExits1(t *testing.T) {
 	if b, _ := os.ReadFile(out); string(b) != "an older file" {
 		t.Errorf("-out holds %d bytes, not the older file", len(b))
 	}
-	if got := clitest.Names(t, dir); len(got) != 2 {
+	if got := testutil.DirNames(t, dir); len(got) != 2 {
 		t.Errorf("the directory holds %q", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
-	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 type result struct {
@@ -133,7 +133,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 	link := filepath.Join(dir, "link")
 	os.Symlink(existing, link)
 	out := filepath.Join(dir, "new.ckpt")
-	before := clitest.Names(t, dir)
+	before := testutil.DirNames(t, dir)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -157,7 +157,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want exit 2 saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
-	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
+	if after := testutil.DirNames(t, dir); !slices.Equal(after, before) {
 		t.Errorf("refused runs changed the directory: %q, now %q", before, after)
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "mine" {

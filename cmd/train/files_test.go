@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"example.org/minigpt"
-	"example.org/minigpt/cmd/internal/clitest"
+	"example.org/minigpt/internal/testutil"
 )
 
 // trainResult is one run of the command: its error, exit status and
@@ -79,7 +79,7 @@ func TestOutputsNeverDestroyFiles(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "link")); err == nil {
 		special[filepath.Join(dir, "link")] = "symbolic link"
 	}
-	before := clitest.Names(t, dir)
+	before := testutil.DirNames(t, dir)
 	for path, kind := range special {
 		was, _ := os.Lstat(path)
 		for _, args := range [][]string{
@@ -102,7 +102,7 @@ func TestOutputsNeverDestroyFiles(t *testing.T) {
 	if got, _ := os.ReadFile(target); string(got) != "keep" {
 		t.Errorf("the link's target now holds %q", got)
 	}
-	if after := clitest.Names(t, dir); !slices.Equal(after, before) {
+	if after := testutil.DirNames(t, dir); !slices.Equal(after, before) {
 		t.Errorf("the directory held %q, now %q", before, after)
 	}
 }
@@ -203,7 +203,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 			}
 		})
 	}
-	if got := clitest.Names(t, dir); len(got) != 0 {
+	if got := testutil.DirNames(t, dir); len(got) != 0 {
 		t.Fatalf("refused runs left %q", got)
 	}
 }
@@ -228,7 +228,7 @@ func TestEarlyInterruptSavesNothing(t *testing.T) {
 	if fileSum(t, out) != good {
 		t.Fatal("an interrupt before the first step rewrote the checkpoint")
 	}
-	if got := clitest.Names(t, dir); !slices.Equal(got, []string{"m.ckpt"}) {
+	if got := testutil.DirNames(t, dir); !slices.Equal(got, []string{"m.ckpt"}) {
 		t.Fatalf("directory holds %q", got)
 	}
 }

@@ -6,20 +6,6 @@ import (
 	"testing"
 )
 
-// dirNames lists dir's entries by name.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // writeString is a Save writer that writes s.
 func writeString(s string) func(io.Writer) error {
 	return func(w io.Writer) error {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 func TestSaveFileCreatesAndReplaces(t *testing.T) {
@@ -27,7 +29,7 @@ func TestSaveFileCreatesAndReplaces(t *testing.T) {
 	if got := mustRead(t, path); got != "two" {
 		t.Fatalf("content %q, want %q", got, "two")
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"out.txt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"out.txt"}) {
 		t.Fatalf("directory holds %q, want only out.txt", names)
 	}
 }
@@ -60,7 +62,7 @@ func TestSaveFileNoReplace(t *testing.T) {
 	if got := mustRead(t, path); got != "precious" {
 		t.Fatalf("the refused target now holds %q", got)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"late.txt", "out.txt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"late.txt", "out.txt"}) {
 		t.Fatalf("directory holds %q, want no temporary file left", names)
 	}
 }
@@ -82,7 +84,7 @@ func TestSaveFileFailureKeepsOld(t *testing.T) {
 	if got := mustRead(t, path); got != "old" {
 		t.Fatalf("after a failed save the file holds %q, want the old content", got)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"out.txt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"out.txt"}) {
 		t.Fatalf("directory holds %q, want the temporary file removed", names)
 	}
 }
@@ -102,7 +104,7 @@ func TestSaveFileRemovesStaleTemp(t *testing.T) {
 	if err := Save(path, false, writeString("new")); err != nil {
 		t.Fatal(err)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{".other.ckpt.tmp-minigpt", "run.ckpt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{".other.ckpt.tmp-minigpt", "run.ckpt"}) {
 		t.Fatalf("directory holds %q, want the stale temporary file of run.ckpt gone and the other kept", names)
 	}
 }
@@ -160,7 +162,7 @@ func TestCheckOutput(t *testing.T) {
 			}
 		})
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"existing.ckpt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"existing.ckpt"}) {
 		t.Fatalf("CheckOutput left %q behind", names)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"example.org/minigpt/internal/testutil"
 )
 
 // specialFiles makes, in a fresh temporary directory, one of each thing
@@ -61,7 +63,7 @@ func specialFiles(t *testing.T) (dir string, paths map[string]string, linked str
 // naming the path and what it is, and is still there afterwards.
 func TestSaveFileRefusesNonRegular(t *testing.T) {
 	dir, paths, linked := specialFiles(t)
-	before := dirNames(t, dir)
+	before := testutil.DirNames(t, dir)
 	for kind, path := range paths {
 		kind = strings.TrimSpace(kind)
 		t.Run(kind+" "+filepath.Base(path), func(t *testing.T) {
@@ -90,7 +92,7 @@ func TestSaveFileRefusesNonRegular(t *testing.T) {
 	if got := mustRead(t, linked); got != "linked" {
 		t.Fatalf("the symbolic link's target now holds %q", got)
 	}
-	if after := dirNames(t, dir); !slices.Equal(after, before) {
+	if after := testutil.DirNames(t, dir); !slices.Equal(after, before) {
 		t.Fatalf("directory held %q, now %q", before, after)
 	}
 }
@@ -174,14 +176,14 @@ func TestSaveFileKilled(t *testing.T) {
 		if got := mustRead(t, path); got != "good" {
 			t.Fatalf("after the kill the file holds %q", got)
 		}
-		if names := dirNames(t, dir); !slices.Equal(names, []string{".run.ckpt.tmp-minigpt", "run.ckpt"}) {
+		if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{".run.ckpt.tmp-minigpt", "run.ckpt"}) {
 			t.Fatalf("after the kill the directory holds %q, want run.ckpt and one stale temporary file", names)
 		}
 	}
 	if err := Save(path, true, writeString("better")); err != nil {
 		t.Fatal(err)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"run.ckpt"}) {
+	if names := testutil.DirNames(t, dir); !slices.Equal(names, []string{"run.ckpt"}) {
 		t.Fatalf("after the next save the directory holds %q, want only run.ckpt", names)
 	}
 }

@@ -1,9 +1,14 @@
 // Package testutil holds the checks the packages' tests share: bit
-// equality of float64 slices, guard zones around a kernel's output, and
-// the process's CPU time for benchmarks. Only tests import it.
+// equality of float64 slices, guard zones around a kernel's output, a
+// directory's listing, and the process's CPU time for benchmarks. Only
+// tests import it.
 package testutil
 
-import "math"
+import (
+	"math"
+	"os"
+	"testing"
+)
 
 // SameBits returns the first index where x and y differ in their bits
 // (NaNs of any payload count as equal: payloads are not part of the
@@ -52,4 +57,19 @@ func CheckGuards(g []float64, n int) (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// DirNames lists a directory's entries, hidden files included, sorted:
+// what a refused or failed write must leave as it found it.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
 }

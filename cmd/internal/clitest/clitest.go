@@ -84,18 +84,3 @@ var WritesAtEnd = []string{
 	"\n  1    failed after the work began: writing ",
 	"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: nothing is written",
 }
-
-// Names lists a directory's entries, hidden files included, sorted: what
-// a refused or failed run must leave as it found it.
-func Names(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
-}
