@@ -217,15 +217,18 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	// first, the call's even if the loop had ended the request: its last
 	// events go undelivered.
 	var failed error
+	halt := func(err error) {
+		c.cancel(err)
+		if !over {
+			over, failed = true, err
+		}
+		b.wake(c)
+	}
 	for {
 		select {
 		case <-c.signal:
 		case <-ctx.Done():
-			c.cancel(ctx.Err())
-			if !over {
-				over, failed = true, ctx.Err()
-			}
-			b.wake(c)
+			halt(ctx.Err())
 			<-c.signal // the lane's acknowledgement: the rows are free
 		}
 		c.mu.Lock()
@@ -237,20 +240,13 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 		}
 		for i := range events {
 			if !over && ctx.Err() != nil {
-				// Cancelled by an earlier callback, say: no more
-				// callbacks, and the call says so even if the loop has
-				// ended the request meanwhile.
-				c.cancel(ctx.Err())
-				over, failed = true, ctx.Err()
-				b.wake(c)
+				halt(ctx.Err()) // by an earlier callback, say
 			}
 			if over {
 				break
 			}
 			if err := c.deliver(&events[i], o); err != nil {
-				c.cancel(err)
-				over, failed = true, err
-				b.wake(c)
+				halt(err)
 			}
 		}
 		if ended {
