@@ -49,10 +49,13 @@
 //     AVX-512 assembly; its doc states every sum's fixed order.
 //   - internal/safefile: atomic saves that never replace anything but a
 //     regular file, and reads that never block on a FIFO.
+//   - internal/testutil: what the packages' tests share (bit equality,
+//     guard zones, directory listings, CPU time); only tests import it.
 //
-// The commands (cmd/train, cmd/generate, cmd/serve, cmd/export,
-// cmd/import) and the OpenAI-compatible server (package server) sit on
-// top.
+// The commands (cmd/train, cmd/generate, cmd/eval, cmd/serve,
+// cmd/export, cmd/import, with cmd/internal/cli their shared plumbing and
+// cmd/internal/clitest their tests' shared checks) and the
+// OpenAI-compatible server (package server) sit on top.
 //
 // # Using it
 //
