@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"example.org/minigpt"
@@ -233,6 +234,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(stderr, "serve: ", 0),
 	}
+	var silent silentConns
+	hs.ConnState = silent.track
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name
@@ -271,6 +274,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// closes the connections.
 	hctx, hcancel := context.WithTimeout(context.Background(), o.limits.WriteTimeout)
 	defer hcancel()
+	silent.close()
 	if err := hs.Shutdown(hctx); err != nil {
 		hs.Close()
 	}
@@ -279,4 +283,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "serve: stopped")
 	return nil
+}
+
+// silentConns are the connections that have sent no request yet (a
+// browser's preconnect, a client's spare dial). http.Server.Shutdown waits
+// up to 5 s for each before it counts it as idle; at the end of a drain
+// they carry nothing, so the stop closes them first.
+type silentConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// track is the HTTP server's ConnState hook.
+func (s *silentConns) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state != http.StateNew {
+		delete(s.conns, c)
+		return
+	}
+	if s.conns == nil {
+		s.conns = make(map[net.Conn]bool)
+	}
+	s.conns[c] = true
+}
+
+// close closes every connection that has sent nothing.
+func (s *silentConns) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
 }

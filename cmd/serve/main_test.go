@@ -225,6 +225,26 @@ func TestDrainDeadline(t *testing.T) {
 }
 
 // waitBusy waits until the server at url has n generations running.
+// A connection that never sends a request (a browser's preconnect, a
+// client's spare dial) does not hold up the stop: http.Server.Shutdown
+// alone waits 5 s for such a connection before it counts as idle.
+func TestStopsDespiteSilentConnection(t *testing.T) {
+	s := startServe(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitBusy(t, s.url, 0) // the connection is accepted before the stop
+	start := time.Now()
+	if err := s.stop(t); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("run took %v to stop beside a connection that sent nothing", d)
+	}
+}
+
 func waitBusy(t *testing.T, url string, n int) {
 	t.Helper()
 	want := fmt.Sprintf(`"busy":%d,`, n)
