@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/clitest"
 	"example.org/minigpt/internal/testutil"
 )
@@ -19,12 +18,7 @@ func TestFullDiskChild(t *testing.T) { clitest.FullDiskChild(t, "import", run) }
 // was at -out intact, no temporary file left.
 func TestFullDiskExits1(t *testing.T) {
 	dir := t.TempDir()
-	m, vocab, err := minigpt.DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "m.safetensors")
-	writeST(t, in, &minigpt.Checkpoint{Model: m, Vocab: vocab}, "F64")
+	in := writeEmbeddedST(t, dir)
 	out := filepath.Join(dir, "m.ckpt")
 	if err := os.WriteFile(out, []byte("an older file"), 0o644); err != nil {
 		t.Fatal(err)

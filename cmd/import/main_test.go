@@ -54,6 +54,19 @@ func writeST(t *testing.T, path string, c *minigpt.Checkpoint, dtype string) []b
 	return b.Bytes()
 }
 
+// writeEmbeddedST writes the embedded model, step 0, as an F64
+// safetensors file m.safetensors in dir and returns its path.
+func writeEmbeddedST(t *testing.T, dir string) string {
+	t.Helper()
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "m.safetensors")
+	writeST(t, in, &minigpt.Checkpoint{Model: m, Vocab: vocab}, "F64")
+	return in
+}
+
 // The embedded model, exported and imported, is the embedded checkpoint
 // again, byte for byte: models/lanternbay.ckpt was written by cmd/train,
 // not by this path.

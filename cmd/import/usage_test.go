@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/clitest"
 	"example.org/minigpt/internal/testutil"
 )
@@ -23,12 +22,7 @@ func TestUsage(t *testing.T) {
 // An interrupt before the writing writes nothing and exits 130.
 func TestInterruptExits130(t *testing.T) {
 	dir := t.TempDir()
-	m, vocab, err := minigpt.DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "m.safetensors")
-	writeST(t, in, &minigpt.Checkpoint{Model: m, Vocab: vocab}, "F64")
+	in := writeEmbeddedST(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut strings.Builder
