@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"example.org/minigpt/internal/kernels"
+	"example.org/minigpt/internal/nn"
 	"example.org/minigpt/internal/testutil"
 )
 
@@ -171,6 +173,80 @@ func BenchmarkTrainStepScale(b *testing.B) {
 			if rss, ok := peakRSS(); ok {
 				b.ReportMetric(rss/(1<<20), "peak-RSS-MiB")
 			}
+		})
+	}
+}
+
+// stepProduct is one matrix product of a training step, C (M×N) = A
+// (M×K)·B (K×N), with A read transposed for the weight gradients.
+type stepProduct struct {
+	M, N, K int
+	trans   bool
+}
+
+// stepProducts lists the matrix products of one training step at cfg
+// and this batch, each layer's and the head's, forward, input gradient
+// and weight gradient; bench/gemm_ref.py's step_products is the same
+// list. Attention's per-head products (about 5% of the full config's
+// FLOPs) are left out: the list is a floor under the step's time.
+func stepProducts(cfg Config, batch int) []stepProduct {
+	M, C, V := batch*cfg.BlockSize, cfg.EmbedDim, cfg.VocabSize
+	layer := [][2]int{{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}} // (in, out): qkv, proj, fc, fcproj
+	var ps []stepProduct
+	for range cfg.Layers {
+		for _, w := range layer {
+			ps = append(ps, stepProduct{M, w[1], w[0], false}, // forward
+				stepProduct{M, w[0], w[1], false}, // input gradient
+				stepProduct{w[0], w[1], M, true})  // weight gradient
+		}
+	}
+	return append(ps, stepProduct{M, V, C, false}, stepProduct{M, C, V, false}, stepProduct{C, V, M, true})
+}
+
+// BenchmarkStepProducts times one training step's matrix products
+// (stepProducts) on one thread through kernels.GemmNN, at each of
+// scaleSizes, and reports ms/step and GFLOP/s: what the step would cost
+// if it were nothing but its products. bench/ceiling.sh sets it beside
+// OpenBLAS's dgemm and sgemm on the same list (bench/gemm_ref.py):
+//
+//	GOMAXPROCS=1 go test -run '^$' -bench 'BenchmarkStepProducts/full$' -benchtime 3x
+func BenchmarkStepProducts(b *testing.B) {
+	for _, s := range scaleSizes {
+		b.Run(s.name, func(b *testing.B) {
+			ps := stepProducts(s.cfg, s.batch)
+			rng := rand.New(rand.NewPCG(1, 2))
+			fill := func(n int) []float64 {
+				x := make([]float64, n)
+				for i := range x {
+					x[i] = rng.Float64() - 0.5
+				}
+				return x
+			}
+			type operands struct{ a, b, c []float64 }
+			ops := make([]operands, len(ps))
+			flops := 0.0
+			for i, p := range ps {
+				ops[i] = operands{fill(p.M * p.K), fill(p.K * p.N), make([]float64, p.M*p.N)}
+				flops += 2 * float64(p.M) * float64(p.N) * float64(p.K)
+			}
+			run := func() {
+				for i, p := range ps {
+					o := ops[i]
+					if p.trans { // the trainer's weight gradient: A is the layer's input, stored (K, M)
+						j := nn.MatmulWeightGrad{DWeight: o.c, Inp: o.a, DOut: o.b, N: p.K, C: p.M, OC: p.N}
+						j.Run(0, j.Items())
+						continue
+					}
+					kernels.GemmNNSet(o.c, p.N, nil, o.a, p.K, 1, o.b, p.N, p.M, p.N, p.K, kernels.EpiNone, nil)
+				}
+			}
+			run() // the first pass faults C's pages in; the scratch pool fills
+			for b.Loop() {
+				run()
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(sec*1e3, "ms/step")
+			b.ReportMetric(flops/sec/1e9, "GFLOP/s")
 		})
 	}
 }
