@@ -7,36 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// specialFiles makes, in a fresh temporary directory, a symbolic link to
-// a regular file, a FIFO and a directory — things that are not regular
-// files — and returns the directory, the paths by the kind an error must
-// name, and the file the link points to. (internal/safefile's tests try
-// every kind; these check that the checkpoint functions go through it.)
-func specialFiles(t *testing.T) (dir string, paths map[string]string, linked string) {
-	t.Helper()
-	dir = t.TempDir()
-	paths = map[string]string{}
-	linked = filepath.Join(dir, "linked.txt")
-	if err := os.WriteFile(linked, []byte("linked"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(linked, filepath.Join(dir, "symlink")); err == nil {
-		paths["symbolic link"] = filepath.Join(dir, "symlink")
-	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err == nil {
-		paths["named pipe (FIFO)"] = filepath.Join(dir, "fifo")
-	}
-	if err := os.Mkdir(filepath.Join(dir, "subdir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	paths["directory"] = filepath.Join(dir, "subdir")
-	return dir, paths, linked
-}
+	"example.org/minigpt/internal/testutil"
+)
 
 // The case at the checkpoint level: SaveCheckpoint used to rename
 // its temporary file over whatever was at the path — a device node made
@@ -44,7 +19,7 @@ func specialFiles(t *testing.T) (dir string, paths map[string]string, linked str
 // back as 0644.
 func TestSaveCheckpointSafety(t *testing.T) {
 	c := fuzzSeedTrainer(t, false).Checkpoint(FullCheckpoint)
-	_, paths, linked := specialFiles(t)
+	_, paths, linked := testutil.SpecialFiles(t)
 	for kind, path := range paths {
 		was, _ := os.Lstat(path)
 		err := SaveCheckpoint(path, c)
@@ -77,7 +52,7 @@ func TestSaveCheckpointSafety(t *testing.T) {
 // LoadCheckpoint refuses a FIFO at once instead of blocking in open until
 // a writer comes (which no signal could interrupt).
 func TestLoadCheckpointDoesNotBlockOnFIFO(t *testing.T) {
-	_, paths, _ := specialFiles(t)
+	_, paths, _ := testutil.SpecialFiles(t)
 	for _, kind := range []string{"named pipe (FIFO)", "directory"} {
 		path, ok := paths[kind]
 		if !ok {

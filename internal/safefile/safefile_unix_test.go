@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,50 +18,11 @@ import (
 	"example.org/minigpt/internal/testutil"
 )
 
-// specialFiles makes, in a fresh temporary directory, one of each thing
-// that is not a regular file — never on a real system path — and returns
-// the directory, the paths by the kind the error must name, and the
-// regular file the symbolic link points to.
-func specialFiles(t *testing.T) (dir string, paths map[string]string, linked string) {
-	t.Helper()
-	dir = t.TempDir()
-	paths = map[string]string{}
-	linked = filepath.Join(dir, "linked.txt")
-	if err := os.WriteFile(linked, []byte("linked"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(linked, filepath.Join(dir, "symlink")); err == nil {
-		paths["symbolic link"] = filepath.Join(dir, "symlink")
-	}
-	if err := os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "dangling")); err == nil {
-		paths["symbolic link "] = filepath.Join(dir, "dangling") // the trailing space keeps the key unique
-	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err == nil {
-		paths["named pipe (FIFO)"] = filepath.Join(dir, "fifo")
-	}
-	// The device numbers of /dev/null, made here, in the test's directory.
-	if err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
-		paths["character device"] = filepath.Join(dir, "null")
-	} else {
-		t.Logf("mknod: %v (not root?); skipping the device case", err)
-	}
-	if l, err := net.Listen("unix", filepath.Join(dir, "sock")); err == nil {
-		l.(*net.UnixListener).SetUnlinkOnClose(false)
-		l.Close()
-		paths["socket"] = filepath.Join(dir, "sock")
-	}
-	if err := os.Mkdir(filepath.Join(dir, "subdir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	paths["directory"] = filepath.Join(dir, "subdir")
-	return dir, paths, linked
-}
-
 // TestSaveFileRefusesNonRegular is the /dev/null case: a device, named
 // pipe, socket, symbolic link or directory at the target is refused,
 // naming the path and what it is, and is still there afterwards.
 func TestSaveFileRefusesNonRegular(t *testing.T) {
-	dir, paths, linked := specialFiles(t)
+	dir, paths, linked := testutil.SpecialFiles(t)
 	before := testutil.DirNames(t, dir)
 	for kind, path := range paths {
 		kind = strings.TrimSpace(kind)

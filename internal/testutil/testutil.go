@@ -1,6 +1,7 @@
 // Package testutil holds the checks the packages' tests share: bit
 // equality of float64 slices, guard zones around a kernel's output, a
-// directory's listing, and the process's CPU time for benchmarks. Only
+// directory's listing, the files that are not regular files for the
+// file-safety tests, and the process's CPU time for benchmarks. Only
 // tests import it.
 package testutil
 
