@@ -185,10 +185,11 @@ type stepProduct struct {
 }
 
 // stepProducts lists the matrix products of one training step at cfg
-// and this batch, each layer's and the head's, forward, input gradient
-// and weight gradient; bench/gemm_ref.py's step_products is the same
-// list. Attention's per-head products (about 5% of the full config's
-// FLOPs) are left out: the list is a floor under the step's time.
+// and this batch, each layer's and the head's (as a plain product, not
+// the tied weight's transposed one), forward, input gradient and weight
+// gradient; bench/gemm_ref.py's step_products is the same list.
+// Attention's per-head products (about 5% of the full config's FLOPs)
+// are left out.
 func stepProducts(cfg Config, batch int) []stepProduct {
 	M, C, V := batch*cfg.BlockSize, cfg.EmbedDim, cfg.VocabSize
 	layer := [][2]int{{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}} // (in, out): qkv, proj, fc, fcproj
@@ -204,9 +205,13 @@ func stepProducts(cfg Config, batch int) []stepProduct {
 }
 
 // BenchmarkStepProducts times one training step's matrix products
-// (stepProducts) on one thread through kernels.GemmNN, at each of
-// scaleSizes, and reports ms/step and GFLOP/s: what the step would cost
-// if it were nothing but its products. bench/ceiling.sh sets it beside
+// (stepProducts) on one thread as the trainer runs them (GemmNNSet, and
+// nn.MatmulWeightGrad for the weight gradients), at each of scaleSizes,
+// and reports ms/step and GFLOP/s: what the step would cost if it were
+// nothing but its products. Each product reads operands of its own from
+// memory, as a full-size step's do (its activations far exceed the
+// caches); at the small sizes a step's chained products can find theirs
+// in cache and run faster than the list does. bench/ceiling.sh sets it beside
 // OpenBLAS's dgemm and sgemm on the same list (bench/gemm_ref.py):
 //
 //	GOMAXPROCS=1 go test -run '^$' -bench 'BenchmarkStepProducts/full$' -benchtime 3x
