@@ -4,7 +4,7 @@
 # thread through minigpt's kernels, OpenBLAS's dgemm and OpenBLAS's sgemm,
 # beside whole training steps of minigpt and PyTorch (float32 and
 # float64) on two cores, interleaved in one run. From them, ceilings: the
-# steps/s of a step that were nothing but its products, run on both cores
+# steps/s of a step made of nothing but its products, run on both cores
 # with perfect scaling at dgemm's speed (the best float64 BLAS here), or
 # at the FMA peak (BenchmarkPeakFMA). A ceiling below PyTorch float32's
 # measured step says no float64 step can pass it on this machine, however
