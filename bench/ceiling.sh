@@ -6,10 +6,11 @@
 # float64) on two cores, interleaved in one run. From them, ceilings: the
 # steps/s of a step made of nothing but its products, run on both cores
 # with perfect scaling at dgemm's speed (the best float64 BLAS here), or
-# at the FMA peak (BenchmarkPeakFMA). A ceiling below PyTorch float32's
-# measured step says no float64 step can pass it on this machine, however
-# its attention, LayerNorm and optimizer are written. Runs from a fresh
-# clone; docs/performance.md shows a run.
+# at the FMA peak (BenchmarkPeakFMA). A dgemm ceiling below PyTorch
+# float32's measured step says a float64 step passes it only with
+# products faster than OpenBLAS's, however its attention, LayerNorm and
+# optimizer are written. Runs from a fresh clone; docs/performance.md
+# shows a run.
 #
 #   bench/ceiling.sh               # full config, 5 rounds, about 4 minutes
 #   SIZE=baby ROUNDS=3 bench/ceiling.sh
@@ -19,8 +20,8 @@
 # AVX-512, else Haswell); TORCH32_ENV and TORCH_ENV are PyTorch's
 # settings, "CORETYPE TORCH_THREADS OPENBLAS_THREADS" as in compare.sh
 # (default "Cooperlake 1 2" and "SkylakeX 1 2", what compare.sh's probes
-# chose on the 2-vCPU Xeon on 2026-12-01). OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the
-# references, as in compare.sh. Needs /usr/bin/python3 with NumPy,
+# chose on the 2-vCPU Xeon on 2026-12-01). OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE are unset for the references, as in compare.sh. Needs /usr/bin/python3 with NumPy,
 # threadpoolctl and torch (see compare.sh); a missing one is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,7 @@ PY=${PY:-/usr/bin/python3}
 SIZE=${SIZE:-full}
 ROUNDS=${ROUNDS:-5}
 case $SIZE in seed|baby|mid|full) ;; *) echo "ceiling.sh: SIZE must be seed, baby, mid or full, not $SIZE" >&2; exit 2 ;; esac
+case $ROUNDS in ''|*[!0-9]*|0) echo "ceiling.sh: ROUNDS must be a whole number of at least 1, not '$ROUNDS'" >&2; exit 2 ;; esac
 if [ -z "${CORETYPE:-}" ]; then
   if grep -qw avx512f /proc/cpuinfo; then CORETYPE=SkylakeX; else CORETYPE=Haswell; fi
 fi
@@ -87,6 +89,10 @@ done
 
 gp=$(get go_products); gf=$(get go_gflop); b64=$(get blas_float64); b32=$(get blas_float32)
 gs=$(get go_step); sf=$(get go_step_gflop); t32=$(get t32_step); t64=$(get t64_step)
+if [ -z "$gp" ] || [ -z "$gf" ]; then
+  echo "ceiling.sh: BenchmarkStepProducts/$SIZE printed no ms/step or GFLOP/s: no ceiling to compute" >&2
+  exit 1
+fi
 # The product list's GFLOP, from minigpt's run: ms/step x GFLOP/s.
 pf=$(awk -v m="$gp" -v g="$gf" 'BEGIN {print m * g / 1e3}')
 bf=$(get blas_gflop)
