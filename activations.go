@@ -4,6 +4,8 @@ package minigpt
 // and a backward pass reads, sized from one table.
 
 import (
+	"sync"
+
 	"example.org/minigpt/internal/nn"
 	"example.org/minigpt/internal/par"
 )
@@ -188,3 +190,31 @@ func (a *activations) meanLoss() float64 {
 }
 
 var _ par.Job = (*kvStore)(nil)
+
+// batchKey names the activations of one (config, B, T) shape.
+type batchKey struct {
+	cfg  Config
+	B, T int
+}
+
+// batchPools holds, per shape, the training-shaped activations that
+// Logits, Loss and Gradients lend: a call allocates them only when no
+// earlier call of the same shape left one behind, so serial use allocates
+// nothing, and concurrent calls never share scratch.
+var batchPools sync.Map // batchKey -> *sync.Pool of *activations
+
+// lendActivations returns buffers for a (B, T) batch of models of config
+// c and the function that gives them back.
+func lendActivations(c Config, B, T int) (*activations, func()) {
+	key := batchKey{c, B, T}
+	p, ok := batchPools.Load(key)
+	if !ok {
+		p, _ = batchPools.LoadOrStore(key, &sync.Pool{})
+	}
+	pool := p.(*sync.Pool)
+	a, _ := pool.Get().(*activations)
+	if a == nil {
+		a = newTrainingActivations(c, B, T)
+	}
+	return a, func() { pool.Put(a) }
+}

@@ -1,80 +1,68 @@
 package minigpt
 
+// This file holds the optimizer: the lessons' Adam, with AdamW's optional
+// decoupled weight decay, as the Trainer runs it.
+
 import (
-	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"example.org/minigpt/internal/kernels"
 	"example.org/minigpt/internal/par"
 )
 
-// AdamConfig holds the optimizer's constants.
-type AdamConfig struct {
-	Beta1, Beta2 float64 // moment decay rates, in [0, 1)
-	Eps          float64 // added to the root of the second moment
-	// WeightDecay is AdamW's decoupled decay, applied to matrices and
+// adamConfig holds the optimizer's constants.
+type adamConfig struct {
+	beta1, beta2 float64 // moment decay rates, in [0, 1)
+	eps          float64 // added to the root of the second moment
+	// weightDecay is AdamW's decoupled decay, applied to matrices and
 	// embeddings only (never to gains or biases); 0 gives the lessons' Adam.
-	WeightDecay float64
+	weightDecay float64
 }
 
-// DefaultAdamConfig returns the lessons' constants: β1 0.9, β2 0.999,
-// ε 1e-8, no weight decay.
-func DefaultAdamConfig() AdamConfig {
-	return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+// lessonsAdam returns the lessons' constants, β1 0.9, β2 0.999, ε 1e-8,
+// with the given weight decay (TrainConfig.WeightDecay).
+func lessonsAdam(weightDecay float64) adamConfig {
+	return adamConfig{beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: weightDecay}
 }
 
-// ErrBadAdamConfig is returned (wrapped) by AdamConfig.Validate, and so by
-// NewAdam, for constants the update cannot use.
-var ErrBadAdamConfig = errors.New("invalid adam config")
-
-// Validate reports the first thing wrong with c (an error wrapping
-// ErrBadAdamConfig that names the field), or nil.
-func (c AdamConfig) Validate() error {
-	bad := func(f string, a ...any) error {
-		return fmt.Errorf("%w: "+f, append([]any{ErrBadAdamConfig}, a...)...)
-	}
+// validate reports the first constant the update cannot use, naming it.
+func (c adamConfig) validate() error {
 	switch {
-	case !(c.Beta1 >= 0 && c.Beta1 < 1):
-		return bad("beta1 %v is outside [0, 1)", c.Beta1)
-	case !(c.Beta2 >= 0 && c.Beta2 < 1):
-		return bad("beta2 %v is outside [0, 1)", c.Beta2)
-	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
-		return bad("eps %v must be positive and finite", c.Eps)
-	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
-		return bad("weight decay %v must be non-negative and finite", c.WeightDecay)
+	case !(c.beta1 >= 0 && c.beta1 < 1):
+		return fmt.Errorf("beta1 %v is outside [0, 1)", c.beta1)
+	case !(c.beta2 >= 0 && c.beta2 < 1):
+		return fmt.Errorf("beta2 %v is outside [0, 1)", c.beta2)
+	case !(c.eps > 0) || math.IsInf(c.eps, 0):
+		return fmt.Errorf("eps %v must be positive and finite", c.eps)
+	case !(c.weightDecay >= 0) || math.IsInf(c.weightDecay, 0):
+		return fmt.Errorf("weight decay %v must be non-negative and finite", c.weightDecay)
 	}
 	return nil
 }
 
-// Adam is the optimizer of the lessons (with optional AdamW decay). Its
-// state is two slabs laid out like the model's parameters and a step
-// count, all of which a full checkpoint saves; they change only through
-// Update, and are read through Config, Step and Moments.
-type Adam struct {
-	config AdamConfig
+// adam is the optimizer's state: two slabs laid out like the model's
+// parameters and a step count, all of which a full checkpoint saves.
+type adam struct {
+	config adamConfig
 	m      []float64 // first moments
 	v      []float64 // second moments
 	step   int       // updates applied so far (t)
 	decays []bool    // per tensor of the layout: weight decay applies
 	sizes  []int     // per tensor: element count
-	job    adamJob   // Update's, kept so that an update allocates nothing
+	job    adamJob   // update's, kept so that an update allocates nothing
 }
 
-// NewAdam returns an optimizer with zero state for model m.
-func NewAdam(cfg AdamConfig, m *Model) (*Adam, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("new adam: %w", err)
-	}
+// newAdam returns an optimizer with zero state for model m.
+func newAdam(cfg adamConfig, m *Model) *adam {
 	P := len(m.slab)
-	return restoreAdam(cfg, m.cfg, make([]float64, P), make([]float64, P), 0), nil
+	return restoreAdam(cfg, m.cfg, make([]float64, P), make([]float64, P), 0)
 }
 
 // restoreAdam is an optimizer for a model of config c with the given
 // state (a checkpoint's), which it keeps.
-func restoreAdam(cfg AdamConfig, c Config, m, v []float64, step int) *Adam {
-	o := &Adam{config: cfg, m: m, v: v, step: step}
+func restoreAdam(cfg adamConfig, c Config, m, v []float64, step int) *adam {
+	o := &adam{config: cfg, m: m, v: v, step: step}
 	for _, t := range c.layout() {
 		o.decays = append(o.decays, t.decays)
 		o.sizes = append(o.sizes, t.size())
@@ -82,67 +70,42 @@ func restoreAdam(cfg AdamConfig, c Config, m, v []float64, step int) *Adam {
 	return o
 }
 
-// Config returns the optimizer's constants.
-func (o *Adam) Config() AdamConfig { return o.config }
-
-// Step returns the number of updates applied so far (Adam's t).
-func (o *Adam) Step() int { return o.step }
-
-// Moments returns copies of the first and second moments, laid out like
-// the model's parameters.
-func (o *Adam) Moments() (m, v []float64) {
-	return slices.Clone(o.m), slices.Clone(o.v)
-}
-
-// clone returns an independent copy of the optimizer.
-func (o *Adam) clone() *Adam {
-	c := *o
-	c.m, c.v, c.job = slices.Clone(o.m), slices.Clone(o.v), adamJob{}
-	return &c
-}
-
-// Update applies one step with learning rate lr, exactly the lessons':
+// update applies one step with learning rate lr, exactly the lessons':
 //
 //	m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²
 //	p -= lr · (m/(1-β1^t)) / (sqrt(v/(1-β2^t)) + ε)
 //
-// preceded, for decayed tensors when WeightDecay > 0, by p -= lr·wd·p.
+// preceded, for decayed tensors when weightDecay > 0, by p -= lr·wd·p.
 // Every element is independent, so the slab is spread over the workers.
-//
-// params and grads must both have the length of the model's parameter
-// slab; otherwise Update changes nothing and returns an error.
-func (o *Adam) Update(params, grads []float64, lr float64) error {
-	if len(params) != len(o.m) || len(grads) != len(o.m) {
-		return fmt.Errorf("adam update: %d parameters and %d gradients, the optimizer was made for %d", len(params), len(grads), len(o.m))
-	}
+// params and grads have the length of the model's parameter slab.
+func (o *adam) update(params, grads []float64, lr float64) {
 	o.step++
 	o.job = adamJob{
-		o: o, params: params, grads: grads[:len(params)], lr: lr,
-		c1:     1 - kernels.PowInt(o.config.Beta1, o.step),
-		c2:     1 - kernels.PowInt(o.config.Beta2, o.step),
-		shrink: 1 - float64(lr*o.config.WeightDecay),
+		o: o, params: params[:len(o.m)], grads: grads[:len(o.m)], lr: lr,
+		c1:     1 - kernels.PowInt(o.config.beta1, o.step),
+		c2:     1 - kernels.PowInt(o.config.beta2, o.step),
+		shrink: 1 - float64(lr*o.config.weightDecay),
 	}
-	par.For(&o.job, len(params), 512, 16)
-	return nil
+	par.For(&o.job, len(o.m), 512, 16)
 }
 
 // adamJob updates the parameters with indices in a range.
 type adamJob struct {
-	o                  *Adam
+	o                  *adam
 	params, grads      []float64
 	lr, c1, c2, shrink float64
 }
 
 func (j *adamJob) Run(lo, hi int) {
 	o := j.o
-	k := kernels.AdamCoefficients{Beta1: o.config.Beta1, Beta2: o.config.Beta2, C1: j.c1, C2: j.c2, LR: j.lr, Eps: o.config.Eps}
+	k := kernels.AdamCoefficients{Beta1: o.config.beta1, Beta2: o.config.beta2, C1: j.c1, C2: j.c2, LR: j.lr, Eps: o.config.eps}
 	off := 0
 	for ti, n := range o.sizes {
 		from, to := max(off, lo), min(off+n, hi)
 		off += n
 		if from < to {
 			k.Shrink = 1 // leaves p as it is
-			if o.config.WeightDecay > 0 && o.decays[ti] {
+			if o.config.weightDecay > 0 && o.decays[ti] {
 				k.Shrink = j.shrink
 			}
 			kernels.Adam(j.params[from:to], j.grads[from:to], o.m[from:to], o.v[from:to], k)

@@ -1,16 +1,33 @@
 package minigpt
 
 import (
-	"errors"
 	"math"
 	"testing"
 )
 
-func TestDefaultAdamConfigIsTheSeeds(t *testing.T) {
-	// The lessons' Adam: β1 0.9, β2 0.999, ε 1e-8, no decay.
-	if got, want := DefaultAdamConfig(), (AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}); got != want {
-		t.Fatalf("DefaultAdamConfig() = %+v, want %+v", got, want)
+func TestTrainerAdamIsTheLessons(t *testing.T) {
+	// The lessons' Adam: β1 0.9, β2 0.999, ε 1e-8, no decay unless the
+	// training config asks.
+	if got, want := lessonsAdam(0), (adamConfig{beta1: 0.9, beta2: 0.999, eps: 1e-8}); got != want {
+		t.Fatalf("lessonsAdam(0) = %+v, want %+v", got, want)
 	}
+	m, _ := NewModel(tinyConfig(false), 1)
+	d, err := NewDataset(LanternBay, nil, tinyConfig(false).BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := DefaultTrainConfig()
+	tc.WeightDecay = 0.25
+	m2, _ := NewModel(ConfigFor(d.Vocab), 1)
+	tr, err := NewTrainer(m2, d, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if got, want := tr.opt.config, lessonsAdam(0.25); got != want {
+		t.Errorf("the Trainer's Adam is %+v, want %+v", got, want)
+	}
+	_ = m
 }
 
 // Two Adam steps against numbers computed by hand (Python's decimal
@@ -30,10 +47,7 @@ func TestAdamStepsMatchHandComputation(t *testing.T) {
 	params := make([]float64, len(m.Params()))
 	copy(params, []float64{1.0, -0.5, 0.25, 2.0})
 	grads := make([]float64, len(m.Params()))
-	o, err := NewAdam(DefaultAdamConfig(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newAdam(lessonsAdam(0), m)
 	steps := []struct {
 		g, want []float64
 	}{
@@ -42,9 +56,7 @@ func TestAdamStepsMatchHandComputation(t *testing.T) {
 	}
 	for i, s := range steps {
 		copy(grads, s.g)
-		if err := o.Update(params, grads, 0.01); err != nil {
-			t.Fatal(err)
-		}
+		o.update(params, grads, 0.01)
 		for j, want := range s.want {
 			if d := math.Abs(params[j] - want); d > 4e-16*math.Abs(want) {
 				t.Errorf("step %d: parameter %d = %.17g, hand computation %.17g", i+1, j, params[j], want)
@@ -66,19 +78,12 @@ func TestAdamStepsMatchHandComputation(t *testing.T) {
 func TestAdamWeightDecayOnlyOnMatrices(t *testing.T) {
 	cfg := tinyConfig(false)
 	m, _ := NewModel(cfg, 1)
-	ac := DefaultAdamConfig()
-	ac.WeightDecay = 0.1
-	o, err := NewAdam(ac, m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newAdam(lessonsAdam(0.1), m)
 	params := make([]float64, len(m.Params()))
 	for i := range params {
 		params[i] = 2
 	}
-	if err := o.Update(params, make([]float64, len(params)), 0.5); err != nil {
-		t.Fatal(err)
-	}
+	o.update(params, make([]float64, len(params)), 0.5)
 	off := 0
 	for _, ts := range cfg.layout() {
 		want := 2.0
@@ -94,35 +99,19 @@ func TestAdamWeightDecayOnlyOnMatrices(t *testing.T) {
 	}
 }
 
-func TestAdamUpdateChecksLengths(t *testing.T) {
-	m, _ := NewModel(tinyConfig(false), 1)
-	o, _ := NewAdam(DefaultAdamConfig(), m)
-	P := len(m.Params())
-	for _, tc := range []struct{ np, ng int }{{P - 1, P}, {P, P - 1}, {P, P + 1}, {P + 1, P + 1}, {0, 0}} {
-		params, grads := make([]float64, tc.np), make([]float64, tc.ng)
-		if err := o.Update(params, grads, 0.1); err == nil {
-			t.Errorf("Update with %d parameters and %d gradients for %d: no error", tc.np, tc.ng, P)
-		}
-	}
-	if o.step != 0 {
-		t.Errorf("refused updates advanced the step to %d", o.step)
-	}
-}
-
 func TestAdamConfigValidate(t *testing.T) {
-	for _, c := range []AdamConfig{
-		{Beta1: 1, Beta2: 0.999, Eps: 1e-8},
-		{Beta1: 0.9, Beta2: -0.1, Eps: 1e-8},
-		{Beta1: 0.9, Beta2: 0.999, Eps: 0},
-		{Beta1: 0.9, Beta2: 0.999, Eps: math.Inf(1)},
-		{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: math.NaN()},
+	for _, c := range []adamConfig{
+		{beta1: 1, beta2: 0.999, eps: 1e-8},
+		{beta1: 0.9, beta2: -0.1, eps: 1e-8},
+		{beta1: 0.9, beta2: 0.999, eps: 0},
+		{beta1: 0.9, beta2: 0.999, eps: math.Inf(1)},
+		{beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: math.NaN()},
 	} {
-		err := c.Validate()
-		if !errors.Is(err, ErrBadAdamConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrBadAdamConfig", c, err)
+		if err := c.validate(); err == nil {
+			t.Errorf("%+v: validate = nil, want an error", c)
 		}
-		if _, err := NewAdam(c, nil); !errors.Is(err, ErrBadAdamConfig) {
-			t.Errorf("%+v: NewAdam = %v, want ErrBadAdamConfig", c, err)
-		}
+	}
+	if err := lessonsAdam(0.1).validate(); err != nil {
+		t.Errorf("the lessons' constants: %v", err)
 	}
 }

@@ -4,6 +4,8 @@ package minigpt
 // back to the embeddings, and the weight transposes it multiplies by.
 
 import (
+	"fmt"
+
 	"example.org/minigpt/internal/nn"
 	"example.org/minigpt/internal/par"
 )
@@ -53,6 +55,23 @@ func rowsInHalves(N int) bool {
 		return N >= 2
 	}
 	return par.HalvesPay() && N >= 2
+}
+
+// Gradients returns the loss and its gradient with respect to every
+// parameter, laid out like Params.
+func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
+	if err := m.checkBatch(idx, targets, B, T); err != nil {
+		return 0, nil, fmt.Errorf("gradients: %w", err)
+	}
+	m.use.RLock()
+	defer m.use.RUnlock()
+	a, release := lendActivations(m.cfg, B, T)
+	defer release()
+	grads := make([]float64, len(m.slab))
+	m.forwardBatch(a, idx, targets, true)
+	loss := a.meanLoss()
+	m.backward(a, grads)
+	return loss, grads, nil
 }
 
 // backward writes into grads (laid out like the parameter slab) the

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
 )
 
 // Batch generates for many callers at once on one model. Its requests run
@@ -27,7 +26,7 @@ import (
 // request sees only its own rows' logits.
 //
 // Its Generate and Complete are safe for concurrent use and block until
-// their request ends; their options' Stream and OnStep run on the
+// their request ends; their options' Stream runs on the
 // caller's goroutine, so a slow callback slows only its own request.
 // Cancelling a call's context, from a callback or elsewhere, stops its
 // callbacks and returns ctx's error with the completions so far, as
@@ -43,6 +42,7 @@ type Batch struct {
 	free    []int // free rows (cache slots)
 	closed  bool
 	stats   BatchStats
+	ended   int64 // requests that ended
 }
 
 // lane is one decoding loop of a Batch: the requests it runs, and the
@@ -63,8 +63,8 @@ type lane struct {
 	group []*batchCall // the requests of a pass
 }
 
-// MaxBatchRows is the largest number of rows a Batch may have.
-const MaxBatchRows = 1 << 12
+// maxBatchRows is the largest number of rows a Batch may have.
+const maxBatchRows = 1 << 12
 
 // maxLanes caps a Batch's lanes, which are GOMAXPROCS when it is made.
 const maxLanes = 8
@@ -77,8 +77,8 @@ const maxPassRows = 128
 // NewBatch returns a Batch of the given number of rows (cache slots) on
 // m, with GOMAXPROCS lanes (at most 8, and at most rows).
 func NewBatch(m *Model, rows int) (*Batch, error) {
-	if rows < 1 || rows > MaxBatchRows {
-		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, MaxBatchRows)
+	if rows < 1 || rows > maxBatchRows {
+		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, maxBatchRows)
 	}
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
@@ -97,14 +97,10 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 
 // BatchStats is a snapshot of a Batch's counters.
 type BatchStats struct {
-	Steps    int64         // steps run, every lane's: each advances its lane's requests once
-	Tokens   int64         // tokens generated (every sample's or beam's)
-	RowsHist []int64       // RowsHist[n]: steps that ran with n of the batch's rows in use
-	Requests int64         // requests that ended
-	Waited   time.Duration // their total time waiting for rows
-	Running  int           // requests running now
-	Waiting  int           // requests waiting for rows now
-	RowsUsed int           // rows in use now
+	Steps    int64   // steps run, every lane's: each advances its lane's requests once
+	Tokens   int64   // tokens generated (every sample's or beam's)
+	RowsHist []int64 // RowsHist[n]: steps that ran with n of the batch's rows in use
+	RowsUsed int     // rows in use now
 }
 
 // Stats returns a snapshot of b's counters.
@@ -113,10 +109,7 @@ func (b *Batch) Stats() BatchStats {
 	defer b.mu.Unlock()
 	s := b.stats
 	s.RowsHist = append([]int64(nil), b.stats.RowsHist...)
-	for _, l := range b.lanes {
-		s.Running += len(l.running)
-	}
-	s.Waiting, s.RowsUsed = len(b.waiting), b.rows-len(b.free)
+	s.RowsUsed = b.rows - len(b.free)
 	return s
 }
 
@@ -143,21 +136,13 @@ func (b *Batch) Close() {
 	}
 }
 
-// Generate is Model.Generate run in the batch.
-func (b *Batch) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]Completion, error) {
-	if err := b.m.checkPrompt(prompt, &opts); err != nil {
-		return nil, err
-	}
-	return b.generate(ctx, prompt, &opts, nil, nil)
-}
-
 // Complete is Model.Complete run in the batch.
-func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts CompleteOptions) ([]Completion, error) {
+func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) ([]Completion, error) {
 	ids, err := b.m.checkComplete(vocab, prompt, &opts)
 	if err != nil {
 		return nil, err
 	}
-	return b.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
+	return b.generate(ctx, ids, &opts, vocab)
 }
 
 // batchCall is a request in a Batch and what passes between its lane and
@@ -169,7 +154,6 @@ type batchCall struct {
 	slots  []int
 	step   Step
 	signal chan struct{} // capacity 1: events, or the end
-	since  time.Time     // when it was submitted
 	lane   *lane         // once admitted (b.mu)
 
 	mu        sync.Mutex
@@ -178,31 +162,27 @@ type batchCall struct {
 	ended     bool  // set by the loop: the request is done and its rows free
 }
 
-// batchEvent is a chunk or a step for the caller to deliver.
+// batchEvent is a streamed part for the caller to deliver.
 type batchEvent struct {
-	chunk Chunk
-	step  *Step
+	chunk Completion
 }
 
 // maxBacklog is how many undelivered events pause a request: its lane
 // does not advance it until its caller catches up. Tests lower it.
 var maxBacklog = 4096
 
-func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, stop []string, chars []rune) ([]Completion, error) {
-	R := rowsOf(o)
+func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, vocab *Vocab) ([]Completion, error) {
+	R := o.rows()
 	if R > b.rows {
 		return nil, fmt.Errorf("%w: the request needs %d rows, the batch has %d", ErrBadOption, R, b.rows)
 	}
 	V := b.m.cfg.VocabSize
-	c := &batchCall{need: R, rows: make([]reqRow, R), signal: make(chan struct{}, 1), since: time.Now()}
+	c := &batchCall{need: R, rows: make([]reqRow, R), signal: make(chan struct{}, 1)}
 	for i := range c.rows {
 		c.rows[i].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	}
-	c.r = b.m.newRequest(o, ids, stop, chars, c.rows, &b.lanes[0].s, &c.step) // admission gives it its lane's
+	c.r = b.m.newRequest(o, ids, vocab, c.rows, &b.lanes[0].s, &c.step) // admission gives it its lane's
 	c.r.emit = c.enqueueChunk
-	if o.OnStep != nil {
-		c.r.onStep = c.enqueueStep
-	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -262,14 +242,11 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, sto
 	if err == nil {
 		err = c.r.err
 	}
-	return c.r.results(chars), err
+	return c.r.results(), err
 }
 
 // deliver runs the caller's callback for one event.
 func (c *batchCall) deliver(e *batchEvent, o *GenerateOptions) error {
-	if e.step != nil {
-		return o.OnStep(e.step)
-	}
 	if o.Stream != nil {
 		return o.Stream(&e.chunk)
 	}
@@ -286,22 +263,19 @@ func (c *batchCall) cancel(err error) {
 	c.mu.Unlock()
 }
 
-// enqueueChunk is the request's emit: the chunk's slices are views of
-// the stopper's tokens, which are final and never written again.
-func (c *batchCall) enqueueChunk(ch *Chunk) error {
+// enqueueChunk is the request's emit: the chunk's IDs are a view of the
+// stopper's tokens, which are final and never written again; its Steps
+// are copied, as the stopper reuses their buffers once delivered.
+func (c *batchCall) enqueueChunk(ch *Completion) error {
+	e := batchEvent{chunk: *ch}
+	if ch.Steps != nil {
+		e.chunk.Steps = make([]Step, len(ch.Steps))
+		for i := range ch.Steps {
+			e.chunk.Steps[i] = ch.Steps[i].Clone()
+		}
+	}
 	c.mu.Lock()
-	c.events = append(c.events, batchEvent{chunk: *ch})
-	c.mu.Unlock()
-	c.notify()
-	return nil
-}
-
-// enqueueStep is the request's OnStep: the step is copied, as the trace
-// buffer is reused.
-func (c *batchCall) enqueueStep(s *Step) error {
-	cp := s.Clone()
-	c.mu.Lock()
-	c.events = append(c.events, batchEvent{step: &cp})
+	c.events = append(c.events, e)
 	c.mu.Unlock()
 	c.notify()
 	return nil
@@ -361,7 +335,6 @@ func (b *Batch) admit() {
 		}
 		c.slots = append(c.slots[:0], b.free[len(b.free)-c.need:]...)
 		b.free = b.free[:len(b.free)-c.need]
-		b.stats.Waited += time.Since(c.since)
 		l := b.lanes[0]
 		for _, x := range b.lanes[1:] {
 			if x.rows < l.rows {
@@ -474,7 +447,7 @@ func (l *lane) step(run []*batchCall) bool {
 func (b *Batch) end(c *batchCall) {
 	b.free = append(b.free, c.slots...)
 	c.slots = c.slots[:0]
-	b.stats.Requests++
+	b.ended++
 	c.mu.Lock()
 	c.ended = true
 	c.mu.Unlock()

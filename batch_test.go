@@ -16,7 +16,7 @@ import (
 // batchJob is one request of a randomised batch schedule.
 type batchJob struct {
 	prompt string
-	o      CompleteOptions
+	o      GenerateOptions
 	delay  time.Duration
 	cancel bool // the caller goes away after a few tokens
 }
@@ -29,7 +29,7 @@ func batchJobs(seed uint64, n int) []batchJob {
 	prompts := []string{"the ", "the keeper ", "a small boat drifts near the rocks at dawn. the lamp keeper walks", "b"}
 	jobs := make([]batchJob, n)
 	for i := range jobs {
-		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 1 + rng.IntN(120), Seed: uint64(i)}}
+		o := GenerateOptions{MaxNewTokens: 1 + rng.IntN(120), Seed: uint64(i)}
 		switch rng.IntN(6) {
 		case 0:
 			o.Greedy = true
@@ -68,7 +68,7 @@ func TestBatchMatchesSerial(t *testing.T) {
 	for i, j := range jobs {
 		var s string
 		o := j.o
-		o.Stream = func(c *Chunk) error { s += fmt.Sprintf("%d:%s|%s;", c.Sample, c.Text, c.Finish); return nil }
+		o.Stream = func(c *Completion) error { s += fmt.Sprintf("%d:%s|%s;", c.Index, c.Text, c.Finish); return nil }
 		res, err := m.Complete(context.Background(), vocab, j.prompt, o)
 		if err != nil {
 			t.Fatal(err)
@@ -98,8 +98,8 @@ func TestBatchMatchesSerial(t *testing.T) {
 				var s string
 				chunks := 0
 				o := j.o
-				o.Stream = func(c *Chunk) error {
-					s += fmt.Sprintf("%d:%s|%s;", c.Sample, c.Text, c.Finish)
+				o.Stream = func(c *Completion) error {
+					s += fmt.Sprintf("%d:%s|%s;", c.Index, c.Text, c.Finish)
 					if chunks++; j.cancel && chunks == 3 {
 						cancel()
 					}
@@ -128,12 +128,12 @@ func TestBatchMatchesSerial(t *testing.T) {
 			}
 		}
 		st := b.Stats()
-		if st.Requests != int64(n) || st.RowsUsed != 0 || st.Running != 0 || st.Waiting != 0 {
-			t.Errorf("rows %d: stats after every request ended: %+v", rows, st)
+		if ended, running, waiting := b.counts(); ended != int64(n) || st.RowsUsed != 0 || running != 0 || waiting != 0 {
+			t.Errorf("rows %d: stats after every request ended: %+v, %d ended, %d running, %d waiting", rows, st, ended, running, waiting)
 		}
 		t.Logf("rows %d, %d lanes: %d steps, %d tokens", rows, len(b.lanes), st.Steps, st.Tokens)
 		b.Close()
-		if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{}); !errors.Is(err, ErrClosed) {
+		if _, err := b.Complete(context.Background(), vocab, "the ", GenerateOptions{}); !errors.Is(err, ErrClosed) {
 			t.Errorf("Complete on a closed batch: %v, want ErrClosed", err)
 		}
 	}
@@ -143,10 +143,10 @@ func TestBatchMatchesSerial(t *testing.T) {
 // has is refused at once, as are absurd batch sizes.
 func TestBatchRefusesTooManyRows(t *testing.T) {
 	m, vocab, b := newTestBatch(t, 2)
-	if _, err := b.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 3, N: 3}}); !errors.Is(err, ErrBadOption) {
+	if _, err := b.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 3, N: 3}); !errors.Is(err, ErrBadOption) {
 		t.Errorf("3 samples in a batch of 2 rows: %v, want ErrBadOption", err)
 	}
-	for _, rows := range []int{0, -1, MaxBatchRows + 1} {
+	for _, rows := range []int{0, -1, maxBatchRows + 1} {
 		if _, err := NewBatch(m, rows); !errors.Is(err, ErrBadOption) {
 			t.Errorf("NewBatch(%d): %v, want ErrBadOption", rows, err)
 		}
@@ -154,7 +154,7 @@ func TestBatchRefusesTooManyRows(t *testing.T) {
 }
 
 // TestBatchStopsCallingBackAfterAnError: as with Model.Complete, a Stream
-// or OnStep callback that returns an error ends its request, is not
+// callback that returns an error (traced or not) ends its request, is not
 // called again, and its error is the call's, even when the loop has
 // already queued more events than the callback has seen, or has ended
 // the request before the callback returned.
@@ -170,22 +170,19 @@ func TestBatchStopsCallingBackAfterAnError(t *testing.T) {
 				// Let the loop queue a backlog behind this call, or (late)
 				// end the request.
 				time.Sleep(20 * time.Millisecond)
-				for tc.late && b.Stats().Running > 0 {
+				for tc.late && func() bool { _, r, _ := b.counts(); return r > 0 }() {
 					time.Sleep(time.Millisecond)
 				}
 				return stop
 			}
 			return nil
 		}
-		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 2000, Greedy: true}}
+		o := GenerateOptions{MaxNewTokens: 2000, Greedy: true}
 		if tc.late {
 			o.MaxNewTokens = 50
 		}
-		if traced {
-			o.OnStep = func(*Step) error { return callback() }
-		} else {
-			o.Stream = func(*Chunk) error { return callback() }
-		}
+		o.Trace = traced
+		o.Stream = func(*Completion) error { return callback() }
 		if _, err := b.Complete(context.Background(), vocab, "the ", o); !errors.Is(err, stop) {
 			t.Errorf("%+v: %v, want the callback's error", tc, err)
 		}
@@ -205,11 +202,11 @@ func TestBatchStopsCallingBackWhenCancelled(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
-		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, Greedy: true}}
-		o.Stream = func(*Chunk) error {
+		o := GenerateOptions{MaxNewTokens: 50, Greedy: true}
+		o.Stream = func(*Completion) error {
 			if calls++; calls == 2 {
 				cancel()
-				for late && b.Stats().Running > 0 {
+				for late && func() bool { _, r, _ := b.counts(); return r > 0 }() {
 					time.Sleep(time.Millisecond)
 				}
 			}
@@ -240,8 +237,8 @@ func TestBatchPausedRequestWaits(t *testing.T) {
 	hold, calls := make(chan struct{}), 0
 	ended := make(chan error, 1)
 	go func() {
-		o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 3 * maxBacklog, Greedy: true}}
-		o.Stream = func(*Chunk) error {
+		o := GenerateOptions{MaxNewTokens: 3 * maxBacklog, Greedy: true}
+		o.Stream = func(*Completion) error {
 			if calls++; calls == 1 {
 				<-hold
 			}
@@ -270,7 +267,7 @@ func TestBatchPausedRequestWaits(t *testing.T) {
 		t.Errorf("paused: %d steps and %d tokens in 100 ms", after.Steps-before.Steps, after.Tokens-before.Tokens)
 	}
 	// Another request runs beside the paused one.
-	if res, err := b.Complete(context.Background(), vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, Greedy: true}}); err != nil || len(res[0].IDs) != 5 {
+	if res, err := b.Complete(context.Background(), vocab, prompt, GenerateOptions{MaxNewTokens: 5, Greedy: true}); err != nil || len(res[0].IDs) != 5 {
 		t.Errorf("beside a paused request: %v %v", res, err)
 	}
 	close(hold)
@@ -292,14 +289,14 @@ func TestBatchPausedCallerDoesNotSpin(t *testing.T) {
 	maxBacklog = 4
 	t.Cleanup(func() { maxBacklog = saved })
 	m, vocab, b := newTestBatch(t, 2)
-	o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}}
+	o := GenerateOptions{MaxNewTokens: 200, Temperature: 1, Seed: 3}
 	want, err := m.Complete(context.Background(), vocab, "the ", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cpu time.Duration
 	first := true
-	o.Stream = func(*Chunk) error {
+	o.Stream = func(*Completion) error {
 		if first {
 			first = false
 			time.Sleep(100 * time.Millisecond) // let the backlog fill and the request pause
@@ -343,7 +340,7 @@ func TestBatchIdleHoldsNoGoroutine(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			o := CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 20, Seed: uint64(i)}}
+			o := GenerateOptions{MaxNewTokens: 20, Seed: uint64(i)}
 			if _, err := b.Complete(context.Background(), vocab, "the ", o); err != nil {
 				t.Error(err)
 			}
@@ -357,8 +354,8 @@ func TestBatchIdleHoldsNoGoroutine(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > before {
 		t.Errorf("an idle batch runs %d goroutines after its requests", g-before)
 	}
-	if st := b.Stats(); st.Requests != 4 || st.Running != 0 {
-		t.Errorf("stats %+v", st)
+	if ended, running, _ := b.counts(); ended != 4 || running != 0 {
+		t.Errorf("%d requests ended, %d running", ended, running)
 	}
 }
 

@@ -41,7 +41,7 @@ type beamState struct {
 type hypothesis struct {
 	ids    []int // generated tokens, the stop string included
 	score  float64
-	finish FinishReason
+	finish string
 	stop   int // length of the stop string at the end of ids
 }
 
@@ -157,9 +157,9 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 		// Hugging Face keeps an end-of-sequence candidate only if it
 		// ranks among the best num_beams.
 		if (s > 0 || last) && rank < K {
-			finish := FinishLength
+			finish := finishLength
 			if s > 0 {
-				finish = FinishStop
+				finish = finishStop
 			}
 			bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: finish, stop: s})
 		}
@@ -173,7 +173,7 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	}
 	if filled == 0 {
 		if len(bs.finished) == 0 {
-			return fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrAllBanned, len(r.rows[0].seq))
+			return fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrBadOption, len(r.rows[0].seq))
 		}
 		bs.running = false // every live beam is banned: the finished ones are the answer
 		r.active = 0
@@ -228,7 +228,7 @@ func (bs *beamState) finish(r *request) error {
 		for b := range bs.K {
 			if !math.IsInf(bs.scores[b], -1) {
 				seq := r.rows[b].seq
-				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(r.o, bs.scores[b], len(seq)-P), finish: FinishLength})
+				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(r.o, bs.scores[b], len(seq)-P), finish: finishLength})
 			}
 		}
 		bs.running = false
@@ -240,9 +240,9 @@ func (bs *beamState) finish(r *request) error {
 		return nil
 	}
 	for i, h := range bs.finished {
-		c := Chunk{Sample: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish}
-		if r.chars != nil {
-			c.Text = decodeChars(r.chars, c.IDs)
+		c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
+		if r.vocab != nil {
+			c.Text = r.vocab.text(c.IDs)
 		}
 		if err := r.emit(&c); err != nil {
 			return err
@@ -252,12 +252,12 @@ func (bs *beamState) finish(r *request) error {
 }
 
 // results returns the best hypotheses as completions.
-func (bs *beamState) results(chars []rune) []Completion {
+func (bs *beamState) results(vocab *Vocab) []Completion {
 	res := make([]Completion, len(bs.finished))
 	for i, h := range bs.finished {
 		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
-		if chars != nil {
-			res[i].Text = decodeChars(chars, res[i].IDs)
+		if vocab != nil {
+			res[i].Text = vocab.text(res[i].IDs)
 		}
 	}
 	return res

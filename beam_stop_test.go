@@ -28,7 +28,7 @@ type hfOptions struct {
 type hfResult struct {
 	ids    []int // generated tokens, without the stop string
 	score  float64
-	finish FinishReason
+	finish string
 }
 
 // hfBeam is Hugging Face's beam search (transformers' _beam_search with
@@ -104,9 +104,9 @@ func hfBeam(V int, prompt []int, o hfOptions, logprobs func(seq []int) []float64
 			gen := append(slices.Clone(running[c.beam].gen), c.tok)
 			s := stopLen(gen)
 			if rank < o.K && !math.IsInf(c.score, -1) && (s > 0 || last) {
-				r := hfResult{ids: gen[:len(gen)-s], score: norm(c.score, len(gen)), finish: FinishLength}
+				r := hfResult{ids: gen[:len(gen)-s], score: norm(c.score, len(gen)), finish: finishLength}
 				if s > 0 {
-					r.finish = FinishStop
+					r.finish = finishStop
 				}
 				add(r)
 			}
@@ -198,7 +198,7 @@ func modelLogprobs(t testing.TB, m *Model) func(seq []int) []float64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lp := LogSoftmax(nil, logits[(len(w)-1)*V:])
+		lp := logSoftmax(logits[(len(w)-1)*V:])
 		memo[key] = lp
 		return lp
 	}
@@ -242,7 +242,7 @@ func compareBeams(t *testing.T, cases []beamCase, uniform bool) []string {
 	for _, c := range cases {
 		o := c.o
 		o.N = o.NumBeams
-		got, err := m.Complete(context.Background(), vocab, c.prompt, CompleteOptions{GenerateOptions: o, Stop: c.stops})
+		got, err := m.Complete(context.Background(), vocab, c.prompt, withStop(o, c.stops))
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
@@ -369,13 +369,13 @@ func TestBeamStopCutsBeforeTheEarliestStop(t *testing.T) {
 	}
 	var first []Completion
 	for _, stops := range [][]string{{"he", "the"}, {"the", "he"}} {
-		res, err := m.Complete(context.Background(), vocab, "she was ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 20, NumBeams: 4, N: 4, LengthPenalty: 1}, Stop: stops})
+		res, err := m.Complete(context.Background(), vocab, "she was ", GenerateOptions{MaxNewTokens: 20, NumBeams: 4, N: 4, LengthPenalty: 1, Stop: stops})
 		if err != nil {
 			t.Fatal(err)
 		}
 		stopped := 0
 		for _, c := range res {
-			if c.Finish == FinishStop {
+			if c.Finish == finishStop {
 				stopped++
 				if strings.HasSuffix(c.Text, "t") {
 					t.Errorf("stops %q: %q stopped after a \"t\": the cut is before \"the\"", stops, c.Text)
@@ -413,8 +413,8 @@ func TestBeamTiesMatchHuggingFace(t *testing.T) {
 			}
 		}
 	}
-	// Many beams, up to MaxBeams: dozens of tied hypotheses at once.
-	for _, K := range []int{16, MaxBeams} {
+	// Many beams, up to maxBeams: dozens of tied hypotheses at once.
+	for _, K := range []int{16, maxBeams} {
 		for _, lp := range []float64{0, 1} {
 			cases = append(cases, beamCase{prompt: "a", stops: []string{" ", "e", "."}, o: GenerateOptions{MaxNewTokens: 4, NumBeams: K, LengthPenalty: lp}})
 		}

@@ -105,7 +105,7 @@ func refBeam(m *Model, prompt []int, K, L int) [][]int {
 // A few beams on the default shape, against the plain version: each
 // beam's cache rows must follow its parent through every reordering.
 func TestBeamSearchMatchesReference(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 23)
+	m := randomizedModel(t, defaultConfig(), 23)
 	prompt := []int{3, 1, 4, 1, 5}
 	const K, L = 3, 8
 	want := refBeam(m, prompt, K, L)
@@ -123,7 +123,7 @@ func TestBeamSearchMatchesReference(t *testing.T) {
 }
 
 func TestOneBeamIsGreedy(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 29)
+	m := randomizedModel(t, defaultConfig(), 29)
 	prompt := []int{7, 7, 2}
 	const L = 50 // past the block size
 	res, err := beamSearchK(m, prompt, 1, L, 1, nil, 1, false)
@@ -156,13 +156,13 @@ func TestBeamLengthPenaltyWithStops(t *testing.T) {
 	pids, _ := vocab.Encode(prompt)
 	best := map[float64]string{}
 	for _, lp := range []float64{-2, 0, 2} {
-		res, err := m.Complete(ctx, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 30, N: 4, NumBeams: 4, LengthPenalty: lp}, Stop: []string{" the", "."}})
+		res, err := m.Complete(ctx, vocab, prompt, GenerateOptions{MaxNewTokens: 30, N: 4, NumBeams: 4, LengthPenalty: lp, Stop: []string{" the", "."}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range res {
 			full := slices.Clone(r.IDs)
-			if r.Finish == FinishStop {
+			if r.Finish == finishStop {
 				// Put back the stop string that ended it: the one whose
 				// characters end a hypothesis of this score.
 				for _, s := range []string{" the", "."} {
@@ -197,7 +197,7 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	ctx := context.Background()
 	run := func(o GenerateOptions) []Completion {
 		o.MaxNewTokens, o.NumBeams, o.N = 60, 3, 3
-		res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: o})
+		res, err := m.Complete(ctx, vocab, "the ", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 	for id := range vocab.Size() {
 		all[id] = -100
 	}
-	if _, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}}); !errors.Is(err, ErrAllBanned) {
+	if _, err := m.Complete(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 5, NumBeams: 2, LogitBias: all}); !errors.Is(err, ErrBadOption) {
 		t.Errorf("everything banned: err %v", err)
 	}
 }

@@ -38,7 +38,7 @@ func benchTrainStep(b *testing.B, cfg Config, batch int, text string) {
 // newBenchTrainer is a trainer of cfg (its vocabulary taken from text) at
 // this batch size, after one warm-up step that allocates the activations.
 func newBenchTrainer(b *testing.B, cfg Config, batch int, text string) *Trainer {
-	d, err := NewDataset(text, cfg.BlockSize)
+	d, err := NewDataset(text, nil, cfg.BlockSize)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func newBenchTrainer(b *testing.B, cfg Config, batch int, text string) *Trainer 
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := tr.TrainStep(); err != nil {
+	if _, err := tr.trainStep(); err != nil {
 		b.Fatal(err)
 	}
 	return tr
@@ -65,7 +65,7 @@ func timeTrainSteps(b *testing.B, tr *Trainer) {
 	b.ReportAllocs()
 	cpu0, haveCPU := testutil.ProcessCPUTime()
 	for b.Loop() {
-		if _, err := tr.TrainStep(); err != nil {
+		if _, err := tr.trainStep(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -86,7 +86,7 @@ func timeTrainSteps(b *testing.B, tr *Trainer) {
 // BenchmarkTrainStep is one step of the seed's run: batch 32 of 32
 // tokens, width 64, 4 heads, 2 layers, on Lantern Bay.
 func BenchmarkTrainStep(b *testing.B) {
-	benchTrainStep(b, DefaultConfig(), 32, LanternBay)
+	benchTrainStep(b, defaultConfig(), 32, LanternBay)
 }
 
 // babyText returns the corpus of the baby benchmark: the file named by
@@ -133,7 +133,7 @@ var scaleSizes = []struct {
 	batch, pairReps int
 	text            func(testing.TB) string
 }{
-	{"seed", DefaultConfig(), 32, 20, func(testing.TB) string { return LanternBay }},
+	{"seed", defaultConfig(), 32, 20, func(testing.TB) string { return LanternBay }},
 	{"baby", babyConfig(), 12, 5, babyText},
 	{"mid", Config{VocabSize: 65, BlockSize: 128, EmbedDim: 256, Heads: 4, Layers: 4}, 8, 2, babyText},
 	{"full", Config{VocabSize: 65, BlockSize: 256, EmbedDim: 384, Heads: 6, Layers: 6}, 4, 1, babyText},
@@ -148,7 +148,7 @@ var scaleSizes = []struct {
 // heap-MiB, the live heap the trainer added (parameters, gradients,
 // Adam's moments, transposed weights, activations, batches), against
 // est-MiB, NewTrainer's estimate (trainingBytes, checked against
-// MaxTrainingBytes); and peak-RSS-MiB, the process's peak resident
+// maxTrainingBytes); and peak-RSS-MiB, the process's peak resident
 // memory, which is the size's own when one size runs per process, as
 // in bench/compare.sh:
 //
@@ -310,7 +310,7 @@ func BenchmarkTwoThreads(b *testing.B) {
 					runtime.GOMAXPROCS(procs)
 					start := time.Now()
 					for range c.pairReps {
-						if _, err := tr.TrainStep(); err != nil {
+						if _, err := tr.trainStep(); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -348,7 +348,7 @@ func BenchmarkTrainScaling(b *testing.B) {
 // default config, greedy and sampled, with and without the KV cache (the
 // cost does not depend on the weights).
 func BenchmarkGenerate(b *testing.B) {
-	m, err := NewModel(DefaultConfig(), 42)
+	m, err := NewModel(defaultConfig(), 42)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func BenchmarkGenerate(b *testing.B) {
 
 func TestTrainStepAllocatesNothing(t *testing.T) {
 	tr, _ := trainTiny(t, 1, 1)
-	if allocs := testing.AllocsPerRun(5, func() { tr.TrainStep() }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(5, func() { tr.trainStep() }); allocs != 0 {
 		t.Fatalf("a training step allocates %v times, want 0", allocs)
 	}
 	// With the weight gradients in halves at two threads (their marks
@@ -386,8 +386,8 @@ func TestTrainStepAllocatesNothing(t *testing.T) {
 	saved := weightGradHalvesMin
 	defer func() { weightGradHalvesMin = saved }()
 	weightGradHalvesMin = 0
-	tr.TrainStep()
-	if allocs := testing.AllocsPerRun(5, func() { tr.TrainStep() }); allocs != 0 {
+	tr.trainStep()
+	if allocs := testing.AllocsPerRun(5, func() { tr.trainStep() }); allocs != 0 {
 		t.Fatalf("a training step with the weight gradients in halves allocates %v times, want 0", allocs)
 	}
 }
@@ -396,7 +396,7 @@ func TestTrainStepAllocatesNothing(t *testing.T) {
 // never leaving the 32-token block: the regime where the KV cache pays
 // (past the block size every token must rebuild the slid window).
 func BenchmarkGenerateWithinBlock(b *testing.B) {
-	m, err := NewModel(DefaultConfig(), 42)
+	m, err := NewModel(defaultConfig(), 42)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,77 +1,183 @@
 package minigpt
 
+// This file holds checkpoints: the Checkpoint value, how a Trainer makes
+// one and is resumed from one, the file entry points (Load, Save, the
+// embedded model) and the checks a checkpoint must pass to be written or
+// read back. The byte layout is docs/checkpoint-format.md
+// (checkpoint_write.go, checkpoint_read.go); safetensors*.go holds the
+// other format.
+
 import (
+	"bufio"
+	"bytes"
+	_ "embed"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
+
+	"example.org/minigpt/internal/safefile"
 )
 
-// ErrBadCheckpoint is returned (wrapped) for bytes that are not a valid
-// checkpoint, and for a Checkpoint value that could not be read back if it
-// were written. The message names the field or section at fault.
-var ErrBadCheckpoint = errors.New("bad checkpoint")
+var (
+	// ErrBadCheckpoint is returned (wrapped) for bytes that are not a valid
+	// checkpoint (of either format), and for a Checkpoint value that could
+	// not be read back if it were written. The message names the field or
+	// section at fault.
+	ErrBadCheckpoint = errors.New("bad checkpoint")
+	// ErrNotRegularFile is wrapped by SaveCheckpoint for a path that exists
+	// and is not a regular file (a directory, symbolic link, device, named
+	// pipe or socket), which is never replaced, and by LoadCheckpoint for
+	// an input that is not a regular file, which is never read.
+	ErrNotRegularFile = safefile.ErrNotRegular
+)
 
 // Checkpoint is a model with its vocabulary and, for a full checkpoint,
-// everything a Trainer needs to continue exactly where it stopped. The
-// byte layout is described in docs/checkpoint-format.md.
+// everything a Trainer needs to continue exactly where it stopped.
 type Checkpoint struct {
 	Model *Model
-	Vocab *Vocab // its size is Model.Config.VocabSize
+	Vocab *Vocab // its size is Model.Config().VocabSize
 	Step  int    // training steps completed
-	// Train is the run's configuration; nil in a weights-only checkpoint.
-	// Its Seed also regenerates the fixed validation batches on resume.
+	// Train is the run's configuration: set in a full checkpoint, which
+	// ResumeTrainer continues, nil in a weights-only one. Its Seed also
+	// regenerates the fixed validation batches on resume; raise its Steps
+	// to extend the run.
 	Train *TrainConfig
-	// Opt is the optimizer state; nil in a weights-only checkpoint.
-	Opt *Adam
-	// rngState is the training batch sampler's PCG state (from
-	// MarshalBinary); nil in a weights-only checkpoint.
-	rngState []byte
 	// CorpusSHA256 is the fingerprint of the text the run trained on
-	// (Dataset.SHA256), which ResumeTrainer compares with the dataset it
+	// (the SHA-256 of the text given to NewDataset), which ResumeTrainer compares with the dataset it
 	// is given. nil when unknown: in a weights-only checkpoint, and in a
 	// full one of format version 1. Clear it to resume on another text.
 	CorpusSHA256 []byte
-	// TrainLoss and ValLoss are the run's loss history as Trainer.Run
-	// recorded it (see Trainer.LossHistory), carried on by ResumeTrainer;
-	// nil in a weights-only checkpoint and in one of format version 1.
-	TrainLoss, ValLoss []LossPoint
+
+	// state is the optimizer, sampler and loss history; nil in a
+	// weights-only checkpoint.
+	state *trainState
 }
 
-// LossPoint is one point of a loss curve: the loss after Step steps.
-type LossPoint struct {
-	Step int     // the step that measured it, counted from 1 (as Progress.Step)
-	Loss float64 // that step's batch loss, or the validation loss after it
+// WeightsOnly returns c without the training state: the model, its
+// vocabulary and the step, enough to generate or to fine-tune, about a
+// third of a full checkpoint's size. It shares the model with c.
+func (c *Checkpoint) WeightsOnly() *Checkpoint {
+	return &Checkpoint{Model: c.Model, Vocab: c.Vocab, Step: c.Step}
 }
 
-// ErrCorpusMismatch is returned (wrapped) by ResumeTrainer for a dataset
-// whose text is not the one the checkpoint was trained on.
-var ErrCorpusMismatch = errors.New("corpus differs from the checkpoint's")
-
-// Full reports whether c holds the complete training state, so that
-// ResumeTrainer can continue from it.
-func (c *Checkpoint) Full() bool {
-	return c.Train != nil && c.Opt != nil && c.rngState != nil
+// Checkpoint returns a full checkpoint of the trainer's state: the model,
+// its vocabulary, the training config, the optimizer and sampler state,
+// the fingerprint of the training text and the loss history, everything
+// ResumeTrainer needs to continue bit for bit. It shares nothing with the
+// trainer, so training on does not change it:
+//
+//	err := minigpt.SaveCheckpoint("run.ckpt", tr.Checkpoint())
+func (t *Trainer) Checkpoint() *Checkpoint {
+	tc := t.config
+	sum := t.corpusSHA256()
+	return &Checkpoint{Model: t.model.Clone(), Vocab: t.data.Vocab, Step: t.step, Train: &tc, CorpusSHA256: sum[:], state: t.state()}
 }
 
-// CheckpointInfo is what a checkpoint says about itself before its
-// weights: enough to describe a model file, or to check that it fits a
-// corpus, without loading it (ReadCheckpointInfo, LoadCheckpointInfo).
-type CheckpointInfo struct {
-	Config Config // the model's shape
-	Vocab  *Vocab // its vocabulary (Config.VocabSize characters)
-	Step   int    // training steps completed
-	Full   bool   // a full checkpoint (resumable); false: weights-only
-	// Train is the run's configuration; nil in a weights-only checkpoint.
-	Train *TrainConfig
-	// CorpusSHA256 is the fingerprint of the training text, if recorded
-	// (see Checkpoint.CorpusSHA256).
-	CorpusSHA256 []byte
-	Bytes        int64 // the checkpoint's size, as its header implies
+// ResumeTrainer returns a trainer that continues the full checkpoint c on
+// d exactly as the run that wrote it would have continued: same
+// parameters, optimizer moments, step, learning-rate schedule, batch
+// sampler state and validation batches. d must be encoded with c's
+// vocabulary (see NewDataset) and, if c records the fingerprint
+// of its text, be that same text: another one is an error wrapping
+// ErrDatasetMismatch (clear c.CorpusSHA256 to continue on it anyway). To
+// extend the run, raise c.Train.Steps before calling. The trainer carries
+// on c's loss history. It works on copies; c is not changed.
+//
+// To fine-tune instead (new data, fresh optimizer, step 0), pass c.Model
+// to NewTrainer.
+func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
+	if c.Train == nil || c.state == nil {
+		return nil, fmt.Errorf("resume: %w: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint (to fine-tune from it, use NewTrainer)", ErrBadCheckpoint)
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
+		return nil, fmt.Errorf("resume: %w: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", ErrDatasetMismatch, d.Vocab.Size(), c.Vocab.Size())
+	}
+	if c.CorpusSHA256 != nil {
+		if sum := d.textSHA256(); !bytes.Equal(sum[:], c.CorpusSHA256) {
+			return nil, fmt.Errorf("resume: %w: the dataset's text has SHA-256 %x…, the checkpoint was trained on one with %x…", ErrDatasetMismatch, sum[:8], c.CorpusSHA256[:8])
+		}
+	}
+	t, err := NewTrainer(c.Model.Clone(), d, *c.Train)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if err := t.restore(c.state, c.Step); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	return t, nil
+}
 
-	chars    []rune      // the vocabulary section, until finishInfo checks it
-	adam     *AdamConfig // the optimizer's constants; nil when weights-only
-	adamStep int
-	rngState []byte
+// SaveCheckpoint writes c to path atomically, replacing a regular file
+// there: the checkpoint goes to a temporary file in path's directory
+// (.NAME.tmp-minigpt), which is synced and then renamed over path, so at
+// every moment path holds the old checkpoint (or nothing) or the complete
+// new one. A failure removes the temporary file; a save killed midway
+// leaves it, and the next save of path removes it. Anything at path that
+// is not a regular file is refused (ErrNotRegularFile), never replaced; a
+// replaced file keeps its permission bits. To write a checkpoint anywhere
+// else (or to refuse an existing file), use WriteCheckpoint.
+func SaveCheckpoint(path string, c *Checkpoint) error {
+	return saveCheckpoint(path, c, WriteCheckpoint)
+}
+
+// saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
+// tests can make it fail midway.
+func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
+	if err := safefile.Save(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}
+
+// LoadCheckpoint reads the checkpoint file at path, of either format (see
+// ReadCheckpoint), also refusing bytes after its end. path must be a
+// regular file: a named pipe, device or directory is refused at once
+// (wrapping ErrNotRegularFile), without blocking on it.
+func LoadCheckpoint(path string) (*Checkpoint, error) {
+	f, err := safefile.OpenRegular(path) // a FIFO would block in open
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, ioChunk)
+	c, err := ReadCheckpoint(br)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, bad("data after the checksum"))
+	}
+	return c, nil
+}
+
+// defaultCheckpoint is the weights-only checkpoint written by
+//
+//	go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt
+//
+// with every other flag at its default (the lessons' run: 1200 steps on
+// Lantern Bay, seed 42). TestEmbeddedModelIsReproducible retrains and
+// checks these weights bit for bit.
+//
+//go:embed models/lanternbay.ckpt
+var defaultCheckpoint []byte
+
+// DefaultModel returns the model of the default training run, embedded in
+// the package, and its vocabulary. Each call returns a fresh copy.
+func DefaultModel() (*Model, *Vocab, error) {
+	c, err := ReadCheckpoint(bytes.NewReader(defaultCheckpoint))
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded model: %w", err)
+	}
+	return c.Model, c.Vocab, nil
 }
 
 // check reports the first reason c could not be written and read back, as
@@ -97,57 +203,51 @@ func (c *Checkpoint) check() error {
 	if c.Step < 0 {
 		return bad("step %d is negative", c.Step)
 	}
-	full, none := c.Train != nil && c.Opt != nil && c.rngState != nil, c.Train == nil && c.Opt == nil && c.rngState == nil
-	if !full && !none {
+	s := c.state
+	if (c.Train == nil) != (s == nil) {
 		return bad("a checkpoint holds the training config, optimizer and sampler state all together or none of them")
 	}
-	if !full && (c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil) {
-		return bad("only a full checkpoint holds a corpus fingerprint or a loss history")
+	if s == nil {
+		if c.CorpusSHA256 != nil {
+			return bad("only a full checkpoint holds a corpus fingerprint")
+		}
+		return checkFinite(cfg, c.Model.slab, "parameter", false)
 	}
 	if c.CorpusSHA256 != nil && len(c.CorpusSHA256) != corpusSumSize {
 		return bad("corpus fingerprint is %d bytes, want %d (SHA-256)", len(c.CorpusSHA256), corpusSumSize)
 	}
-	if err := checkHistory("training", c.TrainLoss, 1, c.Step); err != nil {
+	if err := checkHistory("training", s.trainLoss, 1, c.Step); err != nil {
 		return err
 	}
-	if err := checkHistory("validation", c.ValLoss, 0, c.Step); err != nil {
+	if err := checkHistory("validation", s.valLoss, 0, c.Step); err != nil {
 		return err
 	}
-	if c.Opt != nil && c.Opt.step != c.Step {
-		return bad("optimizer step %d differs from the training step %d", c.Opt.step, c.Step)
+	if s.adamStep != c.Step {
+		return bad("optimizer step %d differs from the training step %d", s.adamStep, c.Step)
 	}
-	if c.Train != nil {
-		if err := c.Train.Validate(); err != nil {
-			return bad("training config: %w", err)
-		}
+	if err := c.Train.Validate(); err != nil {
+		return bad("training config: %w", err)
 	}
 	if err := checkFinite(cfg, c.Model.slab, "parameter", false); err != nil {
 		return err
 	}
-	if o := c.Opt; o != nil {
-		if err := o.config.Validate(); err != nil {
-			return bad("optimizer config: %w", err)
-		}
-		if o.step < 0 {
-			return bad("optimizer step %d is negative", o.step)
-		}
-		if len(o.m) != P || len(o.v) != P {
-			return bad("optimizer moments have lengths %d and %d, the model has %d parameters", len(o.m), len(o.v), P)
-		}
-		if err := checkFinite(cfg, o.m, "optimizer first moment", false); err != nil {
-			return err
-		}
-		if err := checkFinite(cfg, o.v, "optimizer second moment", true); err != nil {
-			return err
-		}
+	if err := s.adam.validate(); err != nil {
+		return bad("optimizer config: %w", err)
 	}
-	if c.rngState != nil {
-		if len(c.rngState) < 1 || len(c.rngState) > maxRNGStateLen {
-			return bad("sampler state length %d is outside [1, %d]", len(c.rngState), maxRNGStateLen)
-		}
-		if err := new(rand.PCG).UnmarshalBinary(c.rngState); err != nil {
-			return bad("sampler state: %w", err)
-		}
+	if len(s.m) != P || len(s.v) != P {
+		return bad("optimizer moments have lengths %d and %d, the model has %d parameters", len(s.m), len(s.v), P)
+	}
+	if err := checkFinite(cfg, s.m, "optimizer first moment", false); err != nil {
+		return err
+	}
+	if err := checkFinite(cfg, s.v, "optimizer second moment", true); err != nil {
+		return err
+	}
+	if len(s.sampler) < 1 || len(s.sampler) > maxRNGStateLen {
+		return bad("sampler state length %d is outside [1, %d]", len(s.sampler), maxRNGStateLen)
+	}
+	if err := new(rand.PCG).UnmarshalBinary(s.sampler); err != nil {
+		return bad("sampler state: %w", err)
 	}
 	return nil
 }

@@ -17,11 +17,11 @@ import (
 
 func TestSaveCheckpointIsAtomic(t *testing.T) {
 	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
-	old := tr.Checkpoint(FullCheckpoint)
-	if _, err := tr.TrainStep(); err != nil {
+	old := tr.Checkpoint()
+	if _, err := tr.trainStep(); err != nil {
 		t.Fatal(err)
 	}
-	newer := tr.Checkpoint(FullCheckpoint)
+	newer := tr.Checkpoint()
 	boom := errors.New("disk full")
 	halfThenFail := func(w io.Writer, c *Checkpoint) error {
 		var b bytes.Buffer
@@ -31,7 +31,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 		w.Write(b.Bytes()[:b.Len()/2])
 		return boom
 	}
-	bad := tr.Checkpoint(FullCheckpoint)
+	bad := tr.Checkpoint()
 	bad.Step = -1
 
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestSaveCheckpointIsAtomic(t *testing.T) {
 
 func TestLoadCheckpointErrors(t *testing.T) {
 	dir := t.TempDir()
-	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(true), 1, nil).Checkpoint(WeightsOnly))
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(true), 1, nil).Checkpoint().WeightsOnly())
 	trailing := filepath.Join(dir, "trailing.ckpt")
 	if err := os.WriteFile(trailing, append(slices.Clone(good), 0), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,47 +113,22 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	}
 }
 
-func TestLoadCheckpointInfo(t *testing.T) {
-	dir := t.TempDir()
-	tr := ckptTrainer(t, ckptResumeConfig(), 2, nil)
-	path := filepath.Join(dir, "m.ckpt")
-	if err := SaveCheckpoint(path, tr.Checkpoint(WeightsOnly)); err != nil {
-		t.Fatal(err)
-	}
-	info, err := LoadCheckpointInfo(path)
-	if err != nil || info.Step != 2 || info.Config != ckptResumeConfig() || info.Full {
-		t.Fatalf("LoadCheckpointInfo = %+v, %v", info, err)
-	}
-	data, _ := os.ReadFile(path)
-	short := filepath.Join(dir, "short.ckpt")
-	os.WriteFile(short, data[:len(data)-1], 0o644)
-	if _, err := LoadCheckpointInfo(short); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), "its header implies") {
-		t.Fatalf("a truncated file: %v, want ErrBadCheckpoint naming the size", err)
-	}
-}
-
-// TestVerifyCheckpointFileRefusesDamage: -info's check. A checkpoint
-// with any one byte flipped, truncated or followed by extra bytes is
-// refused with ErrBadCheckpoint, where LoadCheckpointInfo (header only)
-// would have described the flipped ones; the intact file verifies and
-// describes itself as LoadCheckpointInfo does.
-func TestVerifyCheckpointFileRefusesDamage(t *testing.T) {
+// TestLoadCheckpointRefusesDamage: a checkpoint with any one byte
+// flipped (in the header, the weights or the checksum), truncated or
+// followed by extra bytes is refused with ErrBadCheckpoint; the intact
+// file loads.
+func TestLoadCheckpointRefusesDamage(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.ckpt")
-	if err := SaveCheckpoint(path, fuzzSeedTrainer(t, false).Checkpoint(WeightsOnly)); err != nil {
+	if err := SaveCheckpoint(path, fuzzSeedTrainer(t, false).Checkpoint().WeightsOnly()); err != nil {
 		t.Fatal(err)
 	}
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := VerifyCheckpointFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := LoadCheckpointInfo(path)
-	if info.Config != want.Config || info.Step != want.Step || info.Bytes != int64(len(good)) {
-		t.Fatalf("verified info %+v, header info %+v", info, want)
+	if _, err := LoadCheckpoint(path); err != nil {
+		t.Fatalf("the intact file: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.ckpt")
 	cases := map[string][]byte{
@@ -169,8 +144,8 @@ func TestVerifyCheckpointFileRefusesDamage(t *testing.T) {
 		if err := os.WriteFile(bad, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := VerifyCheckpointFile(bad); !errors.Is(err, ErrBadCheckpoint) {
-			t.Errorf("%s: VerifyCheckpointFile = %v, want ErrBadCheckpoint", name, err)
+		if _, err := LoadCheckpoint(bad); !errors.Is(err, ErrBadCheckpoint) {
+			t.Errorf("%s: LoadCheckpoint = %v, want ErrBadCheckpoint", name, err)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // like /dev/null, a FIFO, a symbolic link — and gave a 0600 checkpoint
 // back as 0644.
 func TestSaveCheckpointSafety(t *testing.T) {
-	c := fuzzSeedTrainer(t, false).Checkpoint(FullCheckpoint)
+	c := fuzzSeedTrainer(t, false).Checkpoint()
 	_, paths, linked := testutil.SpecialFiles(t)
 	for kind, path := range paths {
 		was, _ := os.Lstat(path)

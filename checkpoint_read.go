@@ -16,70 +16,41 @@ import (
 	"slices"
 )
 
-// This file holds the checkpoint reader: every section of docs/checkpoint-format.md
-// read, bounded by what the input holds, and checked.
-
-// ReadCheckpointInfo reads the beginning of a checkpoint from r: its
-// model config, vocabulary, step and (for a full checkpoint) training
-// config, without reading the parameters. It costs a few hundred bytes
-// whatever the model's size. It checks what it reads (the header CRC
-// among it) but cannot check the SHA-256 that covers the whole file:
-// ReadCheckpoint does. It leaves r positioned at the parameters.
-func ReadCheckpointInfo(r io.Reader) (*CheckpointInfo, error) {
-	cr := &ckptReader{r: r, sum: sha256.New()}
-	info, _, err := cr.readInfo()
-	if err == nil {
-		err = info.finishInfo()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read checkpoint info: %w", err)
-	}
-	return info, nil
-}
-
-// VerifyCheckpoint reads the beginning of a checkpoint from r as
-// ReadCheckpointInfo does and then checks the SHA-256 that covers the
-// whole of it, without keeping the weights: its memory does not grow with
-// the model. A damaged or truncated file is an error wrapping
-// ErrBadCheckpoint; the fields of such a file are not returned, since
-// nothing vouches for them.
-func VerifyCheckpoint(r io.Reader) (*CheckpointInfo, error) {
-	cr := &ckptReader{r: r, sum: sha256.New()}
-	info, _, err := cr.readInfo()
-	if err == nil {
-		err = info.finishInfo()
-	}
-	if err == nil {
-		cr.begin("remaining", int(info.Bytes-cr.off-checksumSize))
-		buf := make([]byte, ioChunk)
-		for left := info.Bytes - cr.off - checksumSize; left > 0 && err == nil; {
-			var got int
-			got, err = io.ReadFull(cr.r, buf[:min(left, ioChunk)])
-			cr.sum.Write(buf[:got])
-			cr.off += int64(got)
-			left -= int64(got)
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = bad("truncated: input ends at byte %d of the %d the header implies", cr.off, info.Bytes)
-			}
-		}
-	}
-	if err == nil {
-		err = cr.verifyChecksum()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("verify checkpoint: %w", err)
-	}
-	return info, nil
-}
-
-// ReadCheckpoint reads one checkpoint from r and validates all of it (see
-// docs/checkpoint-format.md). It reads exactly the checkpoint's bytes and no further.
-// Anything wrong with the bytes is an error wrapping ErrBadCheckpoint that
-// names the field or section; an error of r itself is returned wrapped as
-// is. Memory grows only with the bytes actually read, whatever the header
-// claims.
+// ReadCheckpoint reads one checkpoint from r, of either format, told by
+// its first bytes: minigpt's own (which begins with the 8 bytes
+// "\x89GPT\r\n\x1a\n"; docs/checkpoint-format.md), or a safetensors file
+// (an 8-byte little-endian header length, then the JSON header's '{';
+// docs/interop.md), which gives a weights-only checkpoint. It validates all
+// of it, the checksum of a minigpt checkpoint included. It reads exactly
+// a minigpt checkpoint's bytes and no further, and a safetensors file to
+// the end of r (nothing may follow its last tensor). Anything wrong with the bytes is
+// an error wrapping ErrBadCheckpoint that names the field or section; an
+// error of r itself is returned wrapped as is. Memory grows only with the
+// bytes actually read, whatever the header claims.
 func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
-	cr := &ckptReader{r: r, sum: sha256.New()}
+	var head [9]byte
+	n, err := io.ReadFull(r, head[:len(checkpointMagic)])
+	if err != nil && !isEOF(err) {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	rest := io.MultiReader(bytes.NewReader(head[:n]), r)
+	if n == len(checkpointMagic) && string(head[:n]) != checkpointMagic {
+		// Not minigpt's magic: a safetensors file has a header length
+		// and then '{'.
+		k, err := io.ReadFull(r, head[n:n+1])
+		if err != nil && !isEOF(err) {
+			return nil, fmt.Errorf("read checkpoint: %w", err)
+		}
+		if k == 1 && head[n] == '{' {
+			c, err := readSafetensors(io.MultiReader(bytes.NewReader(head[:n+1]), r))
+			if err != nil {
+				return nil, fmt.Errorf("read safetensors: %w", err)
+			}
+			return c, nil
+		}
+		return nil, badMagic(head[:n])
+	}
+	cr := &ckptReader{r: rest, sum: sha256.New()}
 	c, err := cr.read()
 	if err != nil {
 		return nil, err
@@ -88,6 +59,12 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// badMagic is the error for a file that begins with neither format's
+// bytes: it says what each begins with.
+func badMagic(head []byte) error {
+	return bad("magic number is %q, want %q: not a minigpt checkpoint, nor a safetensors file (an 8-byte header length, then '{')", head, checkpointMagic)
 }
 
 // ckptReader reads sections through a running SHA-256 and knows where it
@@ -190,26 +167,28 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	var adamM, adamV []float64
 	if h.has(flagOptimizer) {
-		if adamM, err = cr.floats("optimizer first moments", P); err != nil {
+		if info.state.m, err = cr.floats("optimizer first moments", P); err != nil {
 			return nil, err
 		}
-		if adamV, err = cr.floats("optimizer second moments", P); err != nil {
+		if info.state.v, err = cr.floats("optimizer second moments", P); err != nil {
 			return nil, err
 		}
 	}
-	var trainLoss, valLoss []LossPoint
 	if h.has(flagHistory) {
-		if trainLoss, valLoss, err = cr.readHistory(h.nTrain, h.nVal); err != nil {
+		if info.state.trainLoss, info.state.valLoss, err = cr.readHistory(h.nTrain, h.nVal); err != nil {
 			return nil, err
 		}
 	}
 	if err := cr.verifyChecksum(); err != nil {
 		return nil, err
 	}
-	if err := info.finishInfo(); err != nil {
-		return nil, err
+	// The vocabulary is built only after the checksum matched, so that
+	// damaged bytes are reported as damage rather than as whatever they
+	// now say.
+	vocab, err := vocabFromChars(info.chars)
+	if err != nil {
+		return nil, bad("vocabulary: %w", err)
 	}
 
 	// The bytes are as written; build the value for check to judge.
@@ -217,46 +196,53 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	if err != nil {
 		return nil, bad("model: %w", err)
 	}
-	c := &Checkpoint{Model: m, Vocab: info.Vocab, Step: info.Step, Train: info.Train, rngState: info.rngState,
-		CorpusSHA256: info.CorpusSHA256, TrainLoss: trainLoss, ValLoss: valLoss}
-	if info.adam != nil {
-		if err := info.adam.Validate(); err != nil {
-			return nil, bad("optimizer config: %w", err)
-		}
-		c.Opt = restoreAdam(*info.adam, m.cfg, adamM, adamV, info.adamStep)
+	c := &Checkpoint{Model: m, Vocab: vocab, Step: h.step, Train: info.train, CorpusSHA256: info.corpus}
+	if h.has(flagOptimizer) || h.has(flagRNG) || h.has(flagTrain) {
+		c.state = &info.state
+	}
+	if c.state != nil && !(h.has(flagOptimizer) && h.has(flagRNG) && h.has(flagTrain)) {
+		return nil, bad("a checkpoint holds the training config, optimizer and sampler state all together or none of them")
 	}
 	return c, nil
+}
+
+// ckptInfo is what the sections before the parameters say.
+type ckptInfo struct {
+	chars  []rune // the vocabulary section, until the checksum vouches for it
+	train  *TrainConfig
+	corpus []byte
+	state  trainState // the optimizer's constants and step, the sampler state
 }
 
 // readInfo reads every section before the parameters: the header, the
 // vocabulary and, when present, the training config, the optimizer's
 // constants, the sampler state and the corpus fingerprint.
-func (cr *ckptReader) readInfo() (*CheckpointInfo, *ckptHeader, error) {
+func (cr *ckptReader) readInfo() (*ckptInfo, *ckptHeader, error) {
 	h, err := cr.readHeader()
 	if err != nil {
 		return nil, nil, err
 	}
-	info := &CheckpointInfo{Config: h.cfg, Step: h.step, Full: h.has(flagTrain), Bytes: cr.size}
+	info := &ckptInfo{}
 	if info.chars, err = cr.readVocab(h.cfg.VocabSize); err != nil {
 		return nil, nil, err
 	}
 	if h.has(flagTrain) {
-		if info.Train, err = cr.readTrainConfig(); err != nil {
+		if info.train, err = cr.readTrainConfig(); err != nil {
 			return nil, nil, err
 		}
 	}
 	if h.has(flagOptimizer) {
-		if err := cr.readOptimizerConfig(info); err != nil {
+		if err := cr.readOptimizerConfig(&info.state); err != nil {
 			return nil, nil, err
 		}
 	}
 	if h.has(flagRNG) {
-		if info.rngState, err = cr.readSection("sampler state", h.rngLen); err != nil {
+		if info.state.sampler, err = cr.readSection("sampler state", h.rngLen); err != nil {
 			return nil, nil, err
 		}
 	}
 	if h.has(flagCorpus) {
-		if info.CorpusSHA256, err = cr.readSection("corpus fingerprint", corpusSumSize); err != nil {
+		if info.corpus, err = cr.readSection("corpus fingerprint", corpusSumSize); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -273,12 +259,12 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 		// Say "not a checkpoint" rather than "truncated" when even the bytes
 		// that did arrive are not the magic number.
 		if n := min(len(cr.partial), len(checkpointMagic)); string(cr.partial[:n]) != checkpointMagic[:n] {
-			return nil, bad("magic number is %q, want %q: not a minigpt checkpoint", cr.partial[:n], checkpointMagic)
+			return nil, badMagic(cr.partial[:n])
 		}
 		return nil, err
 	}
 	if string(hdr[:8]) != checkpointMagic {
-		return nil, bad("magic number is %q, want %q: not a minigpt checkpoint", hdr[:8], checkpointMagic)
+		return nil, badMagic(hdr[:8])
 	}
 	h := &ckptHeader{version: binary.LittleEndian.Uint32(hdr[8:])}
 	size, known := headerSize, uint32(knownFlags)
@@ -386,18 +372,6 @@ func (cr *ckptReader) readVocab(n int) ([]rune, error) {
 	return chars, nil
 }
 
-// finishInfo builds the vocabulary of info from its characters. The
-// reader calls it only after the checksum matched, so that damaged bytes
-// are reported as damage rather than as whatever they now say.
-func (info *CheckpointInfo) finishInfo() error {
-	vocab, err := VocabFromChars(info.chars)
-	if err != nil {
-		return bad("vocabulary: %w", err)
-	}
-	info.Vocab, info.chars = vocab, nil
-	return nil
-}
-
 // readTrainConfig reads the training config section.
 func (cr *ckptReader) readTrainConfig() (*TrainConfig, error) {
 	b, err := cr.readSection("training config", trainSize)
@@ -417,15 +391,15 @@ func (cr *ckptReader) readTrainConfig() (*TrainConfig, error) {
 	}, nil
 }
 
-// readOptimizerConfig reads the optimizer's constants and step into info.
-func (cr *ckptReader) readOptimizerConfig(info *CheckpointInfo) error {
+// readOptimizerConfig reads the optimizer's constants and step into s.
+func (cr *ckptReader) readOptimizerConfig(s *trainState) error {
 	b, err := cr.readSection("optimizer config", optimizerSize)
 	if err != nil {
 		return err
 	}
 	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
-	info.adam = &AdamConfig{Beta1: f(0), Beta2: f(1), Eps: f(2), WeightDecay: f(3)}
-	info.adamStep = toInt(binary.LittleEndian.Uint64(b[32:]))
+	s.adam = adamConfig{beta1: f(0), beta2: f(1), eps: f(2), weightDecay: f(3)}
+	s.adamStep = toInt(binary.LittleEndian.Uint64(b[32:]))
 	return nil
 }
 

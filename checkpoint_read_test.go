@@ -65,11 +65,10 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	tr.Model().Params()[5] = math.Copysign(0, -1) // the sign of zero survives too
 	for _, tc := range []struct {
 		name string
-		kind CheckpointKind
 		full bool
-	}{{"full", FullCheckpoint, true}, {"weights-only", WeightsOnly, false}} {
+	}{{"full", true}, {"weights-only", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(tc.kind)
+			c := checkpointOf(tr, !tc.full)
 			data := encodeCheckpoint(t, c)
 			got, err := ReadCheckpoint(bytes.NewReader(data))
 			if err != nil {
@@ -81,22 +80,22 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if !testutil.BitsEqual(got.Model.Params(), tr.Model().Params()) {
 				t.Fatal("parameters differ after the round trip")
 			}
-			if got.Full() != tc.full {
-				t.Fatalf("Full() = %v, want %v", got.Full(), tc.full)
+			if got.Train != nil != tc.full {
+				t.Fatalf("Full() = %v, want %v", got.Train != nil, tc.full)
 			}
 			if tc.full {
 				if *got.Train != tr.Config() {
 					t.Fatalf("training config %+v, want %+v", *got.Train, tr.Config())
 				}
-				o := got.Opt
-				if o.config != tr.opt.config || o.step != tr.opt.step || !testutil.BitsEqual(o.m, tr.opt.m) || !testutil.BitsEqual(o.v, tr.opt.v) {
+				o := got.state
+				if o.adam != tr.opt.config || o.adamStep != tr.opt.step || !testutil.BitsEqual(o.m, tr.opt.m) || !testutil.BitsEqual(o.v, tr.opt.v) {
 					t.Fatal("optimizer state differs after the round trip")
 				}
 				state, _ := tr.batchSource.MarshalBinary()
-				if !bytes.Equal(got.rngState, state) {
-					t.Fatalf("sampler state %x, want %x", got.rngState, state)
+				if !bytes.Equal(got.state.sampler, state) {
+					t.Fatalf("sampler state %x, want %x", got.state.sampler, state)
 				}
-			} else if got.Train != nil || got.Opt != nil || got.rngState != nil {
+			} else if got.Train != nil || got.state != nil {
 				t.Fatal("a weights-only checkpoint came back with training state")
 			}
 			if again := encodeCheckpoint(t, got); !bytes.Equal(again, data) {
@@ -127,7 +126,7 @@ func ckptOffsets(cfg Config, points int) map[string]int {
 func TestReadCheckpointRefusesCorruption(t *testing.T) {
 	cfg := ckptResumeConfig()
 	tr := ckptTrainer(t, cfg, 2, nil)
-	good := encodeCheckpoint(t, tr.Checkpoint(FullCheckpoint))
+	good := encodeCheckpoint(t, tr.Checkpoint())
 	off := ckptOffsets(cfg, 0)
 	if off["end"] != len(good) {
 		t.Fatalf("full checkpoint is %d bytes, the layout says %d", len(good), off["end"])
@@ -184,7 +183,7 @@ func TestReadCheckpointRefusesCorruption(t *testing.T) {
 		{"negative step", put64(40, math.MaxUint64), "step -1 is negative"},
 		{"vocabulary not ascending", put32(off["vocabulary"]+4, 0), "vocabulary entry 1"},
 		{"vocabulary surrogate", put32(off["vocabulary"]+4*23, 0xD800), "vocabulary entry 23 is not a valid character"},
-		{"zero batch size", put64(off["training config"]+8, 0), "training config: invalid train config: batch size 0"},
+		{"zero batch size", put64(off["training config"]+8, 0), "training config: invalid config: training: batch size 0"},
 		{"negative train steps", put64(off["training config"], math.MaxUint64), "steps -1 is negative"},
 		{"cosine field 2", put64(off["training config"]+40, 2), "cosine-decay field is 2"},
 		{"NaN learning rate", put64(off["training config"]+16, math.Float64bits(math.NaN())), "learning rate NaN"},
@@ -224,7 +223,7 @@ func TestCheckpointTestOffsets(t *testing.T) {
 }
 
 func TestReadCheckpointReaderError(t *testing.T) {
-	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(false), 1, nil).Checkpoint(FullCheckpoint))
+	good := encodeCheckpoint(t, ckptTrainer(t, ckptFuzzConfig(false), 1, nil).Checkpoint())
 	boom := errors.New("disk on fire")
 	r := io.MultiReader(bytes.NewReader(good[:300]), ckptErrReader{boom})
 	_, err := ReadCheckpoint(r)
@@ -281,7 +280,7 @@ func TestReadCheckpointAllocatesOnlyWhatArrives(t *testing.T) {
 // whole minute; at 2.2 KB it still stalled for 20 s at a time.
 func fuzzSeedTrainer(t testing.TB, tied bool) *Trainer {
 	t.Helper()
-	d, err := NewDataset(strings.Repeat("abba", 8), 1)
+	d, err := NewDataset(strings.Repeat("abba", 8), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +295,7 @@ func fuzzSeedTrainer(t testing.TB, tied bool) *Trainer {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := tr.TrainStep(); err != nil {
+		if _, err := tr.trainStep(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -306,37 +305,30 @@ func fuzzSeedTrainer(t testing.TB, tied bool) *Trainer {
 func FuzzReadCheckpoint(f *testing.F) {
 	for _, tied := range []bool{false, true} {
 		tr := fuzzSeedTrainer(f, tied)
-		for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
-			data := encodeCheckpoint(f, tr.Checkpoint(kind))
+		for _, weightsOnly := range []bool{false, true} {
+			data := encodeCheckpoint(f, checkpointOf(tr, weightsOnly))
 			f.Add(data)
 			f.Add(data[:len(data)/2])
 		}
 	}
 	f.Add([]byte(checkpointMagic))
 	// Version 1: the same model without fingerprint and history.
-	v1 := fuzzSeedTrainer(f, false).Checkpoint(FullCheckpoint)
-	v1.CorpusSHA256, v1.TrainLoss, v1.ValLoss = nil, nil, nil
+	v1 := fuzzSeedTrainer(f, false).Checkpoint()
+	v1.CorpusSHA256, v1.state.trainLoss, v1.state.valLoss = nil, nil, nil
 	f.Add(downgradeToV1(encodeCheckpoint(f, v1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The raw bytes exercise the framing; resealed, an edit reaches
 		// the checks behind the checksums.
 		for _, in := range [][]byte{data, resealCheckpoint(data)} {
-			info, infoErr := ReadCheckpointInfo(bytes.NewReader(in))
-			if infoErr != nil && !errors.Is(infoErr, ErrBadCheckpoint) {
-				t.Fatalf("ReadCheckpointInfo error does not wrap ErrBadCheckpoint: %v", infoErr)
-			}
 			c, err := ReadCheckpoint(bytes.NewReader(in))
-			if err == nil {
-				// What the full reader accepts, the info reader describes alike.
-				if infoErr != nil || info.Config != c.Model.Config() || info.Step != c.Step || info.Full != c.Full() || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || !bytes.Equal(info.CorpusSHA256, c.CorpusSHA256) {
-					t.Fatalf("ReadCheckpointInfo = %+v, %v; ReadCheckpoint accepted config %+v step %d", info, infoErr, c.Model.Config(), c.Step)
-				}
-			}
 			if err != nil {
 				if !errors.Is(err, ErrBadCheckpoint) {
 					t.Fatalf("error does not wrap ErrBadCheckpoint: %v", err)
 				}
 				continue
+			}
+			if !bytes.HasPrefix(in, []byte(checkpointMagic)) {
+				continue // a safetensors file: FuzzReadSafetensors checks those
 			}
 			// Whatever is accepted is canonical: writing it back gives
 			// the bytes that were read.
@@ -382,8 +374,8 @@ func TestShortNonCheckpoint(t *testing.T) {
 // bits, so a reader that ignored one would read the file successfully.
 func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
-	for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
-		good := encodeCheckpoint(t, tr.Checkpoint(kind))
+	for kind, weightsOnly := range []bool{false, true} {
+		good := encodeCheckpoint(t, checkpointOf(tr, weightsOnly))
 		flags := binary.LittleEndian.Uint32(good[12:])
 		if _, err := ReadCheckpoint(bytes.NewReader(resealCheckpoint(good))); err != nil {
 			t.Fatalf("control: the resealed unedited checkpoint: %v", err)
@@ -400,9 +392,6 @@ func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 			if want := fmt.Sprintf("unknown section flags %#x", uint32(1)<<bit); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), want) {
 				t.Errorf("kind %d, flag bit %d: ReadCheckpoint = %v, want %q", kind, bit, err, want)
 			}
-			if _, err := ReadCheckpointInfo(bytes.NewReader(resealCheckpoint(b))); !errors.Is(err, ErrBadCheckpoint) {
-				t.Errorf("kind %d, flag bit %d: ReadCheckpointInfo = %v, want ErrBadCheckpoint", kind, bit, err)
-			}
 		}
 		if undefined != 27 {
 			t.Fatalf("%d undefined flag bits, want 27 (bits 5 to 31): update this test with the format", undefined)
@@ -410,34 +399,32 @@ func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 	}
 }
 
-// ReadCheckpointInfo returns what ReadCheckpoint would, without the
-// weights, and reads only the sections before them.
-func TestReadCheckpointInfo(t *testing.T) {
+// TestReadCheckpointTellsTheFormat: a minigpt checkpoint and a
+// safetensors file are both read, told apart by their first bytes, and
+// anything else is refused naming what each format begins with.
+func TestReadCheckpointTellsTheFormat(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 3, nil)
-	for _, kind := range []CheckpointKind{FullCheckpoint, WeightsOnly} {
-		c := tr.Checkpoint(kind)
-		data := encodeCheckpoint(t, c)
-		off := ckptOffsets(c.Model.Config(), 0)
-		// Cut the file at the parameters: Info must not need them.
-		head := data[:off["parameters"]]
-		if kind == WeightsOnly {
-			head = data[:headerSize+4*c.Vocab.Size()]
-		}
-		info, err := ReadCheckpointInfo(bytes.NewReader(head))
+	c := tr.Checkpoint().WeightsOnly()
+	var st bytes.Buffer
+	if err := WriteSafetensors(&st, c, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"minigpt": encodeCheckpoint(t, c), "safetensors": st.Bytes()} {
+		got, err := ReadCheckpoint(bytes.NewReader(data))
 		if err != nil {
-			t.Fatalf("kind %d: %v", kind, err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		if info.Config != c.Model.Config() || info.Step != 3 || !slices.Equal(info.Vocab.Chars(), c.Vocab.Chars()) || info.Full != c.Full() || info.Bytes != int64(len(data)) {
-			t.Fatalf("kind %d: info %+v, want config %+v, step 3, full %v, %d bytes", kind, info, c.Model.Config(), c.Full(), len(data))
-		}
-		if (info.Train == nil) != (kind == WeightsOnly) || (info.Train != nil && *info.Train != tr.Config()) {
-			t.Fatalf("kind %d: training config %v, want %+v", kind, info.Train, tr.Config())
-		}
-		if !bytes.Equal(info.CorpusSHA256, c.CorpusSHA256) {
-			t.Fatalf("kind %d: corpus fingerprint %x, want %x", kind, info.CorpusSHA256, c.CorpusSHA256)
+		if got.Step != 3 || !testutil.BitsEqual(got.Model.Params(), c.Model.Params()) {
+			t.Fatalf("%s: step %d, or the weights differ", name, got.Step)
 		}
 	}
-	if _, err := ReadCheckpointInfo(strings.NewReader("PK\x03\x04 a zip file")); !errors.Is(err, ErrBadCheckpoint) {
-		t.Fatalf("a zip file: %v, want ErrBadCheckpoint", err)
+	for _, junk := range []string{"PK\x03\x04 a zip file", "", "\x89GP", "12345678 not json"} {
+		_, err := ReadCheckpoint(strings.NewReader(junk))
+		if !errors.Is(err, ErrBadCheckpoint) {
+			t.Fatalf("%q: %v, want ErrBadCheckpoint", junk, err)
+		}
+		if len(junk) >= 8 && !strings.Contains(err.Error(), "nor a safetensors file (an 8-byte header length, then '{')") {
+			t.Errorf("%q: %v, want the formats' beginnings named", junk, err)
+		}
 	}
 }

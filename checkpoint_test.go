@@ -18,7 +18,7 @@ func ckptResumeConfig() Config {
 // applied to its training config, after `steps` steps.
 func ckptTrainer(t testing.TB, cfg Config, steps int, edit func(*TrainConfig)) *Trainer {
 	t.Helper()
-	d, err := NewDataset(LanternBay, cfg.BlockSize)
+	d, err := NewDataset(LanternBay, nil, cfg.BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func ckptTrainer(t testing.TB, cfg Config, steps int, edit func(*TrainConfig)) *
 		t.Fatal(err)
 	}
 	for range steps {
-		if _, err := tr.TrainStep(); err != nil {
+		if _, err := tr.trainStep(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func ckptTrainer(t testing.TB, cfg Config, steps int, edit func(*TrainConfig)) *
 
 func TestWriteCheckpointRefusesWhatCannotBeRead(t *testing.T) {
 	tr := ckptTrainer(t, ckptFuzzConfig(false), 1, nil)
-	other, err := VocabFromChars([]rune("abc"))
+	other, err := vocabFromChars([]rune("abc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestWriteCheckpointRefusesWhatCannotBeRead(t *testing.T) {
 		{"vocabulary size", func(c *Checkpoint) { c.Vocab = other }, "vocabulary has 3 characters but the config's vocab size is 24"},
 		{"negative step", func(c *Checkpoint) { c.Step = -2 }, "step -2 is negative"},
 		{"NaN param", func(c *Checkpoint) { c.Model.Params()[0] = math.NaN() }, "parameter token_embedding[0 0]"},
-		{"short moments", func(c *Checkpoint) { c.Opt.v = c.Opt.v[:1] }, "optimizer moments have lengths"},
+		{"short moments", func(c *Checkpoint) { c.state.v = c.state.v[:1] }, "optimizer moments have lengths"},
 		{"bad train config", func(c *Checkpoint) { c.Train.LR = 0 }, "learning rate 0"},
 		{"optimizer without config", func(c *Checkpoint) { c.Train = nil }, "all together or none"},
-		{"config without optimizer", func(c *Checkpoint) { c.Opt = nil }, "all together or none"},
+		{"config without optimizer", func(c *Checkpoint) { c.state = nil }, "all together or none"},
 		{"steps disagree", func(c *Checkpoint) { c.Step = 1 << 40 }, "optimizer step 1 differs from the training step 1099511627776"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(FullCheckpoint)
+			c := tr.Checkpoint()
 			tc.edit(c)
 			err := WriteCheckpoint(io.Discard, c)
 			if !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {

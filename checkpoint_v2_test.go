@@ -49,9 +49,9 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Full() || c.Step != 3 || c.Model.Config() != v1FixtureConfig() || c.CorpusSHA256 != nil || c.TrainLoss != nil || c.ValLoss != nil {
+	if c.Train == nil || c.Step != 3 || c.Model.Config() != v1FixtureConfig() || c.CorpusSHA256 != nil || c.state.trainLoss != nil || c.state.valLoss != nil {
 		t.Fatalf("v1 checkpoint: full %v, step %d, config %+v, fingerprint %x, history %v %v",
-			c.Full(), c.Step, c.Model.Config(), c.CorpusSHA256, c.TrainLoss, c.ValLoss)
+			c.Train != nil, c.Step, c.Model.Config(), c.CorpusSHA256, c.state.trainLoss, c.state.valLoss)
 	}
 	// Its bytes are exactly what the test helper makes of the version-2
 	// encoding, which validates the helper the fuzz seeds use.
@@ -62,7 +62,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	resumed4 := func(c *Checkpoint) []float64 {
 		tr := resumeOnLanternBay(t, c)
 		for range 4 {
-			if _, err := tr.TrainStep(); err != nil {
+			if _, err := tr.trainStep(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -77,8 +77,8 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 	}
 	// A version-1 file of today's run, made as the fixture was, continues
 	// the run exactly: 3 steps + 4 = 7 uninterrupted.
-	three := ckptTrainer(t, v1FixtureConfig(), 3, nil).Checkpoint(FullCheckpoint)
-	three.CorpusSHA256, three.TrainLoss, three.ValLoss = nil, nil, nil
+	three := ckptTrainer(t, v1FixtureConfig(), 3, nil).Checkpoint()
+	three.CorpusSHA256, three.state.trainLoss, three.state.valLoss = nil, nil, nil
 	v1, err := ReadCheckpoint(bytes.NewReader(downgradeToV1(encodeCheckpoint(t, three))))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestCheckpointVersion1StillLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sameP := testutil.SameBits(again.Model.Params(), c.Model.Params())
-	_, sameV := testutil.SameBits(again.Opt.v, c.Opt.v)
+	_, sameV := testutil.SameBits(again.state.v, c.state.v)
 	if again.Step != c.Step || !sameP || !sameV {
 		t.Fatal("a v1 checkpoint written as v2 reads back differently")
 	}
@@ -135,17 +135,17 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 
 	first := ckptTrainer(t, ckptResumeConfig(), 0, edit)
 	runTo(t, first, N)
-	c, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint(FullCheckpoint))))
+	c, err := ReadCheckpoint(bytes.NewReader(encodeCheckpoint(t, first.Checkpoint())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.TrainLoss) != N || len(c.ValLoss) != N/2 {
-		t.Fatalf("checkpoint after %d steps holds %d training and %d validation points", N, len(c.TrainLoss), len(c.ValLoss))
+	if len(c.state.trainLoss) != N || len(c.state.valLoss) != N/2 {
+		t.Fatalf("checkpoint after %d steps holds %d training and %d validation points", N, len(c.state.trainLoss), len(c.state.valLoss))
 	}
 	if sum := sha256.Sum256([]byte(LanternBay)); !bytes.Equal(c.CorpusSHA256, sum[:]) {
 		t.Fatalf("corpus fingerprint %x, want SHA-256 of Lantern Bay %x", c.CorpusSHA256, sum)
 	}
-	second, err := ResumeTrainer(c, first.Dataset())
+	second, err := ResumeTrainer(c, first.data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 		t.Fatalf("resumed history differs from the uninterrupted one:\ntrain %v\nwant  %v\nval %v\nwant %v", gotTrain, wantTrain, gotVal, wantVal)
 	}
 	// A weights-only checkpoint keeps neither.
-	w := second.Checkpoint(WeightsOnly)
-	if w.CorpusSHA256 != nil || w.TrainLoss != nil || w.ValLoss != nil {
+	w := second.Checkpoint().WeightsOnly()
+	if w.CorpusSHA256 != nil || w.state != nil {
 		t.Fatal("a weights-only checkpoint holds a fingerprint or history")
 	}
 }
@@ -165,21 +165,21 @@ func TestCheckpointKeepsLossHistory(t *testing.T) {
 // resume; clearing the fingerprint is the way to continue on it anyway.
 func TestResumeRefusesAnotherCorpus(t *testing.T) {
 	tr := ckptTrainer(t, ckptResumeConfig(), 2, nil)
-	c := tr.Checkpoint(FullCheckpoint)
+	c := tr.Checkpoint()
 	// Lantern Bay rotated by 7 characters: the same 24 characters, another text.
 	other := LanternBay[7:] + LanternBay[:7]
-	d, err := NewDatasetWithVocab(other, c.Vocab, c.Model.Config().BlockSize)
+	d, err := NewDataset(other, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ResumeTrainer(c, d); !errors.Is(err, ErrCorpusMismatch) {
-		t.Fatalf("ResumeTrainer on another text = %v, want ErrCorpusMismatch", err)
+	if _, err := ResumeTrainer(c, d); !errors.Is(err, ErrDatasetMismatch) {
+		t.Fatalf("ResumeTrainer on another text = %v, want ErrDatasetMismatch", err)
 	}
 	c.CorpusSHA256 = nil
 	if _, err := ResumeTrainer(c, d); err != nil {
 		t.Fatalf("ResumeTrainer with the fingerprint cleared = %v", err)
 	}
-	if _, err := ResumeTrainer(tr.Checkpoint(FullCheckpoint), tr.Dataset()); err != nil {
+	if _, err := ResumeTrainer(tr.Checkpoint(), tr.data); err != nil {
 		t.Fatalf("ResumeTrainer on the same text = %v", err)
 	}
 }
@@ -187,11 +187,11 @@ func TestResumeRefusesAnotherCorpus(t *testing.T) {
 // Dataset.SHA256 is the hash of the text NewDataset was given.
 func TestDatasetSHA256(t *testing.T) {
 	for _, text := range []string{LanternBay, strings.Repeat("naïve café 日本 ", 40)} {
-		d, err := NewDataset(text, 4)
+		d, err := NewDataset(text, nil, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := d.SHA256(), sha256.Sum256([]byte(text)); got != want {
+		if got, want := d.textSHA256(), sha256.Sum256([]byte(text)); got != want {
 			t.Fatalf("SHA256 = %x, want %x", got, want)
 		}
 	}
@@ -202,7 +202,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 	cfg := ckptResumeConfig()
 	tr := ckptTrainer(t, cfg, 0, func(c *TrainConfig) { c.Steps, c.EvalEvery = 4, 2 })
 	runTo(t, tr, 4)
-	good := encodeCheckpoint(t, tr.Checkpoint(FullCheckpoint))
+	good := encodeCheckpoint(t, tr.Checkpoint())
 	off := ckptOffsets(cfg, 4+2)
 	if off["end"] != len(good) {
 		t.Fatalf("checkpoint is %d bytes, the layout says %d", len(good), off["end"])
@@ -214,7 +214,7 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 	put32 := func(at int, v uint32) func([]byte) []byte {
 		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[at:], v); return resealCheckpoint(b) }
 	}
-	weightsOnly := encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))
+	weightsOnly := encodeCheckpoint(t, tr.Checkpoint().WeightsOnly())
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -247,11 +247,11 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 		want string
 	}{
 		{"short fingerprint", func(c *Checkpoint) { c.CorpusSHA256 = c.CorpusSHA256[:8] }, "corpus fingerprint is 8 bytes"},
-		{"history in weights-only", func(c *Checkpoint) { c.Train, c.Opt, c.rngState = nil, nil, nil }, "only a full checkpoint holds"},
-		{"history past the step", func(c *Checkpoint) { c.TrainLoss = append(c.TrainLoss, LossPoint{5, 1}) }, "training-loss point 4 is at step 5"},
+		{"history in weights-only", func(c *Checkpoint) { st := c.state; c.Train, c.state = nil, nil; _ = st }, "only a full checkpoint holds"},
+		{"history past the step", func(c *Checkpoint) { c.state.trainLoss = append(c.state.trainLoss, LossPoint{5, 1}) }, "training-loss point 4 is at step 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tr.Checkpoint(FullCheckpoint)
+			c := tr.Checkpoint()
 			tc.edit(c)
 			if err := WriteCheckpoint(&bytes.Buffer{}, c); !errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("WriteCheckpoint = %v, want ErrBadCheckpoint mentioning %q", err, tc.want)
@@ -262,11 +262,11 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 
 // The sizes docs/checkpoint-format.md states for the default model.
 func TestCheckpointSizesInTheDocs(t *testing.T) {
-	d, err := NewDataset(LanternBay, DefaultConfig().BlockSize)
+	d, err := NewDataset(LanternBay, nil, defaultConfig().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewModel(DefaultConfig(), 42)
+	m, err := NewModel(defaultConfig(), 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,17 +274,17 @@ func TestCheckpointSizesInTheDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(encodeCheckpoint(t, tr.Checkpoint(WeightsOnly))); n != 838_016 {
+	if n := len(encodeCheckpoint(t, tr.Checkpoint().WeightsOnly())); n != 838_016 {
 		t.Errorf("default weights-only checkpoint: %d bytes, docs/checkpoint-format.md says 838,016", n)
 	}
 	// After the default run: 1200 steps, one training point each, one
 	// validation point at the end.
-	c := tr.Checkpoint(FullCheckpoint)
-	c.Step, c.Opt.step = 1200, 1200
+	c := tr.Checkpoint()
+	c.Step, c.state.adamStep = 1200, 1200
 	for s := 1; s <= 1200; s++ {
-		c.TrainLoss = append(c.TrainLoss, LossPoint{s, 1})
+		c.state.trainLoss = append(c.state.trainLoss, LossPoint{s, 1})
 	}
-	c.ValLoss = []LossPoint{{1200, 1}}
+	c.state.valLoss = []LossPoint{{1200, 1}}
 	if n := len(encodeCheckpoint(t, c)); n != 2_533_060 {
 		t.Errorf("default full checkpoint after 1200 steps: %d bytes, docs/checkpoint-format.md says 2,533,060", n)
 	}

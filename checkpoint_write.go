@@ -42,11 +42,10 @@ const (
 	ioChunk = 64 << 10
 )
 
-// WriteCheckpoint writes c to w in the format of docs/checkpoint-format.md (version
-// 2): a full checkpoint when c.Train, c.Opt and the sampler state are
-// present, with the corpus fingerprint and loss history if c has them; a
-// weights-only one when they are nil. It refuses (with ErrBadCheckpoint) a
-// checkpoint that ReadCheckpoint would refuse.
+// WriteCheckpoint writes c to w in the format of docs/checkpoint-format.md
+// (version 2): a full checkpoint when c is full, with the corpus
+// fingerprint if c has it, else a weights-only one. It refuses (with
+// ErrBadCheckpoint) a checkpoint that ReadCheckpoint would refuse.
 func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if err := c.check(); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
@@ -54,19 +53,16 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	cw := &ckptWriter{w: bufio.NewWriterSize(w, ioChunk), sum: sha256.New()}
 	cfg := c.Model.cfg
 	var flags uint32
-	if c.Train != nil {
-		flags |= flagTrain
-	}
-	if c.Opt != nil {
-		flags |= flagOptimizer
-	}
-	if c.rngState != nil {
-		flags |= flagRNG
+	s := c.state
+	if s == nil {
+		s = &trainState{}
+	} else {
+		flags |= flagsFull
 	}
 	if c.CorpusSHA256 != nil {
 		flags |= flagCorpus
 	}
-	if c.TrainLoss != nil || c.ValLoss != nil {
+	if s.trainLoss != nil || s.valLoss != nil {
 		flags |= flagHistory
 	}
 
@@ -78,9 +74,9 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(v))
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.Step))
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.rngState)))
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.TrainLoss)))
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(c.ValLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(s.sampler)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(s.trainLoss)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(s.valLoss)))
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
 	cw.write(hdr)
 
@@ -102,25 +98,23 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 		}
 		cw.write(b)
 	}
-	if o := c.Opt; o != nil {
+	if c.state != nil {
 		b := make([]byte, 0, optimizerSize)
 		for _, v := range []uint64{
-			math.Float64bits(o.config.Beta1), math.Float64bits(o.config.Beta2),
-			math.Float64bits(o.config.Eps), math.Float64bits(o.config.WeightDecay),
-			uint64(o.step),
+			math.Float64bits(s.adam.beta1), math.Float64bits(s.adam.beta2),
+			math.Float64bits(s.adam.eps), math.Float64bits(s.adam.weightDecay),
+			uint64(s.adamStep),
 		} {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
 		cw.write(b)
 	}
-	cw.write(c.rngState)
+	cw.write(s.sampler)
 	cw.write(c.CorpusSHA256)
 	cw.floats(c.Model.slab)
-	if o := c.Opt; o != nil {
-		cw.floats(o.m)
-		cw.floats(o.v)
-	}
-	for _, curve := range [][]LossPoint{c.TrainLoss, c.ValLoss} {
+	cw.floats(s.m)
+	cw.floats(s.v)
+	for _, curve := range [][]LossPoint{s.trainLoss, s.valLoss} {
 		for len(curve) > 0 && cw.err == nil {
 			n := min(len(curve), ioChunk/lossPointSize)
 			cw.buf = cw.buf[:0]

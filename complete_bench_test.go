@@ -24,7 +24,7 @@ func BenchmarkComplete(b *testing.B) {
 		for _, n := range []int{1, 4, 16} {
 			o := GenerateOptions{MaxNewTokens: length.n, Temperature: 0.8, TopK: 10}
 			b.Run(fmt.Sprintf("%s/n=%d/batched", length.name, n), func(b *testing.B) {
-				batch := CompleteOptions{GenerateOptions: o}
+				batch := o
 				batch.N, batch.Seed = n, 42
 				m.Complete(ctx, vocab, "the ", batch) // warm the scratch pool
 				b.ReportAllocs()
@@ -40,8 +40,8 @@ func BenchmarkComplete(b *testing.B) {
 				for b.Loop() {
 					for i := range n {
 						o := o
-						o.Seed = SampleSeed(42, i)
-						if _, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: o}); err != nil {
+						o.Seed = (42 + uint64(i))
+						if _, err := m.Complete(ctx, vocab, "the ", o); err != nil {
 							b.Fatal(err)
 						}
 					}

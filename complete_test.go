@@ -14,7 +14,7 @@ import (
 func TestCompleteSamplesMatchSingleRuns(t *testing.T) {
 	vocab, _ := NewVocab(LanternBay)
 	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
-	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+	for _, m := range []*Model{randomizedModel(t, defaultConfig(), 41), randomizedModel(t, tied, 43)} {
 		testCompleteSamples(t, m, vocab)
 	}
 }
@@ -30,7 +30,7 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 			const n, seed = 5, 1234
 			batch := o
 			batch.N, batch.Seed = n, seed
-			res, err := m.Complete(ctx, vocab, prompt, CompleteOptions{GenerateOptions: batch})
+			res, err := m.Complete(ctx, vocab, prompt, batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,13 +40,10 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 			distinct := map[string]bool{}
 			for i, c := range res {
 				one := o
-				one.Seed = SampleSeed(seed, i)
-				want := completed(t, m, vocab, prompt, CompleteOptions{GenerateOptions: one})
+				one.Seed = (seed + uint64(i))
+				want := completed(t, m, vocab, prompt, one)
 				if prompt+c.Text != want {
 					t.Fatalf("prompt %q, sample %d of %d:\nbatch  %q\nsingle %q", prompt, i, n, prompt+c.Text, want)
-				}
-				if wantSeed := uint64(seed + i); o.sampled() && c.Seed != wantSeed {
-					t.Errorf("sample %d seed %d, want %d", i, c.Seed, wantSeed)
 				}
 				distinct[c.Text] = true
 			}
@@ -60,7 +57,7 @@ func testCompleteSamples(t *testing.T, m *Model, vocab *Vocab) {
 // Complete and Generate refuse the same bad options with the same
 // errors (Complete also the stop strings, which only it has).
 func TestCompleteRejects(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 1)
+	m := randomizedModel(t, defaultConfig(), 1)
 	vocab, _ := NewVocab(LanternBay)
 	ctx := context.Background()
 	prompt, _ := vocab.Encode("the ")
@@ -70,7 +67,7 @@ func TestCompleteRejects(t *testing.T) {
 		want string
 	}{
 		{GenerateOptions{N: -1}, nil, "sample count -1"},
-		{GenerateOptions{N: MaxSamples + 1}, nil, "sample count 129"},
+		{GenerateOptions{N: maxSamples + 1}, nil, "sample count 129"},
 		{GenerateOptions{N: 3, NumBeams: 2}, nil, "2 beams cannot return 3"},
 		{GenerateOptions{}, []string{"a", "b", "c", "d", "e"}, "5 stop strings"},
 		{GenerateOptions{}, []string{"a", ""}, "stop string 1 is empty"},
@@ -84,9 +81,8 @@ func TestCompleteRejects(t *testing.T) {
 		{GenerateOptions{NumBeams: 65}, nil, "beam count 65"},
 		{GenerateOptions{NumBeams: 2, LengthPenalty: math.Inf(1)}, nil, "length penalty +Inf"},
 		{GenerateOptions{TraceTopN: 25}, nil, "trace top-n 25"},
-		{GenerateOptions{NumBeams: 2, OnStep: func(*Step) error { return nil }}, nil, "OnStep"},
 	} {
-		_, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: tc.o, Stop: tc.stop})
+		_, err := m.Complete(ctx, vocab, "the ", withStop(tc.o, tc.stop))
 		if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Complete: err = %v, want ErrBadOption mentioning %q", err, tc.want)
 		}
@@ -103,9 +99,6 @@ func TestCompleteRejects(t *testing.T) {
 			t.Errorf("N %d, beams %d: %d results, err %v", o.N, o.NumBeams, len(res), err)
 		}
 	}
-	if _, err := CharBias(vocab, map[rune]float64{'z': 1}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "'z'") {
-		t.Errorf("CharBias with z: err %v", err)
-	}
 }
 
 // The stopper on hand-fed tokens: what each chunk releases, a stop string
@@ -119,9 +112,13 @@ func TestStopStringHoldBack(t *testing.T) {
 		}
 		return ids
 	}
-	run := func(stops []string, text string) (chunks []string, finish FinishReason, out string) {
-		st := newStopper(stops, chars, 1, false)
-		stream := func(c *Chunk) error {
+	run := func(stops []string, text string) (chunks []string, finish string, out string) {
+		v, err := vocabFromChars(chars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := newStopper(stops, v, 1, false, false)
+		stream := func(c *Completion) error {
 			chunks = append(chunks, c.Text)
 			if c.Finish != "" {
 				finish = c.Finish
@@ -135,28 +132,28 @@ func TestStopStringHoldBack(t *testing.T) {
 		}
 		st.finish(stream)
 		s := st.samples[0]
-		return chunks, finish, decodeChars(chars, s.ids[:s.released])
+		return chunks, finish, v.text(s.ids[:s.released])
 	}
 	for _, tc := range []struct {
 		stops  []string
 		text   string
 		chunks []string
-		finish FinishReason
+		finish string
 		out    string
 	}{
 		// "ab" split over two tokens: the a is held, then the stop ends it.
-		{[]string{"ab"}, "xaab", []string{"x", "a", ""}, FinishStop, "xa"},
+		{[]string{"ab"}, "xaab", []string{"x", "a", ""}, finishStop, "xa"},
 		// "abc" partially matched, then broken by x: released at once.
-		{[]string{"abc"}, "abxc", []string{"abx", "c", ""}, FinishLength, "abxc"},
+		{[]string{"abc"}, "abxc", []string{"abx", "c", ""}, finishLength, "abxc"},
 		// held characters at the end are released when the length runs out.
-		{[]string{"abc"}, "xab", []string{"x", "ab"}, FinishLength, "xab"},
+		{[]string{"abc"}, "xab", []string{"x", "ab"}, finishLength, "xab"},
 		// two stop strings: "ca" is held while "cab" is possible, released
 		// when the second c breaks it, then "cab" completes.
-		{[]string{"cab", "bb"}, "cacab", []string{"ca", ""}, FinishStop, "ca"},
+		{[]string{"cab", "bb"}, "cacab", []string{"ca", ""}, finishStop, "ca"},
 		// a stop string with a character outside the vocabulary never matches.
-		{[]string{"z"}, "abc", []string{"a", "b", "c", ""}, FinishLength, "abc"},
+		{[]string{"z"}, "abc", []string{"a", "b", "c", ""}, finishLength, "abc"},
 		// the stop string at the very start: nothing is output.
-		{[]string{"ab"}, "abc", []string{""}, FinishStop, ""},
+		{[]string{"ab"}, "abc", []string{""}, finishStop, ""},
 	} {
 		chunks, finish, out := run(tc.stops, tc.text)
 		if !slices.Equal(chunks, tc.chunks) || finish != tc.finish || out != tc.out {
@@ -174,11 +171,11 @@ func TestStopStringsOnModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	full := completed(t, m, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true}})
+	full := completed(t, m, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
 	for _, stop := range []string{"fog", "the b", ". a", "zzz", "s", "the boats"} {
 		var streamed strings.Builder
-		var finish FinishReason
-		res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{Stop: []string{stop, "qq"}, GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true, Stream: func(c *Chunk) error {
+		var finish string
+		res, err := m.Complete(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true, Stream: func(c *Completion) error {
 			if strings.Contains(streamed.String()+c.Text, stop) {
 				t.Errorf("stop %q: streamed text %q reaches the stop string", stop, streamed.String()+c.Text)
 			}
@@ -187,14 +184,15 @@ func TestStopStringsOnModel(t *testing.T) {
 				finish = c.Finish
 			}
 			return nil
-		}}})
+		},
+			Stop: []string{stop, "qq"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		gen := strings.TrimPrefix(full, "the ")
-		want, wantFinish := gen, FinishLength
+		want, wantFinish := gen, finishLength
 		if i := strings.Index(gen, stop); i >= 0 {
-			want, wantFinish = gen[:i], FinishStop
+			want, wantFinish = gen[:i], finishStop
 		}
 		if res[0].Text != want || streamed.String() != want || finish != wantFinish || res[0].Finish != wantFinish {
 			t.Errorf("stop %q: text %q, streamed %q, finish %q/%q; want %q, %q", stop, res[0].Text, streamed.String(), finish, res[0].Finish, want, wantFinish)
@@ -203,10 +201,11 @@ func TestStopStringsOnModel(t *testing.T) {
 	// The stop string is not part of the result, and the stream's ids
 	// never hold its characters.
 	var seen []int
-	res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{Stop: []string{"fog"}, GenerateOptions: GenerateOptions{MaxNewTokens: 120, Greedy: true, Stream: func(c *Chunk) error {
+	res, err := m.Complete(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 120, Greedy: true, Stream: func(c *Completion) error {
 		seen = append(seen, c.IDs...)
 		return nil
-	}}})
+	},
+		Stop: []string{"fog"}})
 	if err != nil || "the "+res[0].Text != "the boats come home when the lantern glows. the boats wait outside the bay when the " {
 		t.Fatalf("Complete with stop: %v, %v", res, err)
 	}
@@ -215,68 +214,77 @@ func TestStopStringsOnModel(t *testing.T) {
 	}
 }
 
-// Traces recorded with Trace agree with the OnStep ones and are held
-// back with their tokens.
+// Traces are held back with their tokens: with Stream they arrive in the
+// streamed parts (and the returned Completions keep none), without it in
+// the Completions, the same steps either way.
 func TestCompleteTraceRecords(t *testing.T) {
 	m, vocab, _ := DefaultModel()
-	var live []Step
-	var chunkSteps []Step
-	o := CompleteOptions{Stop: []string{"rocks"}, GenerateOptions: GenerateOptions{MaxNewTokens: 30, Temperature: 1.5, TopK: 5, TraceTopN: 3, Trace: true, Seed: 42,
-		OnStep: func(s *Step) error { live = append(live, s.Clone()); return nil },
-		Stream: func(c *Chunk) error {
-			if len(c.Steps) != len(c.IDs) {
-				t.Errorf("chunk with %d ids has %d steps", len(c.IDs), len(c.Steps))
-			}
-			chunkSteps = append(chunkSteps, c.Steps...)
-			return nil
-		}}}
+	var streamed []Step
+	o := GenerateOptions{MaxNewTokens: 30, Temperature: 1.5, TopK: 5, TraceTopN: 3, Trace: true, Seed: 42, Stop: []string{"rocks"}}
+	recorded, err := m.Complete(context.Background(), vocab, "the ", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Stream = func(c *Completion) error {
+		if len(c.Steps) != len(c.IDs) {
+			t.Errorf("a part with %d ids has %d steps", len(c.IDs), len(c.Steps))
+		}
+		for _, s := range c.Steps {
+			streamed = append(streamed, s.Clone())
+		}
+		return nil
+	}
 	res, err := m.Complete(context.Background(), vocab, "the ", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res[0].Steps) != len(res[0].IDs) || len(chunkSteps) != len(res[0].IDs) {
-		t.Fatalf("%d ids, %d recorded steps, %d streamed", len(res[0].IDs), len(res[0].Steps), len(chunkSteps))
+	if res[0].Steps != nil {
+		t.Errorf("a streamed call returned %d steps", len(res[0].Steps))
 	}
-	for i, s := range res[0].Steps {
-		if s.ID != res[0].IDs[i] || s.Logprob != live[i].Logprob || s.Pos != 4+i || len(s.Top) != 3 || s.Top[1] != live[i].Top[1] {
-			t.Fatalf("step %d: recorded %+v, live %+v", i, s, live[i])
+	ids := recorded[0].IDs
+	if len(recorded[0].Steps) != len(ids) || len(streamed) != len(ids) || !slices.Equal(res[0].IDs, ids) {
+		t.Fatalf("%d ids, %d recorded steps, %d streamed", len(ids), len(recorded[0].Steps), len(streamed))
+	}
+	for i, s := range recorded[0].Steps {
+		if s.Chosen.ID != ids[i] || s.Logprob != streamed[i].Logprob || s.Pos != 4+i || len(s.Top) != 3 || s.Top[1] != streamed[i].Top[1] {
+			t.Fatalf("step %d: recorded %+v, streamed %+v", i, s, streamed[i])
 		}
 	}
 }
 
-// An error from the stream or from OnStep stops every sample and is
+// An error from the stream (traced or not) stops every sample and is
 // returned; so does cancelling the context, with what was released.
 func TestCompleteStopsOnErrorsAndCancel(t *testing.T) {
 	m, vocab, _ := DefaultModel()
 	boom := errors.New("boom")
 	chunks := 0
-	_, err := m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 3, Seed: 1, Stream: func(c *Chunk) error {
+	_, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 50, N: 3, Seed: 1, Stream: func(c *Completion) error {
 		if chunks++; chunks == 7 {
 			return boom
 		}
 		return nil
-	}}})
+	}})
 	if !errors.Is(err, boom) || chunks != 7 {
 		t.Errorf("stream error: err %v after %d chunks", err, chunks)
 	}
 	steps := 0
-	_, err = m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, OnStep: func(*Step) error {
-		if steps++; steps == 5 {
+	_, err = m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, Trace: true, Stream: func(c *Completion) error {
+		if steps += len(c.Steps); steps >= 5 {
 			return boom
 		}
 		return nil
-	}}})
+	}})
 	if !errors.Is(err, boom) || steps != 5 {
-		t.Errorf("OnStep error: err %v after %d steps", err, steps)
+		t.Errorf("traced stream error: err %v after %d steps", err, steps)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	got := 0
-	res, err := m.Complete(ctx, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, Stream: func(c *Chunk) error {
+	res, err := m.Complete(ctx, vocab, "the ", GenerateOptions{MaxNewTokens: 50, N: 2, Seed: 1, Stream: func(c *Completion) error {
 		if got += len(c.IDs); got >= 10 {
 			cancel()
 		}
 		return nil
-	}}})
+	}})
 	if !errors.Is(err, context.Canceled) || len(res) != 2 || len(res[0].IDs)+len(res[1].IDs) != got {
 		t.Errorf("cancel: err %v, %d results, %d ids streamed", err, len(res), got)
 	}
@@ -292,7 +300,7 @@ func TestCompleteRefusesOversizedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []GenerateOptions{{MaxNewTokens: 1, N: 2, Seed: 1}, {MaxNewTokens: 1, NumBeams: 2}} {
-		if _, err := m.Complete(context.Background(), vocab, "ab", CompleteOptions{GenerateOptions: o}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
+		if _, err := m.Complete(context.Background(), vocab, "ab", o); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {
 			t.Errorf("Complete, N %d, beams %d: err %v", o.N, o.NumBeams, err)
 		}
 		if _, err := m.Generate(context.Background(), []int{0}, o); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "2 sequences together") {

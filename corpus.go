@@ -33,19 +33,16 @@ const (
 )
 
 var (
-	// ErrUnknownChar is returned (wrapped) when text holds a character
-	// outside the vocabulary.
-	ErrUnknownChar = errors.New("character not in vocabulary")
-	// ErrBadText is returned (wrapped) for text that cannot be a corpus:
-	// empty, invalid UTF-8, or too short.
+	// ErrBadText is returned (wrapped) for text the vocabulary cannot
+	// encode (a character outside it, whose message names the character
+	// and its position), for text that cannot be a corpus (empty, invalid
+	// UTF-8, or too short), and by Decode for a token id outside the
+	// vocabulary.
 	ErrBadText = errors.New("unusable text")
-	// ErrBadToken is returned (wrapped) by Decode for a token id outside
-	// the vocabulary.
-	ErrBadToken = errors.New("token id outside the vocabulary")
 )
 
-// MaxVocabSize bounds the vocabulary: every Unicode code point could occur.
-const MaxVocabSize = utf8.MaxRune + 1
+// maxVocabSize bounds the vocabulary: every Unicode code point could occur.
+const maxVocabSize = utf8.MaxRune + 1
 
 // Vocab maps characters (runes) to token ids 0..Size()-1 in sorted order,
 // like the lessons' sorted(set(text)).
@@ -72,12 +69,12 @@ func NewVocab(text string) (*Vocab, error) {
 		chars = append(chars, r)
 	}
 	slices.Sort(chars)
-	return VocabFromChars(chars)
+	return vocabFromChars(chars)
 }
 
-// VocabFromChars builds a vocabulary from its characters in id order; they
+// vocabFromChars builds a vocabulary from its characters in id order; they
 // must be valid, distinct and ascending (as a checkpoint stores them).
-func VocabFromChars(chars []rune) (*Vocab, error) {
+func vocabFromChars(chars []rune) (*Vocab, error) {
 	if len(chars) == 0 {
 		return nil, fmt.Errorf("%w: empty vocabulary", ErrBadText)
 	}
@@ -112,7 +109,7 @@ func (v *Vocab) Size() int { return len(v.chars) }
 func (v *Vocab) Chars() []rune { return slices.Clone(v.chars) }
 
 // Encode turns text into token ids. A character outside the vocabulary is
-// an error wrapping ErrUnknownChar that names it and its position (in
+// an error wrapping ErrBadText that names it and its position (in
 // characters, from 0).
 func (v *Vocab) Encode(text string) ([]int, error) {
 	ids := make([]int, 0, len(text))
@@ -125,7 +122,7 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 		}
 		id, ok := v.index[r]
 		if !ok {
-			return nil, fmt.Errorf("%w: %q at position %d", ErrUnknownChar, r, pos)
+			return nil, fmt.Errorf("%w: %q at position %d is not in the vocabulary", ErrBadText, r, pos)
 		}
 		ids = append(ids, id)
 		pos++
@@ -134,16 +131,32 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 }
 
 // Decode turns token ids back into text; an id outside [0, Size()) is an
-// error wrapping ErrBadToken that names it and its position.
+// error wrapping ErrBadText that names it and its position.
 func (v *Vocab) Decode(ids []int) (string, error) {
 	var b strings.Builder
 	for i, id := range ids {
 		if id < 0 || id >= len(v.chars) {
-			return "", fmt.Errorf("decode: %w: token id %d at position %d is outside [0, %d)", ErrBadToken, id, i, len(v.chars))
+			return "", fmt.Errorf("decode: %w: token id %d at position %d is outside [0, %d)", ErrBadText, id, i, len(v.chars))
 		}
 		b.WriteRune(v.chars[id])
 	}
 	return b.String(), nil
+}
+
+// text decodes ids, which must be the vocabulary's (the generator's own
+// tokens), without checking them.
+func (v *Vocab) text(ids []int) string {
+	if len(ids) == 1 && v.chars[ids[0]] < utf8.RuneSelf {
+		// The usual streamed part, one ASCII character: a one-byte
+		// string is the runtime's own, not allocated.
+		b := [1]byte{byte(v.chars[ids[0]])}
+		return string(b[:])
+	}
+	rs := make([]rune, len(ids))
+	for i, id := range ids {
+		rs[i] = v.chars[id]
+	}
+	return string(rs)
 }
 
 // Dataset is an encoded corpus split into a training part (the first
@@ -155,11 +168,11 @@ type Dataset struct {
 	Val   []int32 // last 10%
 }
 
-// SHA256 returns the SHA-256 of the text d was made from: its tokens
+// textSHA256 returns the SHA-256 of the text d was made from: its tokens
 // decoded to UTF-8, the training part then the validation part, which is
 // the text given to NewDataset. Full checkpoints record it so that a run
 // is resumed on the text it was trained on.
-func (d *Dataset) SHA256() [32]byte {
+func (d *Dataset) textSHA256() [32]byte {
 	h := sha256.New()
 	buf := make([]byte, 0, 64<<10)
 	for _, part := range [][]int32{d.Train, d.Val} {
@@ -175,23 +188,22 @@ func (d *Dataset) SHA256() [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-// NewDataset encodes text with its own vocabulary and splits it 90/10.
-// blockSize is the context length training will use: each part must hold
-// at least blockSize+2 tokens so that one window and its target fit.
-func NewDataset(text string, blockSize int) (*Dataset, error) {
-	vocab, err := NewVocab(text)
-	if err != nil {
-		return nil, err
+// NewDataset encodes text and splits it 90/10: with its own vocabulary
+// when vocab is nil, else with vocab (a checkpoint's, to resume training
+// or to fine-tune its model on new text). blockSize is the context length
+// training will use: each part must hold at least blockSize+2 tokens so
+// that one window and its target fit. With vocab, every character of text
+// must be in it: the first one that is not is an error wrapping
+// ErrBadText that names the character and its byte offset (a model
+// cannot learn a token it has no embedding for).
+func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
+	if vocab == nil {
+		v, err := NewVocab(text)
+		if err != nil {
+			return nil, err
+		}
+		vocab = v
 	}
-	return NewDatasetWithVocab(text, vocab, blockSize)
-}
-
-// NewDatasetWithVocab is NewDataset with a given vocabulary: a
-// checkpoint's, to resume training or to fine-tune its model on new text.
-// Every character of text must be in vocab: the first one that is not is
-// an error wrapping ErrUnknownChar that names the character and its byte
-// offset (a model cannot learn a token it has no embedding for).
-func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if blockSize < 1 {
 		return nil, fmt.Errorf("%w: block size %d must be positive", ErrBadText, blockSize)
 	}
@@ -208,7 +220,7 @@ func NewDatasetWithVocab(text string, vocab *Vocab, blockSize int) (*Dataset, er
 		id, ok := vocab.index[r]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q (%U) at byte offset %d (character %d) is not one of the vocabulary's %d characters",
-				ErrUnknownChar, r, r, off, pos, vocab.Size())
+				ErrBadText, r, r, off, pos, vocab.Size())
 		}
 		ids = append(ids, int32(id))
 		pos++

@@ -21,7 +21,7 @@ func TestLanternBayIsTheSeedsCorpus(t *testing.T) {
 	if got, want := string(v.Chars()), " .abcdefghiklmnoprstuvwy"; got != want {
 		t.Fatalf("vocabulary %q, want %q", got, want)
 	}
-	d, err := NewDataset(LanternBay, 32)
+	d, err := NewDataset(LanternBay, nil, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestVocabEncodeDecode(t *testing.T) {
 		t.Fatalf("Encode = %v, %v; want sorted ids [0 1 2 0 1]", ids, err)
 	}
 	_, err = v.Encode("abxc")
-	if !errors.Is(err, ErrUnknownChar) || !strings.Contains(err.Error(), `'x' at position 2`) {
+	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), `'x' at position 2`) {
 		t.Fatalf("unknown character: %v", err)
 	}
-	if _, err := v.Decode([]int{0, 3}); !errors.Is(err, ErrBadToken) || !strings.HasPrefix(err.Error(), "decode: ") || !strings.Contains(err.Error(), "token id 3 at position 1") {
+	if _, err := v.Decode([]int{0, 3}); !errors.Is(err, ErrBadText) || !strings.HasPrefix(err.Error(), "decode: ") || !strings.Contains(err.Error(), "token id 3 at position 1") {
 		t.Fatalf("Decode of an out-of-range id: %v", err)
 	}
-	if _, err := v.Decode([]int{-1}); !errors.Is(err, ErrBadToken) {
+	if _, err := v.Decode([]int{-1}); !errors.Is(err, ErrBadText) {
 		t.Fatal("Decode accepted -1")
 	}
 }
@@ -60,11 +60,11 @@ func TestDatasetWithVocabNamesUnknownCharacter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewDatasetWithVocab("éé aZb"+strings.Repeat("ab ", 40), v, 4)
-	if !errors.Is(err, ErrUnknownChar) || !strings.Contains(err.Error(), "'Z' (U+005A) at byte offset 6 (character 4)") {
-		t.Fatalf("NewDatasetWithVocab = %v, want ErrUnknownChar naming 'Z' at byte offset 6", err)
+	_, err = NewDataset("éé aZb"+strings.Repeat("ab ", 40), v, 4)
+	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), "'Z' (U+005A) at byte offset 6 (character 4)") {
+		t.Fatalf("NewDatasetWithVocab = %v, want ErrBadText naming 'Z' at byte offset 6", err)
 	}
-	if _, err := NewDatasetWithVocab("éé ab"+strings.Repeat("ab ", 40), v, 4); err != nil {
+	if _, err := NewDataset("éé ab"+strings.Repeat("ab ", 40), v, 4); err != nil {
 		t.Fatalf("text within the vocabulary: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestBadCorpora(t *testing.T) {
 		{"one distinct character", strings.Repeat("a", 1000), "only 1 distinct character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewDataset(tc.text, 32)
+			_, err := NewDataset(tc.text, nil, 32)
 			if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewDataset error = %v, want ErrBadText mentioning %q", err, tc.want)
 			}
@@ -94,7 +94,7 @@ func TestBadCorpora(t *testing.T) {
 // training, a checkpoint and generation without losing a character.
 func TestNonASCIICorpusRoundTrip(t *testing.T) {
 	text := strings.Repeat("café crème, 東京の夜。naïve œuvre — 日本語テキスト. ", 30)
-	d, err := NewDataset(text, 16)
+	d, err := NewDataset(text, nil, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteCheckpoint(&buf, tr.Checkpoint(FullCheckpoint)); err != nil {
+	if err := WriteCheckpoint(&buf, tr.Checkpoint()); err != nil {
 		t.Fatal(err)
 	}
 	c, err := ReadCheckpoint(&buf)
@@ -128,7 +128,7 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 	if string(c.Vocab.Chars()) != string(chars) {
 		t.Fatalf("checkpoint vocabulary %q, want %q", string(c.Vocab.Chars()), string(chars))
 	}
-	out := completed(t, c.Model, c.Vocab, "東京の", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 30, Temperature: 1, Seed: 1}})
+	out := completed(t, c.Model, c.Vocab, "東京の", GenerateOptions{MaxNewTokens: 30, Temperature: 1, Seed: 1})
 	if !strings.HasPrefix(out, "東京の") || utf8.RuneCountInString(out) != 33 || !utf8.ValidString(out) {
 		t.Fatalf("generated %q: want the prompt and 30 valid characters", out)
 	}
@@ -149,8 +149,8 @@ func runeSet(s string) map[rune]bool {
 
 func TestVocabFromCharsValidates(t *testing.T) {
 	for _, chars := range [][]rune{{}, {'b', 'a'}, {'a', 'a'}, {'a', 0xD800}, {'a', -1}} {
-		if _, err := VocabFromChars(chars); err == nil {
-			t.Errorf("VocabFromChars(%q) accepted", chars)
+		if _, err := vocabFromChars(chars); err == nil {
+			t.Errorf("vocabFromChars(%q) accepted", chars)
 		}
 	}
 }
@@ -164,7 +164,7 @@ func FuzzNewDataset(f *testing.F) {
 	f.Add("a\xffb", 1)
 	f.Add("", 2)
 	f.Fuzz(func(t *testing.T, text string, block int) {
-		d, err := NewDataset(text, block)
+		d, err := NewDataset(text, nil, block)
 		if err != nil {
 			return
 		}

@@ -60,26 +60,26 @@
 // # Using it
 //
 //	ctx := context.Background()
-//	data, _ := minigpt.NewDataset(minigpt.LanternBay, 32)       // vocabulary + 90/10 split
+//	data, _ := minigpt.NewDataset(minigpt.LanternBay, nil, 32)  // vocabulary + 90/10 split
 //	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), 42) // fresh weights
 //	tr, _ := minigpt.NewTrainer(m, data, minigpt.DefaultTrainConfig())
 //	_ = tr.Run(ctx, func(p minigpt.Progress) { /* report */ })
-//	_ = minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
+//	_ = minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint())
 //	c, _ := minigpt.LoadCheckpoint("my.ckpt")
-//	res, _ := c.Model.Complete(ctx, c.Vocab, "the ", minigpt.CompleteOptions{
-//		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 100, Temperature: 0.8, Seed: 1},
+//	res, _ := c.Model.Complete(ctx, c.Vocab, "the ", minigpt.GenerateOptions{
+//		MaxNewTokens: 100, Temperature: 0.8, Seed: 1,
 //	})
 //
 // (The README's program is the same, whole and tested.) A full checkpoint
 // resumes bit for bit ([ResumeTrainer]). To fine-tune
 // instead, pass a loaded model to [NewTrainer] with a dataset encoded with
-// the checkpoint's vocabulary ([NewDatasetWithVocab]). [DefaultModel] is a
+// the checkpoint's vocabulary (NewDataset with it). [DefaultModel] is a
 // model trained on Lantern Bay, embedded in the package.
 //
 // The library never prints, exits or reads flags; the commands do.
 // Errors a caller may branch on wrap sentinels: ErrBadConfig,
 // ErrBadTrainConfig, ErrBadAdamConfig and ErrBadOption for invalid
-// settings; ErrUnknownChar, ErrBadText and ErrBadToken for text and ids;
+// settings; ErrBadText, ErrBadText and ErrBadToken for text and ids;
 // ErrVocabMismatch, ErrCorpusMismatch, ErrTooLarge and ErrModelInUse from
 // NewTrainer and ResumeTrainer; ErrDiverged from training; ErrNonFinite
 // and ErrAllBanned from generation; ErrClosed from a closed Batch;

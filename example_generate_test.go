@@ -17,20 +17,19 @@ func ExampleGenerateOptions() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	bias, err := minigpt.CharBias(vocab, map[rune]float64{'c': -100}) // never write a 'c'
+	c, err := vocab.Encode("c")
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := m.Complete(context.Background(), vocab, "the keeper ", minigpt.CompleteOptions{
-		GenerateOptions: minigpt.GenerateOptions{
-			MaxNewTokens: 120,
-			Temperature:  1.2,
-			MinP:         0.1,
-			LogitBias:    bias,
-			Seed:         42,
-		},
-		Stop: []string{"."},
-	})
+	bias := map[int]float64{c[0]: -100} // never write a 'c'
+
+	res, err := m.Complete(context.Background(), vocab, "the keeper ", minigpt.GenerateOptions{
+		MaxNewTokens: 120,
+		Temperature:  1.2,
+		MinP:         0.1,
+		LogitBias:    bias,
+		Seed:         42,
+		Stop:         []string{"."}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,27 +38,25 @@ func ExampleGenerateOptions() {
 	// the keeper rings the bell when a boat drifts near the rove the bay when the tide is low
 }
 
-// Several samples of one prompt, computed together; each reports the
-// seed that reproduces it alone.
+// Several samples of one prompt, computed together; sample i is the one a
+// single-sample call with seed 7+i gives alone.
 func ExampleModel_Complete() {
 	m, vocab, err := minigpt.DefaultModel()
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{
-		GenerateOptions: minigpt.GenerateOptions{
-			MaxNewTokens: 40,
-			N:            3,
-			Seed:         7,
-			Temperature:  1.5,
-			TopK:         5,
-		},
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{
+		MaxNewTokens: 40,
+		N:            3,
+		Seed:         7,
+		Temperature:  1.5,
+		TopK:         5,
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, c := range res {
-		fmt.Printf("seed %d: %q\n", c.Seed, c.Text)
+		fmt.Printf("seed %d: %q\n", 7+c.Index, c.Text)
 	}
 	// Output:
 	// seed 7: "tide is low. the keeper counts the boats"
@@ -86,8 +83,8 @@ func ExampleModel_Generate() {
 		Seed:         7,
 		Temperature:  1.5,
 		TopK:         5,
-		Stream: func(c *minigpt.Chunk) error {
-			streamed[c.Sample] = append(streamed[c.Sample], c.IDs...)
+		Stream: func(c *minigpt.Completion) error {
+			streamed[c.Index] = append(streamed[c.Index], c.IDs...)
 			return nil
 		},
 	})
@@ -99,7 +96,7 @@ func ExampleModel_Generate() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("seed %d: %q (%d ids streamed)\n", c.Seed, text, len(streamed[i]))
+		fmt.Printf("seed %d: %q (%d ids streamed)\n", 7+i, text, len(streamed[i]))
 	}
 	// Output:
 	// seed 7: "tide is low. the keeper counts the boats" (40 ids streamed)
@@ -121,9 +118,7 @@ func ExampleModel_Complete_concurrent() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := m.Complete(context.Background(), vocab, p, minigpt.CompleteOptions{
-				GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true},
-			})
+			res, err := m.Complete(context.Background(), vocab, p, minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
 			if err != nil {
 				out[i] = err.Error()
 				return
@@ -149,25 +144,29 @@ func ExampleStep() {
 		log.Fatal(err)
 	}
 	chars := vocab.Chars()
-	_, err = m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{
+	_, err = m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{
 		MaxNewTokens: 3,
 		Temperature:  1.5,
 		TopK:         2,
 		Seed:         42,
 		TraceTopN:    3,
-		OnStep: func(s *minigpt.Step) error {
-			fmt.Printf("%q p=%.3f raw=%.3f |", chars[s.ID], math.Exp(s.Logprob), math.Exp(s.RawLogprob))
-			for _, c := range s.Top {
-				if c.CutBy == minigpt.StageRaw {
-					fmt.Printf(" %q %.3f→%.3f", chars[c.ID], c.Probs[minigpt.StageRaw], c.Probs[minigpt.NumStages-1])
-				} else {
-					fmt.Printf(" %q %.3f cut by %v", chars[c.ID], c.Probs[minigpt.StageRaw], c.CutBy)
+		Trace:        true,
+		Stream: func(part *minigpt.Completion) error {
+			for _, s := range part.Steps {
+				fmt.Printf("%q p=%.3f raw=%.3f |", chars[s.Chosen.ID], math.Exp(s.Logprob), math.Exp(s.Chosen.Logprob))
+				for _, c := range s.Top {
+					final := c.Probs[len(c.Probs)-1] // after the last stage
+					if c.CutBy == minigpt.StageRaw {
+						fmt.Printf(" %q %.3f→%.3f", chars[c.ID], c.Probs[minigpt.StageRaw], final)
+					} else {
+						fmt.Printf(" %q %.3f cut by %v", chars[c.ID], c.Probs[minigpt.StageRaw], c.CutBy)
+					}
 				}
+				fmt.Println()
 			}
-			fmt.Println()
 			return nil
 		},
-	}})
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

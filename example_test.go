@@ -19,20 +19,16 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	greedy, err := m.Complete(ctx, vocab, "the keeper ", minigpt.CompleteOptions{
-		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, Greedy: true},
-	})
+	greedy, err := m.Complete(ctx, vocab, "the keeper ", minigpt.GenerateOptions{MaxNewTokens: 40, Greedy: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("the keeper " + greedy[0].Text)
-	sample, err := m.Complete(ctx, vocab, "the boats ", minigpt.CompleteOptions{
-		GenerateOptions: minigpt.GenerateOptions{
-			MaxNewTokens: 40,
-			Temperature:  0.8,
-			TopK:         10,
-			Seed:         42,
-		},
+	sample, err := m.Complete(ctx, vocab, "the boats ", minigpt.GenerateOptions{
+		MaxNewTokens: 40,
+		Temperature:  0.8,
+		TopK:         10,
+		Seed:         42,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -46,7 +42,7 @@ func Example() {
 // Train a model on your own text, then save it for cmd/generate.
 func ExampleTrainer() {
 	text := minigpt.LanternBay // or any UTF-8 text
-	data, err := minigpt.NewDataset(text, 32)
+	data, err := minigpt.NewDataset(text, nil, 32)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,15 +58,15 @@ func ExampleTrainer() {
 		log.Fatal(err)
 	}
 	err = tr.Run(context.Background(), func(p minigpt.Progress) {
-		if p.Step == p.Steps {
+		if p.Step == tc.Steps {
 			fmt.Printf("step %d: validation loss below 3: %v\n", p.Step, p.ValLoss < 3)
 		}
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(m.NumParams(), "parameters")
-	// To keep it: minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
+	fmt.Println(cfg.NumParams(), "parameters")
+	// To keep it: minigpt.SaveCheckpoint("my.ckpt", tr.Checkpoint())
 	// Output:
 	// step 20: validation loss below 3: true
 	// 104728 parameters
@@ -87,9 +83,9 @@ func ExampleNewTrainer_fineTune() {
 		log.Fatal(err)
 	}
 	text := strings.Repeat("the gulls sing to the keeper at dawn. ", 12)
-	data, err := minigpt.NewDatasetWithVocab(text, vocab, m.Config().BlockSize)
+	data, err := minigpt.NewDataset(text, vocab, m.Config().BlockSize)
 	if err != nil {
-		log.Fatal(err) // e.g. "character not in vocabulary: 'z' (U+007A) at byte offset 4 ..."
+		log.Fatal(err) // e.g. "unusable text: 'z' (U+007A) at byte offset 4 ..."
 	}
 	tc := minigpt.DefaultTrainConfig()
 	tc.Steps, tc.BatchSize, tc.LR, tc.EvalBatches = 20, 8, 1e-3, 1
@@ -98,7 +94,7 @@ func ExampleNewTrainer_fineTune() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	greedy := minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true}}
+	greedy := minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true}
 	before, err := m.Complete(ctx, vocab, "the gulls ", greedy)
 	if err != nil {
 		log.Fatal(err)
@@ -117,8 +113,7 @@ func ExampleNewTrainer_fineTune() {
 	// the gulls sing to the keeper at dawn. th
 }
 
-// Save a model to a file, read its description without the weights, then
-// load it and generate.
+// Save a model to a file, then load it and generate.
 func ExampleLoadCheckpoint() {
 	m, vocab, err := minigpt.DefaultModel()
 	if err != nil {
@@ -135,20 +130,13 @@ func ExampleLoadCheckpoint() {
 		log.Fatal(err)
 	}
 
-	info, err := minigpt.LoadCheckpointInfo(path) // cheap: no weights read
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("%d parameters, %d characters, step %d, resumable: %v\n",
-		info.Config.NumParams(), info.Vocab.Size(), info.Step, info.Full)
-
 	c, err := minigpt.LoadCheckpoint(path)
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := c.Model.Complete(context.Background(), c.Vocab, "the lamp ", minigpt.CompleteOptions{
-		GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true},
-	})
+	fmt.Printf("%d parameters, %d characters, step %d, resumable: %v\n",
+		c.Model.Config().NumParams(), c.Vocab.Size(), c.Step, c.Train != nil)
+	res, err := c.Model.Complete(context.Background(), c.Vocab, "the lamp ", minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
 	if err != nil {
 		log.Fatal(err)
 	}

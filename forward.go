@@ -5,6 +5,8 @@ package minigpt
 // positions against their KV caches.
 
 import (
+	"fmt"
+
 	"example.org/minigpt/internal/nn"
 	"example.org/minigpt/internal/par"
 )
@@ -340,4 +342,57 @@ func (m *Model) forwardBatch(a *activations, idx, targets []int, transpose bool)
 		a.seqs[b] = rowSeq{slot: b, ids: idx[b*T : (b+1)*T], t0: 0, t1: T, out0: 0}
 	}
 	m.forward(a, nil, a.seqs, targets, transpose)
+}
+
+// Logits runs the model on B sequences of T tokens (idx holds B·T ids,
+// row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
+func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
+	if err := m.checkBatch(idx, nil, B, T); err != nil {
+		return nil, fmt.Errorf("logits: %w", err)
+	}
+	m.use.RLock()
+	defer m.use.RUnlock()
+	a, release := lendActivations(m.cfg, B, T)
+	defer release()
+	m.forwardBatch(a, idx, nil, false)
+	return append([]float64(nil), a.logits...), nil
+}
+
+// loss runs the model on B sequences of T tokens and returns the mean
+// cross-entropy of predicting targets (also B·T ids) over all B·T
+// positions. It computes -log softmax exactly (the lessons add 1e-12 inside
+// the log; the difference is below 1e-11 for any probability it matters
+// for).
+func (m *Model) loss(idx, targets []int, B, T int) (float64, error) {
+	if err := m.checkBatch(idx, targets, B, T); err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	m.use.RLock()
+	defer m.use.RUnlock()
+	a, release := lendActivations(m.cfg, B, T)
+	defer release()
+	m.forwardBatch(a, idx, targets, false)
+	return a.meanLoss(), nil
+}
+
+// checkBatch checks a (B, T) batch of inputs and, if not nil, targets.
+func (m *Model) checkBatch(idx, targets []int, B, T int) error {
+	if B < 1 || T < 1 || T > m.cfg.BlockSize {
+		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.cfg.BlockSize)
+	}
+	if len(idx) != B*T {
+		return fmt.Errorf("batch shape (%d, %d) needs %d input ids, got %d", B, T, B*T, len(idx))
+	}
+	if err := m.checkTokens(idx, "inputs"); err != nil {
+		return err
+	}
+	if targets != nil {
+		if len(targets) != B*T {
+			return fmt.Errorf("batch shape (%d, %d) needs %d targets, got %d", B, T, B*T, len(targets))
+		}
+		if err := m.checkTokens(targets, "targets"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
+	"math/rand/v2"
 )
 
 // GenerateOptions configures generation. Every knob's zero value means
@@ -19,34 +19,30 @@ import (
 //  1. LogitBias on the model's raw logits (−100 bans, +100 forces);
 //  2. PresencePenalty and FrequencyPenalty (OpenAI's formula);
 //  3. Temperature (the lessons' first step);
-//  4. RepetitionPenalty (the sampling lesson's first exercise: after temperature);
+//  4. RepetitionPenalty (after temperature, as the sampling lesson's first exercise has it);
 //  5. NoRepeatNGramSize;
 //  6. TopK;
 //  7. TopP;
 //  8. MinP (after top-p, as in Hugging Face);
 //
-// then one softmax over the survivors and one draw from Rand. With only
-// the lessons' knobs set this is exactly their generate. Greedy skips
-// every stage; beam search runs stages 1, 2, 4 and 5 on
-// log-probabilities. Hugging Face runs its logits processors (repetition
-// penalty, no-repeat n-gram, bias) before the temperature warper, so its
-// repetition penalty acts on unscaled logits; llama.cpp's default chain
-// is bias, penalties, top-k, top-p, min-p and only then temperature, so
-// its filters see the distribution at temperature 1. The repository's
-// docs/sampling.md explains each stage.
+// then one softmax over the survivors and one draw from the sample's
+// generator. With only the lessons' knobs set this is exactly their
+// generate. Greedy skips every stage; beam search runs stages 1, 2, 4
+// and 5 on log-probabilities. The repository's docs/sampling.md explains
+// each stage and how other engines order theirs.
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); generation
 	// ends earlier only at a stop string or on cancellation.
 	MaxNewTokens int
 	// N is the number of samples to generate together, as one batch
-	// (0 means 1; at most MaxSamples). With beam search it is the number
-	// of best beams returned, at most NumBeams.
+	// (0 means 1; at most 128). With beam search it is the number of
+	// best beams returned, at most NumBeams.
 	N int
 	// Seed seeds the sampling: sample i draws one Float64 per token from
-	// SampleRand(Seed, i), so sample 0 is the text cmd/generate prints
-	// with -seed Seed, and every sample is the text a one-sample call with
-	// Seed SampleSeed(Seed, i) gives. Greedy decoding and beam search
-	// draw nothing.
+	// rand.New(rand.NewPCG(Seed+i, 0)) (the sum wrapping), so sample 0 is
+	// the text cmd/generate prints with -seed Seed, and every sample is the
+	// text a one-sample call with Seed+i gives. Greedy decoding and beam
+	// search draw nothing.
 	Seed uint64
 	// Greedy takes the argmax of the raw logits at every step (ties to the
 	// lowest id), the lessons' greedy=True: it ignores every sampling knob
@@ -69,7 +65,7 @@ type GenerateOptions struct {
 	// frequency·count. It must be in [-2, 2]; 0 means off.
 	FrequencyPenalty float64
 	// LogitBias adds a bias in [-100, 100] to the raw logit of a token id
-	// (CharBias builds it from characters). As in OpenAI's API, -100 bans
+	// (Vocab.Encode finds a character's id). As in OpenAI's API, -100 bans
 	// the token (its logit becomes -Inf) and +100 forces it: when any
 	// token has bias +100, only the tokens with +100 stay.
 	LogitBias map[int]float64
@@ -102,29 +98,33 @@ type GenerateOptions struct {
 	// string). It must be finite; 0 means no length normalisation
 	// (Hugging Face's default is 1).
 	LengthPenalty float64
+	// Stop lists up to 4 non-empty strings (Complete only: they need
+	// text): a sample ends before the first of them to appear in its
+	// generated text, which is left out of the result; streamed text holds
+	// back any characters that may begin one and releases them as soon as
+	// they cannot. With beam search a stop string plays the part of
+	// Hugging Face's end-of-sequence token.
+	Stop []string
 	// Stream, if not nil, receives each sample's tokens as they become
-	// final, as Chunks (with text when the call is Complete): with stop
-	// strings, once they cannot begin one. Beam search streams each beam
-	// whole at the end, best first. An error from Stream stops every
-	// sample and is returned.
-	Stream func(*Chunk) error
-	// OnStep, if not nil, is called for every generated token with its
-	// trace: the chosen token's log-probabilities and, with TraceTopN > 0,
-	// the TraceTopN most probable candidates with their probability after
-	// each stage. The Step and its slices are reused: copy what you keep
-	// (Step.Clone). Steps are reported as tokens are chosen, before any
-	// stop-string hold-back. An error stops generation and is returned.
-	// Not available with beam search.
-	OnStep func(s *Step) error
+	// final, as a Completion holding only them (IDs, Text with Complete,
+	// Steps with Trace; Index the sample's, Finish set on its last one,
+	// which may hold no tokens): with stop strings, once they cannot begin
+	// one. Beam search streams each beam whole at the end, best first. The
+	// Completion and its slices are valid only during the call. An error
+	// from Stream stops every sample and is returned.
+	Stream func(*Completion) error
 	// TraceTopN is the number of candidates a Step lists, in [0, vocabulary
-	// size]; it has an effect only with OnStep or Trace.
+	// size]; it has an effect only with Trace.
 	TraceTopN int
 	// TraceAttention adds to every Step the attention weights, in every
 	// layer and head, of the position that chose its token (Step.Attention);
-	// it has an effect only with OnStep or Trace, and costs nothing without.
+	// it has an effect only with Trace, and costs nothing without.
 	TraceAttention bool
-	// Trace records every released token's Step in Completion.Steps and
-	// in Chunk.Steps.
+	// Trace gives every token its Step, with TraceTopN candidates and,
+	// with TraceAttention, the attention weights: in the streamed parts'
+	// Steps when Stream is set (the Completions returned then hold none,
+	// so that a long stream keeps no trace it has delivered), else in the
+	// returned Completions' Steps. Beam search traces nothing.
 	Trace bool
 
 	// noCache recomputes the whole context window for every token instead
@@ -136,24 +136,20 @@ type GenerateOptions struct {
 
 // Limits on the knobs, checked by Validate.
 const (
-	// MaxStopStrings is the most stop strings GenerateOptions.Stop holds.
-	MaxStopStrings = 4
-	// MaxBeams is the largest NumBeams.
-	MaxBeams = 64
-	// MaxSamples is the largest N.
-	MaxSamples = 128
+	maxStopStrings = 4   // the most stop strings GenerateOptions.Stop holds
+	maxBeams       = 64  // the largest NumBeams
+	maxSamples     = 128 // the largest N
 )
 
 var (
 	// ErrBadOption is returned (wrapped) for an invalid GenerateOptions
-	// field or prompt.
+	// field or prompt, and when the options leave no token to choose
+	// (every token banned by LogitBias or NoRepeatNGramSize).
 	ErrBadOption = errors.New("invalid generate option")
 	// ErrNonFinite is returned (wrapped) when the model produces a NaN or
-	// infinite logit, so that such a value never travels into a token.
-	ErrNonFinite = errors.New("non-finite logits")
-	// ErrAllBanned is returned (wrapped) when the filters leave no token to
-	// choose (every token banned by LogitBias or NoRepeatNGramSize).
-	ErrAllBanned = errors.New("every token is banned")
+	// infinite logit, so that such a value never travels into a token, and
+	// by training when the loss or the gradient stops being finite.
+	ErrNonFinite = errors.New("non-finite value")
 )
 
 func (o *GenerateOptions) beam() bool { return o.NumBeams > 1 }
@@ -200,18 +196,23 @@ func (o GenerateOptions) Validate() error {
 		return bad("top-p %v is outside [0, 1] (0 and 1 mean off)", o.TopP)
 	case !(o.MinP >= 0 && o.MinP <= 1):
 		return bad("min-p %v is outside [0, 1] (0 means off)", o.MinP)
-	case o.NumBeams < 0 || o.NumBeams > MaxBeams:
-		return bad("beam count %d is outside [0, %d] (0 and 1 mean off)", o.NumBeams, MaxBeams)
+	case o.NumBeams < 0 || o.NumBeams > maxBeams:
+		return bad("beam count %d is outside [0, %d] (0 and 1 mean off)", o.NumBeams, maxBeams)
 	case !finite(o.LengthPenalty):
 		return bad("length penalty %v must be finite", o.LengthPenalty)
 	case o.TraceTopN < 0:
 		return bad("trace top-n %d is negative", o.TraceTopN)
-	case o.N < 0 || o.N > MaxSamples:
-		return bad("sample count %d is outside [0, %d] (0 means 1)", o.N, MaxSamples)
+	case o.N < 0 || o.N > maxSamples:
+		return bad("sample count %d is outside [0, %d] (0 means 1)", o.N, maxSamples)
 	case o.beam() && o.N > o.NumBeams:
 		return bad("%d beams cannot return %d sequences (N)", o.NumBeams, o.N)
-	case o.beam() && o.OnStep != nil:
-		return bad("beam search has no per-step trace (OnStep is set)")
+	case len(o.Stop) > maxStopStrings:
+		return bad("%d stop strings, at most %d", len(o.Stop), maxStopStrings)
+	}
+	for i, s := range o.Stop {
+		if s == "" {
+			return bad("stop string %d is empty", i)
+		}
 	}
 	for id, b := range o.LogitBias {
 		if !(b >= -100 && b <= 100) {
@@ -237,32 +238,29 @@ func (o *GenerateOptions) validateFor(V int) error {
 	return nil
 }
 
-// CompleteOptions are the options of Complete: every GenerateOptions
-// field, and the stop strings, which only text can have.
-type CompleteOptions struct {
-	GenerateOptions
-	// Stop lists up to 4 non-empty strings: a sample ends before the
-	// first of them to appear in its generated text, which is left out of
-	// the result; streamed text holds back any characters that may begin
-	// one and releases them as soon as they cannot. With beam search a
-	// stop string plays the part of Hugging Face's end-of-sequence token.
-	Stop []string
-}
+// Why a sample ended: Completion.Finish, in OpenAI's words.
+const (
+	finishLength = "length" // MaxNewTokens generated
+	finishStop   = "stop"   // a stop string appeared
+)
 
-// Validate is GenerateOptions.Validate with the stop strings' checks.
-func (o CompleteOptions) Validate() error {
-	if err := o.GenerateOptions.Validate(); err != nil {
-		return err
-	}
-	if len(o.Stop) > MaxStopStrings {
-		return fmt.Errorf("%w: %d stop strings, at most %d", ErrBadOption, len(o.Stop), MaxStopStrings)
-	}
-	for i, s := range o.Stop {
-		if s == "" {
-			return fmt.Errorf("%w: stop string %d is empty", ErrBadOption, i)
-		}
-	}
-	return nil
+// Completion is one sample (or beam) of a Generate or Complete call, or
+// the part of one that a GenerateOptions.Stream call delivers.
+type Completion struct {
+	// Index is the sample's index, in [0, N); beams are ranked best first.
+	Index int
+	// IDs are the generated tokens, the stop string excluded.
+	IDs []int
+	// Text is IDs decoded (Complete only).
+	Text string
+	// Finish says why the sample ended, as OpenAI's API does: "length"
+	// (MaxNewTokens generated) or "stop" (at a stop string); "" in a
+	// streamed part before the last.
+	Finish string
+	// Score is beam search's length-penalised score (0 when sampling).
+	Score float64
+	// Steps holds each token's trace when GenerateOptions.Trace is set.
+	Steps []Step
 }
 
 // Generate continues prompt (token ids) with opts.N samples (or the N
@@ -273,31 +271,35 @@ func (o CompleteOptions) Validate() error {
 // chooses from the last position's logits: greedy argmax, beam search,
 // or the pipeline described at GenerateOptions and one draw from the
 // sample's generator. Cancelling ctx stops between tokens; the
-// completions so far are returned with ctx's error.
+// completions so far are returned with ctx's error. Stop strings need
+// text: opts.Stop must be empty.
 //
 // Generate is safe for concurrent use on one Model, and a call gives the
 // same bits whether or not others run at the same time.
 func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]Completion, error) {
+	if len(opts.Stop) > 0 {
+		return nil, fmt.Errorf("%w: stop strings need text: use Complete", ErrBadOption)
+	}
 	if err := m.checkPrompt(prompt, &opts); err != nil {
 		return nil, err
 	}
-	return m.generate(ctx, prompt, &opts, nil, nil)
+	return m.generate(ctx, prompt, &opts, nil)
 }
 
 // Complete is Generate on text: it encodes prompt with vocab (an unknown
 // character is an error naming it and its position), ends samples at
 // opts.Stop, and returns each sample's text beside its ids. Sample i is
-// the text a one-sample call with Seed SampleSeed(opts.Seed, i) gives.
-func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts CompleteOptions) ([]Completion, error) {
+// the text a one-sample call with Seed opts.Seed+i gives.
+func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) ([]Completion, error) {
 	ids, err := m.checkComplete(vocab, prompt, &opts)
 	if err != nil {
 		return nil, err
 	}
-	return m.generate(ctx, ids, &opts.GenerateOptions, opts.Stop, vocab.Chars())
+	return m.generate(ctx, ids, &opts, vocab)
 }
 
 // checkComplete checks Complete's arguments and returns the prompt's ids.
-func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *CompleteOptions) ([]int, error) {
+func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *GenerateOptions) ([]int, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -313,7 +315,7 @@ func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *CompleteOptions
 	if err != nil {
 		return nil, fmt.Errorf("%w: prompt: %w", ErrBadOption, err)
 	}
-	if err := m.checkPrompt(ids, &opts.GenerateOptions); err != nil {
+	if err := m.checkPrompt(ids, opts); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -332,26 +334,27 @@ func (m *Model) checkPrompt(prompt []int, o *GenerateOptions) error {
 	return nil
 }
 
-// LoopOnset returns the first index i (in characters) at which the
-// w-character window text[i:i+w] appears again later in text, starting at
-// or after i+w; or -1 if none does: the loop detector of the sampling
-// lesson's third exercise ("loop onset").
-func LoopOnset(text string, w int) int {
-	if w <= 0 {
-		return -1
+// checkBatchMemory refuses a batch of B sequences whose activations would
+// exceed the bound Config.Validate puts on one sequence's: B rows are
+// computed together, so they cost B times one sequence's memory.
+func (m *Model) checkBatchMemory(B int) error {
+	if f := m.cfg.activationFloats(B, m.cfg.BlockSize); B > 1 && f > maxSequenceFloats {
+		return fmt.Errorf("%w: %d sequences together need %.0f activations, above the limit of %d", ErrBadOption, B, f, maxSequenceFloats)
 	}
-	// Byte offsets of every character, so windows are whole runes.
-	offs := make([]int, 0, len(text)+1)
-	for i := range text {
-		offs = append(offs, i)
+	return nil
+}
+
+// rows is the number of rows (cache slots) a request with options o
+// needs: one per sample, or per beam.
+func (o *GenerateOptions) rows() int {
+	if o.beam() {
+		return o.NumBeams
 	}
-	n := len(offs)
-	offs = append(offs, len(text))
-	for i := 0; i+2*w <= n; i++ {
-		window := text[offs[i]:offs[i+w]]
-		if strings.Contains(text[offs[i+w]:], window) {
-			return i
-		}
-	}
-	return -1
+	return o.samples()
+}
+
+// sampleRand returns the generator sample i of a call with Seed seed draws
+// from.
+func sampleRand(seed uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed+uint64(i), 0))
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
-	"example.org/minigpt/internal/testutil"
 )
 
 // survivors returns the ids whose filtered logit is finite.
@@ -197,31 +196,6 @@ func TestSamplingFrequencies(t *testing.T) {
 	}
 }
 
-func TestLoopOnset(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		w    int
-		want int
-	}{
-		{"abcabc", 3, 0},
-		{"xyzabcqabc", 3, 3},
-		{"ababa", 2, 0},  // "ab" again at 2
-		{"abcab", 3, -1}, // only overlapping repeats
-		{"aaa", 2, -1},   // the later copy would overlap
-		{"aaaa", 2, 0},
-		{"abcdef", 2, -1},
-		{"", 3, -1},
-		{"ab", 5, -1},
-		{"héhé", 2, 0},   // counted in characters, not bytes
-		{"x日本y日本", 2, 1}, // CJK windows
-		{"the lamp the lamp", 20, -1},
-	} {
-		if got := LoopOnset(tc.text, tc.w); got != tc.want {
-			t.Errorf("LoopOnset(%q, %d) = %d, want %d", tc.text, tc.w, got, tc.want)
-		}
-	}
-}
-
 func TestGenerateRejectsBadOptions(t *testing.T) {
 	m, _ := NewModel(tinyConfig(false), 1)
 	vocab, _ := NewVocab("abcdefg")
@@ -245,7 +219,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.Complete(context.Background(), vocab, tc.prompt, CompleteOptions{GenerateOptions: tc.o})
+			_, err := m.Complete(context.Background(), vocab, tc.prompt, tc.o)
 			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Complete error = %v, want ErrBadOption mentioning %q", err, tc.want)
 			}
@@ -260,13 +234,13 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := m.Complete(context.Background(), nil, "ab", CompleteOptions{GenerateOptions: GenerateOptions{Greedy: true}}); !errors.Is(err, ErrBadOption) {
+	if _, err := m.Complete(context.Background(), nil, "ab", GenerateOptions{Greedy: true}); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("nil vocabulary: error %v", err)
 	}
 	// A huge token count is not allocated up front: cancel after a few.
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, Stream: func(c *Chunk) error {
+	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, Stream: func(c *Completion) error {
 		if n += len(c.IDs); n >= 5 {
 			cancel()
 		}
@@ -282,7 +256,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 // Greedy Generate continues the prompt (which it leaves as it was and
 // does not return) with argmaxes, whatever the other knobs say.
 func TestGreedyGenerateKeepsPromptAndIgnoresKnobs(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 5)
+	m := randomizedModel(t, defaultConfig(), 5)
 	prompt := []int{3, 1, 4, 1, 5}
 	gen := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
 	if len(gen) != 40 || !slices.Equal(prompt, []int{3, 1, 4, 1, 5}) {
@@ -299,9 +273,6 @@ func TestGreedyGenerateKeepsPromptAndIgnoresKnobs(t *testing.T) {
 	}
 	if !slices.Equal(gen, res[0].IDs) {
 		t.Fatal("greedy with other knobs set differs from plain greedy")
-	}
-	if res[0].Seed != 0 {
-		t.Fatalf("greedy decoding reports seed %d", res[0].Seed)
 	}
 	r := seeded(3)
 	if b, err := generateWith(m, prompt, knobs, r); err != nil || !slices.Equal(gen, b) {
@@ -328,7 +299,7 @@ func TestKVCacheMatchesFullRecompute(t *testing.T) {
 	// A block longer than a prefill chunk: prompts filled in several
 	// passes.
 	long := Config{VocabSize: 9, BlockSize: prefillChunk + 36, EmbedDim: 16, Heads: 2, Layers: 2}
-	for _, cfg := range []Config{DefaultConfig(), oneLayer, long} {
+	for _, cfg := range []Config{defaultConfig(), oneLayer, long} {
 		testKVCache(t, randomizedModel(t, cfg, 8))
 	}
 }
@@ -345,17 +316,20 @@ func testKVCache(t *testing.T, m *Model) {
 		seq := randomTokens(rng, plen, V)
 		full := m.Clone()
 		var steps int
-		o := GenerateOptions{MaxNewTokens: 2 * bs, Greedy: true, TraceTopN: V, OnStep: func(s *Step) error {
-			start := max(0, len(seq)-bs)
-			logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
-			want := logits[(len(seq)-start-1)*V:]
-			for _, c := range s.Top {
-				if math.Float64bits(c.Logit) != math.Float64bits(want[c.ID]) {
-					t.Fatalf("prompt %d, length %d: cached logit %d = %v, full recompute %v", plen, len(seq), c.ID, c.Logit, want[c.ID])
+		o := GenerateOptions{MaxNewTokens: 2 * bs, Greedy: true, TraceTopN: V, Trace: true, Stream: func(part *Completion) error {
+			for i := range part.Steps {
+				s := &part.Steps[i]
+				start := max(0, len(seq)-bs)
+				logits, _ := full.Logits(seq[start:], 1, len(seq)-start)
+				want := logSoftmax(logits[(len(seq)-start-1)*V:])
+				for _, c := range s.Top {
+					if math.Float64bits(c.Logprob) != math.Float64bits(want[c.ID]) {
+						t.Fatalf("prompt %d, length %d: cached logprob %d = %v, full recompute %v", plen, len(seq), c.ID, c.Logprob, want[c.ID])
+					}
 				}
+				seq = append(seq, s.Chosen.ID)
+				steps++
 			}
-			seq = append(seq, s.ID)
-			steps++
 			return nil
 		}}
 		if _, err := m.Generate(context.Background(), slices.Clone(seq), o); err != nil {
@@ -368,7 +342,7 @@ func testKVCache(t *testing.T, m *Model) {
 }
 
 func TestCachedAndUncachedGenerateAgree(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 12)
+	m := randomizedModel(t, defaultConfig(), 12)
 	n := 1000
 	if testing.Short() {
 		n = 200
@@ -393,14 +367,14 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 }
 
 func TestGenerateAllocatesNothingPerToken(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 4)
+	m := randomizedModel(t, defaultConfig(), 4)
 	prompt := []int{1, 2, 3}
 	for _, o := range []GenerateOptions{
 		{Greedy: true},
 		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Seed: 1},
 		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Seed: 1},
 		// A trace with a reused Step costs nothing per token either.
-		{TopK: 5, TraceTopN: 5, OnStep: func(*Step) error { return nil }, Seed: 1},
+		{TopK: 5, TraceTopN: 5, Trace: true, Stream: func(*Completion) error { return nil }, Seed: 1},
 	} {
 		allocs := func(n int) float64 {
 			o.MaxNewTokens = n
@@ -417,7 +391,7 @@ func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
 	m := randomizedModel(t, tinyConfig(false), 1)
 	stop := errors.New("enough")
 	var got []int
-	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, Stream: func(c *Chunk) error {
+	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, Stream: func(c *Completion) error {
 		got = append(got, c.IDs...)
 		if len(got) == 3 {
 			return stop
@@ -474,7 +448,7 @@ func TestTrainedModelGenerates(t *testing.T) {
 		t.Fatal(err)
 	}
 	greedy := func() string {
-		return completed(t, m, vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 80, Greedy: true}})
+		return completed(t, m, vocab, "the ", GenerateOptions{MaxNewTokens: 80, Greedy: true})
 	}
 	a, b := greedy(), greedy()
 	if a != b {
@@ -484,7 +458,7 @@ func TestTrainedModelGenerates(t *testing.T) {
 		t.Errorf("greedy output is not a stretch of the corpus: %q", a)
 	}
 	sample := func(seed uint64, n int, temp float64, k int, prompt string) string {
-		return completed(t, m, vocab, prompt, CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Seed: seed}})
+		return completed(t, m, vocab, prompt, GenerateOptions{MaxNewTokens: n, Temperature: temp, TopK: k, Seed: seed})
 	}
 	// Two calls with equal arguments (and so equal seeds) must agree: the
 	// text depends on the seed alone, not on what ran before.
@@ -523,11 +497,11 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	opts := func(i int) CompleteOptions {
+	opts := func(i int) GenerateOptions {
 		if i%3 == 0 {
-			return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50, Greedy: true}}
+			return GenerateOptions{MaxNewTokens: 50, Greedy: true}
 		}
-		return CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Seed: uint64(i)}}
+		return GenerateOptions{MaxNewTokens: 50 + i, Temperature: 1.5, TopK: 6, Seed: uint64(i)}
 	}
 	prompts := []string{"the ", "the keeper rings the bell when a boat ", "a small boat drifts near the rocks at dawn. the "}
 	text := func(i int) (string, error) {
@@ -575,7 +549,7 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 
 // Issue 10, defect 4: a zero Temperature is temperature 1, not greedy.
 func TestZeroTemperatureSamples(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 21)
+	m := randomizedModel(t, defaultConfig(), 21)
 	prompt := []int{1, 2, 3}
 	zero := GenerateOptions{MaxNewTokens: 40, TopK: 5, Seed: 5}
 	res, err := m.Generate(context.Background(), prompt, zero)
@@ -583,9 +557,6 @@ func TestZeroTemperatureSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := res[0].IDs
-	if res[0].Seed != 5 {
-		t.Errorf("TopK with a zero Temperature reports seed %d, want 5: it was greedy", res[0].Seed)
-	}
 	r := seeded(5)
 	if ids, err := generateWith(m, prompt, zero, r); err != nil || !slices.Equal(ids, a) {
 		t.Fatalf("token loop: %v, %v; Generate gave %v", ids, err, a)
@@ -621,7 +592,7 @@ func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
 	}
 	// A model whose parameters are all zero has equal logits everywhere:
 	// greedy decoding must choose id 0 every time.
-	m, err := NewModel(DefaultConfig(), 1)
+	m, err := NewModel(defaultConfig(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +635,7 @@ func TestSampleIndexBoundaries(t *testing.T) {
 // left behind, even when the earlier one ended inside the block with
 // exactly one position fewer than the new prompt.
 func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
-	m := randomizedModel(t, DefaultConfig(), 31)
+	m := randomizedModel(t, defaultConfig(), 31)
 	ctx := context.Background()
 	for i := range 8 { // the scratch pool hands the same buffers back
 		first := randomTokens(seeded(uint64(100+i)), 3, m.Config().VocabSize)
@@ -681,43 +652,37 @@ func TestGenerateDoesNotReuseAnotherCallsCache(t *testing.T) {
 	}
 }
 
-// TestLogSoftmax checks LogSoftmax against a hand calculation (logits
-// 0, ln 2, ln 3 and -Inf are probabilities 1/6, 2/6, 3/6 and 0), that it
-// may write over its input, and that it gives the bits the trace reports
-// for a token (rawLogprob).
-func TestLogSoftmax(t *testing.T) {
+// TestTraceLogprobs checks the trace's raw log-probabilities against a
+// hand calculation (logits 0, ln 2, ln 3 and -Inf are probabilities 1/6,
+// 2/6, 3/6 and 0), for the chosen token and the candidates alike.
+func TestTraceLogprobs(t *testing.T) {
 	logits := []float64{0, math.Ln2, math.Log(3), math.Inf(-1)}
 	want := []float64{math.Log(1.0 / 6), math.Log(2.0 / 6), math.Log(3.0 / 6), math.Inf(-1)}
-	got := LogSoftmax(nil, logits)
-	for i := range want {
-		if !(math.Abs(got[i]-want[i]) <= 1e-15) && got[i] != want[i] {
-			t.Errorf("LogSoftmax[%d] = %v, want %v", i, got[i], want[i])
+	s := newSampler(len(logits))
+	var tr Step
+	s.traceGreedy(logits, 1, len(logits), &tr)
+	close := func(what string, got, want float64) {
+		if !(math.Abs(got-want) <= 1e-15) && got != want {
+			t.Errorf("%s: logprob %v, want %v", what, got, want)
 		}
 	}
-	rng := seeded(3)
-	row := make([]float64, 24)
-	for i := range row {
-		row[i] = 8 * (rng.Float64() - 0.5)
+	close("chosen", tr.Chosen.Logprob, want[1])
+	close("step", tr.Logprob, want[1])
+	for i, c := range tr.Top {
+		close(fmt.Sprintf("candidate %d (id %d)", i, c.ID), c.Logprob, want[c.ID])
 	}
-	lp := LogSoftmax(make([]float64, 1), row)
-	for id := range row {
-		if math.Float64bits(lp[id]) != math.Float64bits(rawLogprob(row, id)) {
-			t.Errorf("id %d: LogSoftmax %v, the trace's raw logprob %v", id, lp[id], rawLogprob(row, id))
-		}
-	}
-	in := append([]float64(nil), row...)
-	if out := LogSoftmax(in, in); !testutil.BitsEqual(out, lp) {
-		t.Error("LogSoftmax in place differs from LogSoftmax into a new slice")
+	if tr.Top[0].ID != 2 || tr.Top[3].ID != 3 {
+		t.Errorf("candidates %+v, want ids by descending probability", tr.Top)
 	}
 }
 
 // Sample i of Generate's N is bit-identical to a one-sample call with
-// Seed SampleSeed(Seed, i), and to Complete's sample i on the same
+// Seed (Seed + uint64(i)), and to Complete's sample i on the same
 // prompt as text: the window short, growing and sliding (block 32 and 12).
 func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
 	vocab, _ := NewVocab(LanternBay)
 	tied := Config{VocabSize: vocab.Size(), BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
-	for _, m := range []*Model{randomizedModel(t, DefaultConfig(), 41), randomizedModel(t, tied, 43)} {
+	for _, m := range []*Model{randomizedModel(t, defaultConfig(), 41), randomizedModel(t, tied, 43)} {
 		for _, plen := range []int{4, 11, 40} {
 			prompt := randomTokens(seeded(uint64(plen)), plen, vocab.Size())
 			text, _ := vocab.Decode(prompt)
@@ -733,7 +698,7 @@ func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				asText, err := m.Complete(context.Background(), vocab, text, CompleteOptions{GenerateOptions: batch})
+				asText, err := m.Complete(context.Background(), vocab, text, batch)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -743,7 +708,7 @@ func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
 				distinct := map[string]bool{}
 				for i, c := range res {
 					one := o
-					one.Seed = SampleSeed(seed, i)
+					one.Seed = (seed + uint64(i))
 					want := generated(t, m, prompt, one)
 					if !slices.Equal(c.IDs, want) {
 						t.Fatalf("prompt %d, greedy %v, sample %d of %d:\nbatch  %v\nsingle %v", plen, o.Greedy, i, n, c.IDs, want)
@@ -751,12 +716,8 @@ func TestGenerateSamplesMatchSingleRuns(t *testing.T) {
 					if !slices.Equal(c.IDs, asText[i].IDs) {
 						t.Fatalf("prompt %d, sample %d: Generate %v, Complete %v", plen, i, c.IDs, asText[i].IDs)
 					}
-					wantSeed := uint64(0)
-					if !o.Greedy {
-						wantSeed = seed + uint64(i)
-					}
-					if c.Index != i || c.Seed != wantSeed || c.Text != "" || c.Finish != FinishLength {
-						t.Errorf("sample %d: index %d, seed %d, text %q, finish %q; want %d, %d, \"\", length", i, c.Index, c.Seed, c.Text, c.Finish, i, wantSeed)
+					if c.Index != i || c.Text != "" || c.Finish != finishLength {
+						t.Errorf("sample %d: index %d, text %q, finish %q; want %d, \"\", length", i, c.Index, c.Text, c.Finish, i)
 					}
 					distinct[fmt.Sprint(c.IDs)] = true
 				}
@@ -783,30 +744,30 @@ func TestGenerateStreamsTokenChunks(t *testing.T) {
 		sample int
 		ids    []int
 		steps  []Step
-		finish FinishReason
+		finish string
 	}
 	collect := func(t *testing.T, o GenerateOptions, text bool) ([]chunk, []Completion) {
 		t.Helper()
 		var chunks []chunk
-		o.Stream = func(c *Chunk) error {
+		o.Stream = func(c *Completion) error {
 			if text {
 				if want, _ := vocab.Decode(c.IDs); c.Text != want {
 					t.Errorf("Complete chunk text %q, its ids %q", c.Text, want)
 				}
 			} else if c.Text != "" {
-				t.Errorf("token-level chunk of sample %d has text %q", c.Sample, c.Text)
+				t.Errorf("token-level chunk of sample %d has text %q", c.Index, c.Text)
 			}
 			var steps []Step
 			for _, s := range c.Steps {
 				steps = append(steps, s.Clone())
 			}
-			chunks = append(chunks, chunk{c.Sample, slices.Clone(c.IDs), steps, c.Finish})
+			chunks = append(chunks, chunk{c.Index, slices.Clone(c.IDs), steps, c.Finish})
 			return nil
 		}
 		var res []Completion
 		var err error
 		if text {
-			res, err = m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: o})
+			res, err = m.Complete(context.Background(), vocab, "the ", o)
 		} else {
 			res, err = m.Generate(context.Background(), prompt, o)
 		}
@@ -831,13 +792,13 @@ func TestGenerateStreamsTokenChunks(t *testing.T) {
 				t.Errorf("sample %d: chunk with %d ids has %d steps", c.sample, len(c.ids), len(c.steps))
 			}
 			for j, s := range c.steps {
-				if s.ID != c.ids[j] || s.Sample != c.sample || s.Pos != len(prompt)+len(streamed[c.sample])+j {
+				if s.Chosen.ID != c.ids[j] || s.Pos != len(prompt)+len(streamed[c.sample])+j {
 					t.Errorf("sample %d: step %+v for id %d at %d", c.sample, s, c.ids[j], len(prompt)+len(streamed[c.sample])+j)
 				}
 			}
 			streamed[c.sample] = append(streamed[c.sample], c.ids...)
 			if c.finish != "" {
-				if c.finish != FinishLength {
+				if c.finish != finishLength {
 					t.Errorf("sample %d finished %q", c.sample, c.finish)
 				}
 				finished[c.sample]++
@@ -864,7 +825,7 @@ func TestGenerateStreamsTokenChunks(t *testing.T) {
 			t.Fatalf("%d chunks and %d beams, want 3 each", len(chunks), len(res))
 		}
 		for i, c := range chunks {
-			if c.sample != i || !slices.Equal(c.ids, res[i].IDs) || len(c.ids) != 20 || c.finish != FinishLength {
+			if c.sample != i || !slices.Equal(c.ids, res[i].IDs) || len(c.ids) != 20 || c.finish != finishLength {
 				t.Errorf("chunk %d: %+v; beam %d is %v", i, c, i, res[i].IDs)
 			}
 		}

@@ -78,10 +78,10 @@ func TestMatchesNumPyReference(t *testing.T) {
 		tensors := map[string][]float64{}
 		offsets := map[string]int{}
 		off := 0
-		for _, ts := range m.Tensors() {
-			tensors[ts.Name] = ts.Data
-			offsets[ts.Name] = off
-			off += len(ts.Data)
+		for _, ts := range m.tensors() {
+			tensors[ts.name] = ts.data
+			offsets[ts.name] = off
+			off += len(ts.data)
 		}
 		filled := 0
 		forEachReferenceTensor(cfg, func(ref, ours string, index func(int) int) {

@@ -42,10 +42,10 @@ func randomizedModel(t testing.TB, cfg Config, seed uint64) *Model {
 	for i := range m.Params() {
 		m.Params()[i] = 0.3 * rng.NormFloat64()
 	}
-	for _, ts := range m.Tensors() {
-		if strings.HasSuffix(ts.Name, "_gain") {
-			for i := range ts.Data {
-				ts.Data[i] += 1
+	for _, ts := range m.tensors() {
+		if strings.HasSuffix(ts.name, "_gain") {
+			for i := range ts.data {
+				ts.data[i] += 1
 			}
 		}
 	}
@@ -76,7 +76,7 @@ func generated(t testing.TB, m *Model, prompt []int, o GenerateOptions) []int {
 
 // completed returns prompt followed by the text of Complete's first
 // sample, failing t on an error.
-func completed(t testing.TB, m *Model, vocab *Vocab, prompt string, o CompleteOptions) string {
+func completed(t testing.TB, m *Model, vocab *Vocab, prompt string, o GenerateOptions) string {
 	t.Helper()
 	res, err := m.Complete(context.Background(), vocab, prompt, o)
 	if err != nil {
@@ -93,9 +93,9 @@ func generateWith(m *Model, prompt []int, o GenerateOptions, r *rand.Rand) ([]in
 	o.N = 1
 	sc := getSerial(m.cfg, 1)
 	defer putSerial(sc)
-	req := m.newRequest(&o, prompt, nil, nil, sc.rows, &sc.s, &sc.step)
+	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
 	sc.rows[0].rand = r
-	req.emit = func(c *Chunk) error { ids = append(ids, c.IDs...); return nil }
+	req.emit = func(c *Completion) error { ids = append(ids, c.IDs...); return nil }
 	req.start(sc.slots)
 	m.runAlone(context.Background(), req, sc.dec)
 	return ids, req.err
@@ -107,11 +107,11 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	o := GenerateOptions{MaxNewTokens: maxNew, LengthPenalty: lengthPenalty, noCache: noCache}
 	sc := getSerial(m.cfg, K)
 	defer putSerial(sc)
-	req := m.newRequest(&o, prompt, nil, nil, sc.rows, &sc.s, &sc.step)
+	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
 	req.st, req.beam = nil, newBeamState(m.cfg, K, n, stops)
 	req.start(sc.slots)
 	m.runAlone(context.Background(), req, sc.dec)
-	return req.results(nil), req.err
+	return req.results(), req.err
 }
 
 func mustRead(t *testing.T, path string) string {
@@ -127,7 +127,7 @@ func mustRead(t *testing.T, path string) string {
 // with c's vocabulary.
 func resumeOnLanternBay(t testing.TB, c *Checkpoint) *Trainer {
 	t.Helper()
-	d, err := NewDatasetWithVocab(LanternBay, c.Vocab, c.Model.Config().BlockSize)
+	d, err := NewDataset(LanternBay, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +136,39 @@ func resumeOnLanternBay(t testing.TB, c *Checkpoint) *Trainer {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// counts returns how many of b's requests ended, run and wait.
+func (b *Batch) counts() (ended int64, running, waiting int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.lanes {
+		running += len(l.running)
+	}
+	return b.ended, running, len(b.waiting)
+}
+
+// withStop returns o with the stop strings.
+func withStop(o GenerateOptions, stop []string) GenerateOptions {
+	o.Stop = stop
+	return o
+}
+
+// logSoftmax is log softmax(logits) as the trace computes it, (x - max) -
+// log Σ exp(x - max), into a new slice.
+func logSoftmax(logits []float64) []float64 {
+	maxv, lse := logNormalizer(logits)
+	out := make([]float64, len(logits))
+	for i, v := range logits {
+		out[i] = float64(v-maxv) - lse
+	}
+	return out
+}
+
+// checkpointOf is tr's full checkpoint, or with weightsOnly its weights.
+func checkpointOf(tr *Trainer, weightsOnly bool) *Checkpoint {
+	if weightsOnly {
+		return tr.Checkpoint().WeightsOnly()
+	}
+	return tr.Checkpoint()
 }

@@ -16,7 +16,7 @@ import (
 func tinyTrainer(t *testing.T, steps int) *Trainer {
 	t.Helper()
 	cfg := Config{VocabSize: 24, BlockSize: 16, EmbedDim: 32, Heads: 4, Layers: 2}
-	d, err := NewDataset(LanternBay, cfg.BlockSize)
+	d, err := NewDataset(LanternBay, nil, cfg.BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	}
 	tr := tinyTrainer(t, 20)
 	m := tr.Model()
-	vocab := tr.Dataset().Vocab
+	vocab := tr.data.Vocab
 	B, T := tr.Config().BatchSize, m.Config().BlockSize
 	idx := make([]int, B*T)
 	for i := range idx {
@@ -78,7 +78,7 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	var seenMu sync.Mutex
 	seen := map[string]bool{}
 	wg.Add(4)
-	go reader(func() error { _, err := m.Loss(idx, idx, B, T); return err })
+	go reader(func() error { _, err := m.loss(idx, idx, B, T); return err })
 	go reader(func() error {
 		l, err := m.Logits(idx, B, T)
 		seenMu.Lock()
@@ -88,7 +88,7 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 	})
 	go reader(func() error { _, _, err := m.Gradients(idx[:T], idx[:T], 1, T); return err })
 	go reader(func() error {
-		_, err := m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{MaxNewTokens: 8, Temperature: 1, N: 2, Seed: 1}})
+		_, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 8, Temperature: 1, N: 2, Seed: 1})
 		return err
 	})
 	snapshots := [][]float64{slices.Clone(m.Params())}
@@ -128,16 +128,16 @@ func TestReadersDuringTrainingChangeNothing(t *testing.T) {
 // step.
 func TestSecondTrainerIsRefused(t *testing.T) {
 	tr := tinyTrainer(t, 2)
-	m, d := tr.Model(), tr.Dataset()
+	m, d := tr.Model(), tr.data
 	if _, err := NewTrainer(m, d, tr.Config()); !errors.Is(err, ErrModelInUse) {
 		t.Fatalf("second NewTrainer on a held model: %v, want ErrModelInUse", err)
 	}
-	if _, err := tr.TrainStep(); err != nil {
+	if _, err := tr.trainStep(); err != nil {
 		t.Fatalf("the first trainer after the refusal: %v", err)
 	}
 	tr.Close()
 	tr.Close() // idempotent
-	if _, err := tr.TrainStep(); !errors.Is(err, ErrModelInUse) {
+	if _, err := tr.trainStep(); !errors.Is(err, ErrModelInUse) {
 		t.Fatalf("TrainStep after Close: %v, want an error wrapping ErrModelInUse", err)
 	}
 	if err := tr.Run(context.Background(), nil); !errors.Is(err, ErrModelInUse) {
@@ -147,7 +147,7 @@ func TestSecondTrainerIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewTrainer after Close: %v", err)
 	}
-	if _, err := second.TrainStep(); err != nil {
+	if _, err := second.trainStep(); err != nil {
 		t.Fatal(err)
 	}
 	// A clone is a model of its own.
@@ -174,11 +174,11 @@ func TestParamsIsAViewOfAFixedSlab(t *testing.T) {
 		t.Fatalf("Params has capacity %d beyond its length %d: an append would write into the model's memory", cap(p), len(p))
 	}
 	_ = append(p, 1) // must copy
-	hb := m.Tensors()[len(m.Tensors())-1]
-	if hb.Name != "head_bias" || cap(hb.Data) != len(hb.Data) {
-		t.Fatalf("last tensor %s has capacity %d for length %d", hb.Name, cap(hb.Data), len(hb.Data))
+	hb := m.tensors()[len(m.tensors())-1]
+	if hb.name != "head_bias" || cap(hb.data) != len(hb.data) {
+		t.Fatalf("last tensor %s has capacity %d for length %d", hb.name, cap(hb.data), len(hb.data))
 	}
-	hb.Data[3] += 1 // head bias of token 3
+	hb.data[3] += 1 // head bias of token 3
 	after, _ := m.Logits(idx, 1, 2)
 	if d := after[3] - before[3] - 1; d > 1e-12 || d < -1e-12 || after[2] != before[2] {
 		t.Fatalf("writing the head bias through Tensors: logits %v -> %v", before[:5], after[:5])

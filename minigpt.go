@@ -29,7 +29,7 @@ type Config struct {
 //	data, _ := minigpt.NewDataset(text, 32)
 //	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), seed)
 func ConfigFor(vocab *Vocab) Config {
-	c := DefaultConfig()
+	c := defaultConfig()
 	c.VocabSize = vocab.Size()
 	return c
 }
@@ -38,7 +38,7 @@ func ConfigFor(vocab *Vocab) Config {
 // Bay vocabulary (24 characters), 104,728 parameters. (The lessons' prose
 // says 154k; its code, which this package follows, gives 104,728.) For
 // another corpus use ConfigFor, which takes the vocabulary size from it.
-func DefaultConfig() Config {
+func defaultConfig() Config {
 	return Config{VocabSize: lanternBayVocabSize, BlockSize: 32, EmbedDim: 64, Heads: 4, Layers: 2}
 }
 
@@ -69,7 +69,7 @@ func (c Config) Validate() error {
 		min  int
 		max  int
 	}{
-		{"vocab size", c.VocabSize, 2, MaxVocabSize},
+		{"vocab size", c.VocabSize, 2, maxVocabSize},
 		{"block size", c.BlockSize, 1, maxDim},
 		{"embedding width", c.EmbedDim, 1, maxDim},
 		{"heads", c.Heads, 1, maxDim},
@@ -207,9 +207,9 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 // half-updated parameters; a second Trainer on the same model is refused.
 type Model struct {
 	cfg Config
-	// slab holds every parameter, tensor after tensor in the order of
-	// Tensors; Adam and checkpoints treat it as one vector. The named
-	// views in p point into it.
+	// slab holds every parameter, tensor after tensor in layout order;
+	// Adam and checkpoints treat it as one vector. The named views in p
+	// point into it.
 	slab  []float64
 	p     params
 	specs []tensorSpec // cfg.layout(), computed once
@@ -220,21 +220,20 @@ type Model struct {
 	// not call the model again from inside its own call (a stream
 	// callback) while a Trainer may be stepping it.
 	use sync.RWMutex
-	// trainer is the Trainer that holds the model, if any.
-	trainer atomic.Pointer[Trainer]
-
-	batchMu sync.Mutex   // held while batch is in use
-	batch   *activations // Logits/Loss/Gradients buffers, kept for reuse
+	// trained is set while a Trainer holds the model.
+	trained atomic.Bool
 }
 
 // Config returns the model's shape.
 func (m *Model) Config() Config { return m.cfg }
 
 // Params returns the model's parameter slab: every parameter, tensor after
-// tensor in the order of Tensors, as one vector (Adam and checkpoints
-// treat it so). It is a view: writing its elements changes the model
-// (while no Trainer step or other call on the model runs), but it cannot
-// replace or resize the slab.
+// tensor in the order docs/checkpoint-format.md lists (token_embedding
+// (V, C), position_embedding (BlockSize, C), then each per-layer tensor
+// for all layers: ln1_gain (L, C), …), as one vector (Adam and
+// checkpoints treat it so). It is a view: writing its elements changes
+// the model (while no Trainer step or other call on the model runs), but
+// it cannot replace or resize the slab.
 func (m *Model) Params() []float64 { return m.slab[:len(m.slab):len(m.slab)] }
 
 // NewModel returns a model with freshly initialised parameters: weights
@@ -294,23 +293,20 @@ func newModel(cfg Config, params []float64) (*Model, error) {
 	return &Model{cfg: cfg, slab: params, p: viewsOf(specs, params), specs: specs}, nil
 }
 
-// NumParams returns the number of parameters.
-func (m *Model) NumParams() int { return len(m.slab) }
-
-// Tensor is a named view into a model's parameter slab.
-type Tensor struct {
-	Name  string    // as in the checkpoint format: "qkv_weight"
-	Shape []int     // row-major; layered tensors lead with the layer: (L, C, 3C)
-	Data  []float64 // aliases Model.Params
+// tensor is a named view into a model's parameter slab.
+type tensor struct {
+	name  string    // as in the checkpoint format: "qkv_weight"
+	shape []int     // row-major; layered tensors lead with the layer: (L, C, 3C)
+	data  []float64 // aliases the slab
 }
 
-// Tensors lists the parameter tensors in slab order.
-func (m *Model) Tensors() []Tensor {
-	var ts []Tensor
+// tensors lists the parameter tensors in slab order.
+func (m *Model) tensors() []tensor {
+	var ts []tensor
 	off := 0
-	for _, t := range m.cfg.layout() {
+	for _, t := range m.specs {
 		n := t.size()
-		ts = append(ts, Tensor{Name: t.name, Shape: t.shape, Data: m.slab[off : off+n : off+n]})
+		ts = append(ts, tensor{name: t.name, shape: t.shape, data: m.slab[off : off+n : off+n]})
 		off += n
 	}
 	return ts
@@ -333,89 +329,6 @@ func (m *Model) checkTokens(ids []int, what string) error {
 		}
 	}
 	return nil
-}
-
-// Logits runs the model on B sequences of T tokens (idx holds B·T ids,
-// row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
-func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
-	if err := m.checkBatch(idx, nil, B, T); err != nil {
-		return nil, fmt.Errorf("logits: %w", err)
-	}
-	m.use.RLock()
-	defer m.use.RUnlock()
-	a, release := m.lendActivations(B, T)
-	defer release()
-	m.forwardBatch(a, idx, nil, false)
-	return append([]float64(nil), a.logits...), nil
-}
-
-// Loss runs the model on B sequences of T tokens and returns the mean
-// cross-entropy of predicting targets (also B·T ids) over all B·T
-// positions. It computes -log softmax exactly (the lessons add 1e-12 inside
-// the log; the difference is below 1e-11 for any probability it matters
-// for).
-func (m *Model) Loss(idx, targets []int, B, T int) (float64, error) {
-	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, fmt.Errorf("loss: %w", err)
-	}
-	m.use.RLock()
-	defer m.use.RUnlock()
-	a, release := m.lendActivations(B, T)
-	defer release()
-	m.forwardBatch(a, idx, targets, false)
-	return a.meanLoss(), nil
-}
-
-// Gradients returns the loss and its gradient with respect to every
-// parameter, laid out like Params.
-func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
-	if err := m.checkBatch(idx, targets, B, T); err != nil {
-		return 0, nil, fmt.Errorf("gradients: %w", err)
-	}
-	m.use.RLock()
-	defer m.use.RUnlock()
-	a, release := m.lendActivations(B, T)
-	defer release()
-	grads := make([]float64, len(m.slab))
-	m.forwardBatch(a, idx, targets, true)
-	loss := a.meanLoss()
-	m.backward(a, grads)
-	return loss, grads, nil
-}
-
-func (m *Model) checkBatch(idx, targets []int, B, T int) error {
-	if B < 1 || T < 1 || T > m.cfg.BlockSize {
-		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.cfg.BlockSize)
-	}
-	if len(idx) != B*T {
-		return fmt.Errorf("batch shape (%d, %d) needs %d input ids, got %d", B, T, B*T, len(idx))
-	}
-	if err := m.checkTokens(idx, "inputs"); err != nil {
-		return err
-	}
-	if targets != nil {
-		if len(targets) != B*T {
-			return fmt.Errorf("batch shape (%d, %d) needs %d targets, got %d", B, T, B*T, len(targets))
-		}
-		if err := m.checkTokens(targets, "targets"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lendActivations returns buffers for a (B, T) batch and the function
-// that gives them back: the Model's own when no other call holds them (no
-// allocation in serial use; reused while the shape stays), else fresh
-// ones, so that concurrent readers never share scratch.
-func (m *Model) lendActivations(B, T int) (*activations, func()) {
-	if !m.batchMu.TryLock() {
-		return newTrainingActivations(m.cfg, B, T), func() {}
-	}
-	if m.batch == nil || m.batch.B != B || m.batch.T != T {
-		m.batch = newTrainingActivations(m.cfg, B, T)
-	}
-	return m.batch, m.batchMu.Unlock
 }
 
 // isFinite reports whether every value is finite.

@@ -15,11 +15,11 @@ import (
 
 func TestDefaultConfigParamCount(t *testing.T) {
 	// The seed's code gives 104,728 (its prose says 154k).
-	if got := DefaultConfig().NumParams(); got != 104728 {
+	if got := defaultConfig().NumParams(); got != 104728 {
 		t.Fatalf("default config has %d parameters, want 104728", got)
 	}
 	// Tying drops the (C, V) head and its bias.
-	c := DefaultConfig()
+	c := defaultConfig()
 	c.TiedHead = true
 	if got, want := c.NumParams(), 104728-64*24-24; got != want {
 		t.Fatalf("tied default config has %d parameters, want %d", got, want)
@@ -44,23 +44,23 @@ func TestGradientCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			off := 0
-			for _, ts := range m.Tensors() {
-				n := len(ts.Data)
+			for _, ts := range m.tensors() {
+				n := len(ts.data)
 				// First, last and a few random entries of every tensor.
 				picks := []int{0, n - 1, rng.IntN(n), rng.IntN(n), rng.IntN(n)}
 				for _, i := range picks {
 					const h = 1e-5
-					orig := ts.Data[i]
-					ts.Data[i] = orig + h
-					lp, _ := m.Loss(idx, tgt, B, T)
-					ts.Data[i] = orig - h
-					lm, _ := m.Loss(idx, tgt, B, T)
-					ts.Data[i] = orig
+					orig := ts.data[i]
+					ts.data[i] = orig + h
+					lp, _ := m.loss(idx, tgt, B, T)
+					ts.data[i] = orig - h
+					lm, _ := m.loss(idx, tgt, B, T)
+					ts.data[i] = orig
 					num := (lp - lm) / (2 * h)
 					ana := grads[off+i]
 					rel := math.Abs(num-ana) / math.Max(math.Abs(num)+math.Abs(ana), 1e-7)
 					if rel > 1e-6 {
-						t.Errorf("%s[%d]: analytic %.10g, numeric %.10g, relative error %.2g", ts.Name, i, ana, num, rel)
+						t.Errorf("%s[%d]: analytic %.10g, numeric %.10g, relative error %.2g", ts.name, i, ana, num, rel)
 					}
 				}
 				off += n
@@ -169,7 +169,7 @@ func TestCausality(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := DefaultConfig()
+	good := defaultConfig()
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
@@ -216,7 +216,7 @@ func TestBadBatches(t *testing.T) {
 		{"negative target", []int{0, 1, 2}, []int{0, -1, 2}, 1, 3, "token id -1 at position 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.Loss(tc.idx, tc.tgt, tc.B, tc.T)
+			_, err := m.loss(tc.idx, tc.tgt, tc.B, tc.T)
 			if err == nil || !strings.HasPrefix(err.Error(), "loss: ") || !strings.Contains(err.Error(), tc.wantInErr) {
 				t.Fatalf("Loss error = %v, want one starting with the operation and mentioning %q", err, tc.wantInErr)
 			}
@@ -252,7 +252,7 @@ func TestLoadedModelTrains(t *testing.T) {
 	}
 
 	// And through the Trainer (whose pool workers used to crash the process).
-	d, err := NewDatasetWithVocab(LanternBay, vocab, loaded.Config().BlockSize)
+	d, err := NewDataset(LanternBay, vocab, loaded.Config().BlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestConcurrentLogitsAndLossMatchSerial(t *testing.T) {
 	compute := func(c call) (r result) {
 		var err1, err2, err3 error
 		r.logits, err1 = m.Logits(c.idx, c.B, c.T)
-		r.loss, err2 = m.Loss(c.idx, c.targets, c.B, c.T)
+		r.loss, err2 = m.loss(c.idx, c.targets, c.B, c.T)
 		r.gLoss, r.grads, err3 = m.Gradients(c.idx, c.targets, c.B, c.T)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			t.Error(err)

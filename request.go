@@ -7,6 +7,7 @@ package minigpt
 // rows, so its results do not depend on what else runs.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -21,14 +22,13 @@ type request struct {
 	o      *GenerateOptions
 	prompt []int  // the prompt's window: its last BlockSize tokens
 	full   []int  // the whole prompt
-	chars  []rune // the vocabulary, for text; nil for token ids only
+	vocab  *Vocab // for text; nil for token ids only
 	rows   []reqRow
 	s      *sampler
 	st     *stopper   // sampling and greedy decoding
 	beam   *beamState // beam search
-	tr     *Step      // the trace buffer, with OnStep or Trace
-	emit   func(*Chunk) error
-	onStep func(*Step) error
+	tr     *Step      // the trace buffer, with Trace
+	emit   func(*Completion) error
 
 	steps   int  // tokens generated so far (every running row has as many)
 	active  int  // rows still generating
@@ -52,9 +52,6 @@ type reqRow struct {
 	att    []float64 // with TraceAttention: the pass's attention weights, (L, NH, T)
 	window int       // the length of the window of the row's last pass
 }
-
-// errFinished tells a request that a sample has ended.
-var errFinished = errors.New("sample finished")
 
 // prefillChunk is the most prompt positions a request computes in one
 // step, so that a long prompt does not stall the other requests of a
@@ -207,12 +204,7 @@ func (r *request) sample(logits func(b int) []float64) error {
 		row.seq = append(row.seq, id)
 		row.state.add(id)
 		if r.tr != nil {
-			r.tr.Sample, r.tr.Pos = b, len(row.seq)-1
-			if r.onStep != nil {
-				if err := r.onStep(r.tr); err != nil {
-					return err
-				}
-			}
+			r.tr.Pos = len(row.seq) - 1
 		}
 		if err := r.st.add(b, id, r.tr, r.emit); errors.Is(err, errFinished) {
 			row.done = true
@@ -258,23 +250,90 @@ func (r *request) stop(err error) {
 
 // results returns r's completions: every sample's released tokens, or the
 // best beams.
-func (r *request) results(chars []rune) []Completion {
+func (r *request) results() []Completion {
 	if r.beam != nil {
-		return r.beam.results(chars)
+		return r.beam.results(r.vocab)
 	}
 	res := make([]Completion, len(r.rows))
 	for b := range res {
 		s := &r.st.samples[b]
 		res[b] = Completion{Index: b, IDs: slices.Clip(s.ids[:s.released]), Finish: s.finish}
-		if chars != nil {
-			res[b].Text = decodeChars(chars, s.ids[:s.released])
+		if r.vocab != nil {
+			res[b].Text = r.vocab.text(s.ids[:s.released])
 		}
-		if r.o.sampled() {
-			res[b].Seed = SampleSeed(r.o.Seed, b)
-		}
-		if r.o.Trace {
+		if r.st.trace && !r.st.streamed {
 			res[b].Steps = s.steps[:s.released]
 		}
 	}
 	return res
+}
+
+// generate is Generate and Complete after their checks: o.samples()
+// samples continuing ids, ended at o.Stop (with vocab, to decode text;
+// nil for token ids only), run alone: one request on a decoder of its
+// own.
+func (m *Model) generate(ctx context.Context, ids []int, o *GenerateOptions, vocab *Vocab) ([]Completion, error) {
+	R := o.rows()
+	if err := m.checkBatchMemory(R); err != nil {
+		return nil, err
+	}
+	m.use.RLock()
+	defer m.use.RUnlock()
+	sc := getSerial(m.cfg, R)
+	defer putSerial(sc)
+	r := m.newRequest(o, ids, vocab, sc.rows, &sc.s, &sc.step)
+	r.emit = o.Stream
+	r.start(sc.slots)
+	m.runAlone(ctx, r, sc.dec)
+	return r.results(), r.err
+}
+
+// runAlone runs r to its end, one pass of d per step; cancelling ctx
+// stops it between tokens.
+func (m *Model) runAlone(ctx context.Context, r *request, d *decoder) {
+	for !r.done {
+		if err := ctx.Err(); err != nil {
+			r.stop(err)
+			return
+		}
+		d.begin()
+		r.plan(d)
+		d.run(m)
+		r.advance(d)
+	}
+}
+
+// newRequest prepares a request for o on rows (o.rows() of them, their
+// state buffers sized for the vocabulary), with s as its sampler and tr
+// as its trace buffer.
+func (m *Model) newRequest(o *GenerateOptions, ids []int, vocab *Vocab, rows []reqRow, s *sampler, tr *Step) *request {
+	T := m.cfg.BlockSize
+	r := &request{m: m, o: o, full: ids, prompt: ids[max(0, len(ids)-T):], vocab: vocab, rows: rows, s: s}
+	if o.Trace && !o.beam() {
+		r.tr = tr
+		tr.Attention, tr.Context = nil, 0 // tr is pooled: no earlier call's weights
+	}
+	grow := len(ids) + min(o.MaxNewTokens, 1024) // more as tokens arrive
+	attn := r.tr != nil && o.TraceAttention
+	for b := range rows {
+		rows[b].seq = slices.Grow(rows[b].seq[:0], grow)
+		rows[b].att = nil
+		if attn {
+			rows[b].att = make([]float64, m.cfg.Layers*m.cfg.Heads*T)
+		}
+		rows[b].rand = nil
+		if o.sampled() {
+			rows[b].rand = sampleRand(o.Seed, b)
+		}
+	}
+	stops := newStopper(o.Stop, vocab, len(rows), r.tr != nil, o.Stream != nil)
+	if o.beam() {
+		r.beam = newBeamState(m.cfg, o.NumBeams, o.samples(), stops.stops)
+		return r
+	}
+	r.st = stops
+	for b := range r.st.samples {
+		r.st.samples[b].ids = make([]int, 0, min(o.MaxNewTokens, 1024))
+	}
+	return r
 }

@@ -1,8 +1,9 @@
 package minigpt
 
-// The safetensors format, the weights exchange format of Hugging Face and
-// PyTorch users: WriteSafetensors and ReadSafetensors, a model's weights
-// with its config and vocabulary in __metadata__ (docs/interop.md).
+// This file holds the safetensors format, the weights exchange format of
+// Hugging Face and PyTorch users: WriteSafetensors and the layout both it
+// and the reader follow, a model's weights with its config and vocabulary
+// in __metadata__ (docs/interop.md).
 
 import (
 	"bufio"
@@ -13,36 +14,15 @@ import (
 	"strconv"
 )
 
-// ErrBadSafetensors is returned (wrapped) by ReadSafetensors for bytes
-// that are not a minigpt safetensors file, and by WriteSafetensors for a
-// checkpoint it cannot write. The message names the tensor or metadata
-// key at fault and what is wrong with it. Such errors also match
-// ErrBadCheckpoint (errors.Is), so that one test covers a bad model file
-// of either format.
-var ErrBadSafetensors error = badSafetensorsError{}
-
-type badSafetensorsError struct{}
-
-func (badSafetensorsError) Error() string        { return "bad safetensors file" }
-func (badSafetensorsError) Is(target error) bool { return target == ErrBadCheckpoint }
-
-// stBad is an ErrBadSafetensors error saying what is wrong.
+// stBad is an ErrBadCheckpoint error about a safetensors file, saying what
+// is wrong.
 func stBad(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadSafetensors}, a...)...)
+	return fmt.Errorf("%w: safetensors: "+format, append([]any{ErrBadCheckpoint}, a...)...)
 }
 
 // stTensorBad is stBad about the tensor name.
 func stTensorBad(name, format string, a ...any) error {
 	return stBad("tensor %q: "+format, append([]any{name}, a...)...)
-}
-
-// SafetensorsOptions are the choices of WriteSafetensors; the zero value
-// (or nil) writes float64.
-type SafetensorsOptions struct {
-	// DType is the type every tensor is stored as: "F64" (the default,
-	// when empty), which keeps every bit, or "F32", half the size, each
-	// value rounded to the nearest float32.
-	DType string
 }
 
 // The metadata keys (docs/interop.md): every value is a string, as the
@@ -69,7 +49,7 @@ const (
 	stChunk = 64 << 10
 )
 
-// stLayered are the tensors of Model.Tensors() that stack one tensor per
+// stLayered are the tensors of Model.tensors() that stack one tensor per
 // layer (their first dimension is the layer): in the file each layer's is
 // a tensor of its own, blocks.<layer>.<name>, as in a PyTorch state dict.
 var stLayered = map[string]bool{
@@ -88,40 +68,40 @@ type stTensor struct {
 }
 
 // stTensors lists the file's tensors of a model with L layers and the
-// given tensors (Model.Tensors, or only their names and shapes), in the
+// given tensors (Model.tensors, or only their names and shapes), in the
 // order the writer stores them: those before the layers, each layer's in
 // Tensors order, then the rest (token_embedding, position_embedding,
 // blocks.0.ln1_gain, …, blocks.0.fc_proj_bias, blocks.1.ln1_gain, …,
 // lnf_gain, lnf_bias, head_weight, head_bias).
-func stTensors(ts []Tensor, L int) ([]stTensor, error) {
+func stTensors(ts []tensor, L int) ([]stTensor, error) {
 	var head, tail []stTensor
 	blocks := make([][]stTensor, L)
 	for _, t := range ts {
 		n := 1
-		for _, d := range t.Shape {
+		for _, d := range t.shape {
 			n *= d
 		}
-		if t.Data != nil && len(t.Data) != n {
-			return nil, fmt.Errorf("tensor %s has shape %v but %d values", t.Name, t.Shape, len(t.Data))
+		if t.data != nil && len(t.data) != n {
+			return nil, fmt.Errorf("tensor %s has shape %v but %d values", t.name, t.shape, len(t.data))
 		}
-		if !stLayered[t.Name] {
+		if !stLayered[t.name] {
 			if len(blocks[0]) == 0 {
-				head = append(head, stTensor{t.Name, t.Shape, n, t.Data})
+				head = append(head, stTensor{t.name, t.shape, n, t.data})
 			} else {
-				tail = append(tail, stTensor{t.Name, t.Shape, n, t.Data})
+				tail = append(tail, stTensor{t.name, t.shape, n, t.data})
 			}
 			continue
 		}
-		if len(t.Shape) < 2 || t.Shape[0] != L {
-			return nil, fmt.Errorf("tensor %s has shape %v, not one tensor per layer", t.Name, t.Shape)
+		if len(t.shape) < 2 || t.shape[0] != L {
+			return nil, fmt.Errorf("tensor %s has shape %v, not one tensor per layer", t.name, t.shape)
 		}
 		n /= L
 		for l := range L {
 			var data []float64
-			if t.Data != nil {
-				data = t.Data[l*n : (l+1)*n : (l+1)*n]
+			if t.data != nil {
+				data = t.data[l*n : (l+1)*n : (l+1)*n]
 			}
-			blocks[l] = append(blocks[l], stTensor{fmt.Sprintf("blocks.%d.%s", l, t.Name), t.Shape[1:], n, data})
+			blocks[l] = append(blocks[l], stTensor{fmt.Sprintf("blocks.%d.%s", l, t.name), t.shape[1:], n, data})
 		}
 	}
 	out := head
@@ -134,10 +114,10 @@ func stTensors(ts []Tensor, L int) ([]stTensor, error) {
 // stShapes is the tensors of a model of cfg without their values, so
 // that a file can be checked against them before any memory is spent on
 // a model.
-func stShapes(cfg Config) []Tensor {
-	var ts []Tensor
+func stShapes(cfg Config) []tensor {
+	var ts []tensor
 	for _, t := range cfg.layout() {
-		ts = append(ts, Tensor{Name: t.name, Shape: t.shape})
+		ts = append(ts, tensor{name: t.name, shape: t.shape})
 	}
 	return ts
 }
@@ -152,7 +132,7 @@ var stDTypeSize = map[string]int{
 }
 
 // WriteSafetensors writes c's model to w as a safetensors file: every
-// parameter tensor (named as in docs/interop.md) as opts.DType, and in
+// parameter tensor (named as in docs/interop.md) as dtype, and in
 // __metadata__ the model config, the vocabulary and the step. Only the
 // weights are written: the optimizer and sampler state of a full
 // checkpoint are not, nor its training config.
@@ -161,19 +141,18 @@ var stDTypeSize = map[string]int{
 // multiple of 8 bytes, and the tensors follow each other in the order of
 // the header with no gaps. Everything is checked before the first byte
 // is written: a model value that is not finite, or (with F32) beyond the
-// range of float32, is refused with an error wrapping ErrBadSafetensors
+// range of float32, is refused with an error wrapping ErrBadCheckpoint
 // that names the tensor and the element.
-func WriteSafetensors(w io.Writer, c *Checkpoint, opts *SafetensorsOptions) error {
-	if err := writeSafetensors(w, c, opts); err != nil {
+func WriteSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
+	if err := writeSafetensors(w, c, dtype); err != nil {
 		return fmt.Errorf("write safetensors: %w", err)
 	}
 	return nil
 }
 
-func writeSafetensors(w io.Writer, c *Checkpoint, opts *SafetensorsOptions) error {
-	dtype := "F64"
-	if opts != nil && opts.DType != "" {
-		dtype = opts.DType
+func writeSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
+	if dtype == "" {
+		dtype = "F64"
 	}
 	if dtype != "F64" && dtype != "F32" {
 		return stBad("dtype %q: this writer stores F64 or F32", dtype)
@@ -194,7 +173,7 @@ func writeSafetensors(w io.Writer, c *Checkpoint, opts *SafetensorsOptions) erro
 	if c.Step < 0 {
 		return stBad("step %d is negative", c.Step)
 	}
-	tensors, err := stTensors(c.Model.Tensors(), cfg.Layers)
+	tensors, err := stTensors(c.Model.tensors(), cfg.Layers)
 	if err != nil {
 		return stBad("%w", err)
 	}

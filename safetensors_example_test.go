@@ -1,6 +1,6 @@
 package minigpt_test
 
-// The Example of WriteSafetensors and ReadSafetensors.
+// The Example of WriteSafetensors, read back by ReadCheckpoint.
 
 import (
 	"bytes"
@@ -18,20 +18,18 @@ func ExampleWriteSafetensors() {
 		log.Fatal(err)
 	}
 	var file bytes.Buffer // or a file: see cmd/export
-	if err := minigpt.WriteSafetensors(&file, &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 1200}, nil); err != nil {
+	if err := minigpt.WriteSafetensors(&file, &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 1200}, "F64"); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%d bytes for %d parameters\n", file.Len(), m.NumParams())
+	fmt.Printf("%d bytes for %d parameters\n", file.Len(), len(m.Params()))
 
-	c, err := minigpt.ReadSafetensors(&file)
+	c, err := minigpt.ReadCheckpoint(&file) // the format is told by its first bytes
 	if err != nil {
 		log.Fatal(err)
 	}
-	same, want := true, m.Tensors()
-	for i, t := range c.Model.Tensors() {
-		for j, x := range t.Data {
-			same = same && x == want[i].Data[j]
-		}
+	same, want := true, m.Params()
+	for i, x := range c.Model.Params() {
+		same = same && x == want[i]
 	}
 	fmt.Printf("%+v, step %d, %d characters, the same weights: %v\n", c.Model.Config(), c.Step, c.Vocab.Size(), same)
 	// Output:

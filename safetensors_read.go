@@ -1,7 +1,7 @@
 package minigpt
 
-// This file holds the safetensors reader: ReadSafetensors and the checks
-// of every name, shape, dtype, offset and value it reads.
+// This file holds the safetensors reader and the checks of every name,
+// shape, dtype, offset and value it reads.
 
 import (
 	"cmp"
@@ -14,9 +14,6 @@ import (
 	"strconv"
 )
 
-// This file holds the safetensors reader: ReadSafetensors and the checks
-// of every name, shape, dtype, offset and value it reads.
-
 // stEntry is one tensor as the header describes it.
 type stEntry struct {
 	name       string
@@ -26,13 +23,13 @@ type stEntry struct {
 	want       int // the index in stTensors of the model's tensor of that name
 }
 
-// ReadSafetensors reads a safetensors file written by WriteSafetensors
+// readSafetensors reads a safetensors file written by WriteSafetensors
 // (or by python/minigpt.py, or by any writer that uses the same tensor
 // names and metadata: docs/interop.md) to its end, and returns it as a
 // weights-only Checkpoint: the model, its vocabulary and the step.
 //
 // It checks, stopping at the first problem with an error wrapping
-// ErrBadSafetensors that says what is wrong and where: the header length
+// ErrBadCheckpoint that says what is wrong and where: the header length
 // and the header (valid UTF-8, one JSON object, no name twice), the
 // metadata (the config keys, which Config.Validate must accept; the
 // vocabulary: as many distinct characters as the vocab size, in
@@ -44,14 +41,6 @@ type stEntry struct {
 // Memory grows only as bytes arrive, so a header that lies about sizes
 // costs only what the input really holds. Failures of r itself are
 // returned wrapped as they are.
-func ReadSafetensors(r io.Reader) (*Checkpoint, error) {
-	c, err := readSafetensors(r)
-	if err != nil {
-		return nil, fmt.Errorf("read safetensors: %w", err)
-	}
-	return c, nil
-}
-
 func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	var n [8]byte
 	if k, err := io.ReadFull(r, n[:]); err != nil {
@@ -151,7 +140,7 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	if err != nil {
 		return nil, stBad("metadata: model config: %w", err) // Validate passed already
 	}
-	dst, err := stTensors(m.Tensors(), cfg.Layers)
+	dst, err := stTensors(m.tensors(), cfg.Layers)
 	if err != nil {
 		return nil, stBad("%w", err)
 	}
@@ -333,7 +322,7 @@ func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, 
 	if len(chars) != cfg.VocabSize {
 		return Config{}, nil, 0, stBad("metadata %q has %d characters, %q says %d", stKeyVocab, len(chars), stKeyVocabSize, cfg.VocabSize)
 	}
-	vocab, err := VocabFromChars(chars)
+	vocab, err := vocabFromChars(chars)
 	if err != nil {
 		return Config{}, nil, 0, stBad("metadata %q: %w", stKeyVocab, err)
 	}

@@ -20,9 +20,9 @@ type sampler struct {
 
 	// Trace buffers, allocated by the first traced step.
 	raw    []float64            // (V) raw probabilities at temperature 1
-	stages [NumStages][]float64 // (NumStages, V) probabilities after each stage
-	at     [NumStages][]float64 // at[s] is stages[s] or, for a stage that is off, the last one that ran
-	active [NumStages]bool      // which stages ran in the traced step
+	stages [numStages][]float64 // (numStages, V) probabilities after each stage
+	at     [numStages][]float64 // at[s] is stages[s] or, for a stage that is off, the last one that ran
+	active [numStages]bool      // which stages ran in the traced step
 	cut    []Stage              // (V) the stage that removed each id
 	picked []bool               // (V) scratch of the top-N selection
 }
@@ -96,40 +96,40 @@ func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateO
 	if on {
 		applyLogitBias(row, o.LogitBias)
 	}
-	after(StageLogitBias, on)
+	after(stageLogitBias, on)
 	on = o.PresencePenalty != 0 || o.FrequencyPenalty != 0
 	if on {
 		applyPresenceFrequency(row, st.counts, o.PresencePenalty, o.FrequencyPenalty)
 	}
-	after(StagePenalties, on)
+	after(stagePenalties, on)
 	t := o.temperature()
 	applyTemperature(row, row, t)
-	after(StageTemperature, t != 1)
+	after(stageTemperature, t != 1)
 	on = o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1
 	if on {
 		applyRepetitionPenalty(row, st.seen, o.RepetitionPenalty)
 	}
-	after(StageRepetitionPenalty, on)
+	after(stageRepetitionPenalty, on)
 	on = o.NoRepeatNGramSize > 0
 	if on {
 		applyNoRepeatNGram(row, seq, o.NoRepeatNGramSize)
 	}
-	after(StageNoRepeatNGram, on)
+	after(stageNoRepeatNGram, on)
 	on = o.TopK > 0 && o.TopK < len(row)
 	if on {
 		applyTopK(row, o.TopK, s.order)
 	}
-	after(StageTopK, on)
+	after(stageTopK, on)
 	on = o.TopP > 0 && o.TopP < 1
 	if on {
 		applyTopP(row, o.TopP, s.order, s.probs)
 	}
-	after(StageTopP, on)
+	after(stageTopP, on)
 	on = o.MinP > 0
 	if on {
 		applyMinP(row, o.MinP, s.probs)
 	}
-	after(StageMinP, on)
+	after(stageMinP, on)
 
 	best := math.Inf(-1)
 	for _, v := range row {
@@ -141,7 +141,7 @@ func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateO
 		best = max(best, v)
 	}
 	if math.IsInf(best, -1) {
-		return nil, fmt.Errorf("%w: logit bias and no-repeat n-gram leave no token", ErrAllBanned)
+		return nil, fmt.Errorf("%w: logit bias and no-repeat n-gram leave no token", ErrBadOption)
 	}
 	return row, nil
 }
@@ -331,7 +331,7 @@ func (s *sampler) startTrace(logits []float64) {
 	}
 	kernels.Softmax(s.raw, logits)
 	s.at[StageRaw] = s.raw
-	s.active = [NumStages]bool{StageRaw: true}
+	s.active = [numStages]bool{StageRaw: true}
 	clear(s.cut)
 }
 
@@ -354,45 +354,20 @@ func (s *sampler) mark(stage Stage, on bool, row []float64) {
 
 // trace fills tr for the chosen id after a sampled step.
 func (s *sampler) trace(logits []float64, id int, logprob float64, topN int, tr *Step) {
-	tr.ID, tr.Logprob = id, logprob
-	tr.RawLogprob = rawLogprob(logits, id)
+	tr.Logprob = logprob
 	tr.Active = s.active
-	s.candidates(logits, topN, tr)
+	s.candidates(logits, id, topN, tr)
 }
 
 // traceGreedy fills tr after a greedy step: no stage ran.
 func (s *sampler) traceGreedy(logits []float64, id, topN int, tr *Step) {
 	s.startTrace(logits)
-	for st := StageLogitBias; st < NumStages; st++ {
+	for st := stageLogitBias; st < numStages; st++ {
 		s.at[st] = s.raw
 	}
-	lp := rawLogprob(logits, id)
-	tr.ID, tr.Logprob, tr.RawLogprob = id, lp, lp
-	tr.Active = [NumStages]bool{StageRaw: true}
-	s.candidates(logits, topN, tr)
-}
-
-// LogSoftmax writes log softmax(logits) into dst, which may be logits,
-// and returns it (dst is grown when it is too short): the log-probabilities
-// of the model's raw distribution at temperature 1, as Step reports them.
-// It uses the package's deterministic exp and log, so the same logits give
-// the same bits on every platform, as (x - max) - log Σ exp(x - max).
-func LogSoftmax(dst, logits []float64) []float64 {
-	if cap(dst) < len(logits) {
-		dst = make([]float64, len(logits))
-	}
-	dst = dst[:len(logits)]
-	maxv, lse := logNormalizer(logits)
-	for i, v := range logits {
-		dst[i] = float64(v-maxv) - lse
-	}
-	return dst
-}
-
-// rawLogprob is log softmax(logits)[id], computed as (x - max) - log Σ.
-func rawLogprob(logits []float64, id int) float64 {
-	maxv, lse := logNormalizer(logits)
-	return float64(logits[id]-maxv) - lse
+	tr.Active = [numStages]bool{StageRaw: true}
+	s.candidates(logits, id, topN, tr)
+	tr.Logprob = tr.Chosen.Logprob
 }
 
 // logNormalizer returns max(logits) and log Σ exp(x - max), the sum in
@@ -409,16 +384,18 @@ func logNormalizer(logits []float64) (maxv, lse float64) {
 	return maxv, kernels.Log(sum)
 }
 
-// candidates fills tr.Chosen and tr.Top (the topN most probable ids under
-// the raw distribution, ties to the lower id) from the recorded stages.
-func (s *sampler) candidates(logits []float64, topN int, tr *Step) {
+// candidates fills tr.Chosen (id's record) and tr.Top (the topN most
+// probable ids under the raw distribution, ties to the lower id) from the
+// recorded stages.
+func (s *sampler) candidates(logits []float64, id, topN int, tr *Step) {
+	maxv, lse := logNormalizer(logits)
 	fill := func(c *Candidate, id int) {
-		c.ID, c.Logit, c.CutBy = id, logits[id], s.cut[id]
+		c.ID, c.Logprob, c.CutBy = id, float64(logits[id]-maxv)-lse, s.cut[id]
 		for st := range c.Probs {
 			c.Probs[st] = s.at[st][id]
 		}
 	}
-	fill(&tr.Chosen, tr.ID)
+	fill(&tr.Chosen, id)
 	if cap(tr.Top) < topN {
 		tr.Top = make([]Candidate, topN, len(logits))
 	}

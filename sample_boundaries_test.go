@@ -15,7 +15,7 @@ import (
 // filterOnce runs the pipeline on logits after the sequence seq (every
 // token of seq seen, none generated) with tracing on, and returns the
 // filtered row (a copy), which stages ran, and the pipeline's error.
-func filterOnce(logits []float64, seq []int, o GenerateOptions) ([]float64, [NumStages]bool, error) {
+func filterOnce(logits []float64, seq []int, o GenerateOptions) ([]float64, [numStages]bool, error) {
 	V := len(logits)
 	st := seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	for _, id := range seq {
@@ -43,19 +43,19 @@ func TestOffValuesChangeNothing(t *testing.T) {
 		o     GenerateOptions
 		stage Stage
 	}{
-		{"temperature 0", GenerateOptions{Temperature: 0}, StageTemperature},
-		{"temperature 1", GenerateOptions{Temperature: 1}, StageTemperature},
-		{"repetition penalty 0", GenerateOptions{RepetitionPenalty: 0}, StageRepetitionPenalty},
-		{"repetition penalty 1", GenerateOptions{RepetitionPenalty: 1}, StageRepetitionPenalty},
-		{"presence and frequency 0", GenerateOptions{}, StagePenalties},
-		{"no logit bias", GenerateOptions{LogitBias: map[int]float64{}}, StageLogitBias},
-		{"no-repeat n-gram 0", GenerateOptions{NoRepeatNGramSize: 0}, StageNoRepeatNGram},
-		{"top-k 0", GenerateOptions{TopK: 0}, StageTopK},
-		{"top-k V", GenerateOptions{TopK: V}, StageTopK},
-		{"top-k V+1", GenerateOptions{TopK: V + 1}, StageTopK},
-		{"top-p 0", GenerateOptions{TopP: 0}, StageTopP},
-		{"top-p 1", GenerateOptions{TopP: 1}, StageTopP},
-		{"min-p 0", GenerateOptions{MinP: 0}, StageMinP},
+		{"temperature 0", GenerateOptions{Temperature: 0}, stageTemperature},
+		{"temperature 1", GenerateOptions{Temperature: 1}, stageTemperature},
+		{"repetition penalty 0", GenerateOptions{RepetitionPenalty: 0}, stageRepetitionPenalty},
+		{"repetition penalty 1", GenerateOptions{RepetitionPenalty: 1}, stageRepetitionPenalty},
+		{"presence and frequency 0", GenerateOptions{}, stagePenalties},
+		{"no logit bias", GenerateOptions{LogitBias: map[int]float64{}}, stageLogitBias},
+		{"no-repeat n-gram 0", GenerateOptions{NoRepeatNGramSize: 0}, stageNoRepeatNGram},
+		{"top-k 0", GenerateOptions{TopK: 0}, stageTopK},
+		{"top-k V", GenerateOptions{TopK: V}, stageTopK},
+		{"top-k V+1", GenerateOptions{TopK: V + 1}, stageTopK},
+		{"top-p 0", GenerateOptions{TopP: 0}, stageTopP},
+		{"top-p 1", GenerateOptions{TopP: 1}, stageTopP},
+		{"min-p 0", GenerateOptions{MinP: 0}, stageMinP},
 	} {
 		row, active, err := filterOnce(logits, seq, tc.o)
 		if err != nil {
@@ -177,8 +177,8 @@ func TestTopPEdges(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if got := kept(row); !slices.Equal(got, tc.want) || !active[StageTopP] {
-			t.Errorf("%s: top-p %v kept %v (ran: %v), want %v", tc.name, tc.p, got, active[StageTopP], tc.want)
+		if got := kept(row); !slices.Equal(got, tc.want) || !active[stageTopP] {
+			t.Errorf("%s: top-p %v kept %v (ran: %v), want %v", tc.name, tc.p, got, active[stageTopP], tc.want)
 		}
 	}
 }
@@ -203,8 +203,8 @@ func TestTopKEdges(t *testing.T) {
 			t.Errorf("top-k %d: %v", tc.k, err)
 			continue
 		}
-		if got := kept(row); !slices.Equal(got, tc.want) || active[StageTopK] != tc.ran {
-			t.Errorf("top-k %d kept %v (ran %v), want %v (ran %v)", tc.k, got, active[StageTopK], tc.want, tc.ran)
+		if got := kept(row); !slices.Equal(got, tc.want) || active[stageTopK] != tc.ran {
+			t.Errorf("top-k %d kept %v (ran %v), want %v (ran %v)", tc.k, got, active[stageTopK], tc.want, tc.ran)
 		}
 	}
 }
@@ -273,8 +273,8 @@ func TestRepetitionPenaltyBelowOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float64{4, -0.5, 0, 0.5, -3}; !testutil.BitsEqual(row, want) || !active[StageRepetitionPenalty] {
-		t.Errorf("penalty 0.5: row %v (ran %v), want %v", row, active[StageRepetitionPenalty], want)
+	if want := []float64{4, -0.5, 0, 0.5, -3}; !testutil.BitsEqual(row, want) || !active[stageRepetitionPenalty] {
+		t.Errorf("penalty 0.5: row %v (ran %v), want %v", row, active[stageRepetitionPenalty], want)
 	}
 	row, _, err = filterOnce(logits, seq, GenerateOptions{RepetitionPenalty: 4})
 	if err != nil {
@@ -312,8 +312,8 @@ func TestLogitBiasAtTheCut(t *testing.T) {
 	}
 	// A forced token that the no-repeat rule bans leaves nothing.
 	_, _, err := filterOnce(logits, []int{3}, GenerateOptions{LogitBias: map[int]float64{3: 100}, NoRepeatNGramSize: 1})
-	if !errors.Is(err, ErrAllBanned) {
-		t.Errorf("the only forced token banned: err %v, want ErrAllBanned", err)
+	if !errors.Is(err, ErrBadOption) {
+		t.Errorf("the only forced token banned: err %v, want ErrBadOption", err)
 	}
 }
 

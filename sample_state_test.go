@@ -18,7 +18,7 @@ import (
 // at the first step they change nothing), the repetition penalty on every
 // token of the prompt and of the generated text. Each candidate's
 // probability after the penalties and after the repetition penalty is
-// recomputed here from its raw logit and the sample's tokens, so that the
+// recomputed here from the raw logits and the sample's tokens, so that the
 // counts are checked where they are built, not only where they are used.
 // Counts go from 0 to many: 7 ids, 60 tokens. The call runs three times
 // (its scratch, kept for the next call, must start empty every time).
@@ -64,10 +64,14 @@ func TestPenaltyCountsFollowGeneratedTokens(t *testing.T) {
 			for _, id := range slices.Concat(prompt, c.IDs[:j]) {
 				seen[id] = true
 			}
-			raw := make([]float64, V)
-			for _, cand := range st.Top {
-				raw[cand.ID] = cand.Logit
+			// The raw logits, recomputed over the window the step saw.
+			seq := slices.Concat(prompt, c.IDs[:j])
+			w := seq[max(0, len(seq)-cfg.BlockSize):]
+			logits, err := m.Logits(w, 1, len(w))
+			if err != nil {
+				t.Fatal(err)
 			}
+			raw := logits[(len(w)-1)*V:]
 			pen := slices.Clone(raw)
 			for id, n := range counts {
 				if n > 0 {
@@ -87,13 +91,13 @@ func TestPenaltyCountsFollowGeneratedTokens(t *testing.T) {
 			}
 			wantPen, wantRep := softmax(pen), softmax(rep)
 			for _, cand := range st.Top {
-				if d := math.Abs(cand.Probs[StagePenalties] - wantPen[cand.ID]); d > 1e-12 {
+				if d := math.Abs(cand.Probs[stagePenalties] - wantPen[cand.ID]); d > 1e-12 {
 					t.Fatalf("sample %d, step %d, token %d (count %d): probability %v after the penalties, want %v",
-						c.Index, j, cand.ID, counts[cand.ID], cand.Probs[StagePenalties], wantPen[cand.ID])
+						c.Index, j, cand.ID, counts[cand.ID], cand.Probs[stagePenalties], wantPen[cand.ID])
 				}
-				if d := math.Abs(cand.Probs[StageRepetitionPenalty] - wantRep[cand.ID]); d > 1e-12 {
+				if d := math.Abs(cand.Probs[stageRepetitionPenalty] - wantRep[cand.ID]); d > 1e-12 {
 					t.Fatalf("sample %d, step %d, token %d (seen %v): probability %v after the repetition penalty, want %v",
-						c.Index, j, cand.ID, seen[cand.ID], cand.Probs[StageRepetitionPenalty], wantRep[cand.ID])
+						c.Index, j, cand.ID, seen[cand.ID], cand.Probs[stageRepetitionPenalty], wantRep[cand.ID])
 				}
 			}
 		}

@@ -140,8 +140,8 @@ func TestEverythingBannedIsAnError(t *testing.T) {
 	s := newSampler(V)
 	st := seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	o := GenerateOptions{LogitBias: map[int]float64{0: -100, 1: -100, 2: -100}}
-	if _, err := s.filter([]float64{1, 2, 3}, nil, &st, &o, false); !errors.Is(err, ErrAllBanned) {
-		t.Fatalf("err = %v, want ErrAllBanned", err)
+	if _, err := s.filter([]float64{1, 2, 3}, nil, &st, &o, false); !errors.Is(err, ErrBadOption) {
+		t.Fatalf("err = %v, want ErrBadOption", err)
 	}
 }
 
@@ -197,10 +197,10 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr.ID != id || len(tr.Top) != V {
-			t.Fatalf("trace id %d (chose %d), %d candidates", tr.ID, id, len(tr.Top))
+		if tr.Chosen.ID != id || len(tr.Top) != V {
+			t.Fatalf("trace id %d (chose %d), %d candidates", tr.Chosen.ID, id, len(tr.Top))
 		}
-		for stage := StageRaw; stage < NumStages; stage++ {
+		for stage := StageRaw; stage < numStages; stage++ {
 			if !tr.Active[stage] {
 				t.Errorf("stage %v did not run", stage)
 			}
@@ -215,13 +215,13 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 				t.Errorf("after %v the probabilities sum to %v", stage, sum)
 			}
 		}
-		if p := tr.Chosen.Probs[NumStages-1]; math.Abs(math.Exp(tr.Logprob)-p) > 1e-12 {
+		if p := tr.Chosen.Probs[numStages-1]; math.Abs(math.Exp(tr.Logprob)-p) > 1e-12 {
 			t.Errorf("exp(logprob) %v, final probability %v", math.Exp(tr.Logprob), p)
 		}
 		raw := make([]float64, V)
 		kernels.Softmax(raw, logits)
-		if math.Abs(math.Exp(tr.RawLogprob)-raw[id]) > 1e-12 {
-			t.Errorf("exp(raw logprob) %v, raw probability %v", math.Exp(tr.RawLogprob), raw[id])
+		if math.Abs(math.Exp(tr.Chosen.Logprob)-raw[id]) > 1e-12 {
+			t.Errorf("exp(raw logprob) %v, raw probability %v", math.Exp(tr.Chosen.Logprob), raw[id])
 		}
 		if tr.Chosen.CutBy != StageRaw {
 			t.Errorf("the chosen token %d was cut by %v", id, tr.Chosen.CutBy)
@@ -232,7 +232,7 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 	for _, c := range tr.Top {
 		cut[c.ID] = c.CutBy
 	}
-	if cut[7] != StageLogitBias || cut[3] != StageNoRepeatNGram {
+	if cut[7] != stageLogitBias || cut[3] != stageNoRepeatNGram {
 		t.Errorf("cut stages %v: want 7 by logit-bias, 3 by no-repeat-ngram", cut)
 	}
 	// Top is by raw probability, ties to the lower id (3 and 5 tie).

@@ -20,7 +20,7 @@ func TestScoreMatchesReference(t *testing.T) {
 		for _, n := range []int{2, T, T + 1, 3*T + 2} {
 			ids := randomTokens(seeded(uint64(n)), n, V)
 			for _, stride := range []int{0, 1, 2, T} {
-				scores, err := m.Score(context.Background(), ids, ScoreOptions{Stride: stride, TopN: 3})
+				scores, err := m.Score(context.Background(), ids, stride, 3)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -28,7 +28,7 @@ func TestScoreMatchesReference(t *testing.T) {
 					t.Fatalf("n %d stride %d: %d scores, want %d", n, stride, len(scores), n-1)
 				}
 				for k, s := range scores {
-					if s.Pos != k+1 || s.ID != ids[k+1] || s.Context < 1 || s.Context > T {
+					if s.Pos != k+1 || s.Chosen.ID != ids[k+1] || s.Context < 1 || s.Context > T {
 						t.Fatalf("n %d stride %d: score %d is %+v", n, stride, k, s)
 					}
 					if stride == 1 && s.Context != min(s.Pos, T) {
@@ -44,7 +44,7 @@ func TestScoreMatchesReference(t *testing.T) {
 					for _, z := range row[:V] {
 						sum += math.Exp(z - lse)
 					}
-					want := row[s.ID] - lse - math.Log(sum)
+					want := row[s.Chosen.ID] - lse - math.Log(sum)
 					if math.Abs(s.Logprob-want) > 1e-10 {
 						t.Fatalf("tied %v n %d stride %d token %d: logprob %v, reference %v", tied, n, stride, s.Pos, s.Logprob, want)
 					}
@@ -52,7 +52,7 @@ func TestScoreMatchesReference(t *testing.T) {
 						if j > 0 && c.Logprob > s.Top[j-1].Logprob {
 							t.Fatalf("top list not in order: %v", s.Top)
 						}
-						if c.ID == s.ID && c.Logprob != s.Logprob {
+						if c.ID == s.Chosen.ID && (c.Logprob != s.Logprob || c.Logprob != s.Chosen.Logprob) {
 							t.Fatalf("top list's own token %v, score %v", c, s.Logprob)
 						}
 					}
@@ -63,7 +63,7 @@ func TestScoreMatchesReference(t *testing.T) {
 }
 
 // TestScoreAgreesWithLoss: with the stride of the block the windows lie
-// side by side, and the mean of -Logprob is Model.Loss over them.
+// side by side, and the mean of -Logprob is the loss over them.
 func TestScoreAgreesWithLoss(t *testing.T) {
 	m, vocab, err := DefaultModel()
 	if err != nil {
@@ -71,7 +71,7 @@ func TestScoreAgreesWithLoss(t *testing.T) {
 	}
 	T := m.Config().BlockSize
 	ids, _ := vocab.Encode(LanternBay[:4*T+1])
-	scores, err := m.Score(context.Background(), ids, ScoreOptions{})
+	scores, err := m.Score(context.Background(), ids, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +80,17 @@ func TestScoreAgreesWithLoss(t *testing.T) {
 		x = append(x, ids[b*T:(b+1)*T]...)
 		y = append(y, ids[b*T+1:(b+1)*T+1]...)
 	}
-	loss, err := m.Loss(x, y, 4, T)
+	loss, err := m.loss(x, y, 4, T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := Summarize(scores)
-	if sum.N != 4*T || math.Abs(sum.Loss-loss) > 1e-12 {
-		t.Fatalf("Score: %d tokens, mean loss %v; Loss over the windows %v", sum.N, sum.Loss, loss)
+	mean := 0.0
+	for _, s := range scores {
+		mean -= s.Logprob
 	}
-	if math.Abs(sum.Perplexity-math.Exp(loss)) > 1e-9 || math.Abs(sum.BitsPC-loss/math.Ln2) > 1e-12 {
-		t.Fatalf("summary %+v for loss %v", sum, loss)
+	mean /= float64(len(scores))
+	if len(scores) != 4*T || math.Abs(mean-loss) > 1e-12 {
+		t.Fatalf("Score: %d tokens, mean loss %v; the loss over the windows %v", len(scores), mean, loss)
 	}
 }
 
@@ -99,16 +100,16 @@ func TestScoreRefusesBadOptions(t *testing.T) {
 	m, _, _ := DefaultModel()
 	T, V := m.Config().BlockSize, m.Config().VocabSize
 	for _, tc := range []struct {
-		ids  []int
-		opts ScoreOptions
+		ids          []int
+		stride, topN int
 	}{
-		{[]int{1, 2}, ScoreOptions{Stride: -1}},
-		{[]int{1, 2}, ScoreOptions{Stride: T + 1}},
-		{[]int{1, 2}, ScoreOptions{TopN: V + 1}},
-		{[]int{1, V}, ScoreOptions{}},
+		{[]int{1, 2}, -1, 0},
+		{[]int{1, 2}, T + 1, 0},
+		{[]int{1, 2}, 0, V + 1},
+		{[]int{1, V}, 0, 0},
 	} {
-		if _, err := m.Score(context.Background(), tc.ids, tc.opts); !errors.Is(err, ErrBadOption) {
-			t.Errorf("Score(%v, %+v) = %v, want ErrBadOption", tc.ids, tc.opts, err)
+		if _, err := m.Score(context.Background(), tc.ids, tc.stride, tc.topN); !errors.Is(err, ErrBadOption) {
+			t.Errorf("Score(%v, %d, %d) = %v, want ErrBadOption", tc.ids, tc.stride, tc.topN, err)
 		}
 	}
 }

@@ -1,55 +1,64 @@
 package minigpt
 
-import "slices"
+// This file holds the stop strings: a sample's tokens held back while
+// they may begin one, and the sample's end when one appears.
+
+import (
+	"errors"
+	"slices"
+)
+
+// errFinished tells a request that a sample has ended.
+var errFinished = errors.New("sample finished")
 
 // stopper holds back each sample's tokens that may begin a stop string
 // and ends a sample when one appears. The model is character-level, so a
 // token is one character and a stop string is a sequence of ids.
 type stopper struct {
-	stops  [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
-	chars  []rune
-	trace  bool
-	noText bool // the stream reads only Chunk.IDs: skip decoding
+	stops [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
+	vocab *Vocab  // nil: token ids only, no text
+	trace bool    // keep each token's Step
+	// streamed: the Steps go to the stream only, so a sample keeps those
+	// of its held-back tokens alone.
+	streamed bool
 
 	samples []stopSample
-	chunk   Chunk // the chunk handed to the stream, reused: valid only during the callback
+	chunk   Completion // the part handed to the stream, reused: valid only during the callback
 }
 
 type stopSample struct {
 	ids      []int  // generated tokens
-	steps    []Step // their traces, when tracing
-	released int    // ids[:released] have been streamed
-	finish   FinishReason
+	steps    []Step // the traces of ids[stepBase:], when tracing
+	stepBase int
+	released int // ids[:released] have been streamed
+	finish   string
 }
 
-func newStopper(stops []string, chars []rune, n int, trace bool) *stopper {
-	st := &stopper{chars: chars, trace: trace, samples: make([]stopSample, n)}
-	index := make(map[rune]int, len(chars))
-	for id, r := range chars {
-		index[r] = id
+func newStopper(stops []string, vocab *Vocab, n int, trace, streamed bool) *stopper {
+	st := &stopper{vocab: vocab, trace: trace, streamed: trace && streamed, samples: make([]stopSample, n)}
+	if vocab == nil {
+		return st
 	}
-outer:
 	for _, s := range stops {
-		var ids []int
-		for _, r := range s {
-			id, ok := index[r]
-			if !ok {
-				continue outer
-			}
-			ids = append(ids, id)
+		if ids, err := vocab.Encode(s); err == nil {
+			st.stops = append(st.stops, ids)
 		}
-		st.stops = append(st.stops, ids)
 	}
 	return st
 }
 
 // add appends sample b's new token and streams what became final;
 // it returns errFinished when a stop string completed.
-func (st *stopper) add(b, id int, step *Step, stream func(*Chunk) error) error {
+func (st *stopper) add(b, id int, step *Step, stream func(*Completion) error) error {
 	s := &st.samples[b]
 	s.ids = append(s.ids, id)
 	if st.trace {
-		s.steps = append(s.steps, Step{})
+		// Reuse a dropped step's buffers where there is one.
+		if n := len(s.steps); n < cap(s.steps) {
+			s.steps = s.steps[:n+1]
+		} else {
+			s.steps = append(s.steps, Step{})
+		}
 		copyStep(&s.steps[len(s.steps)-1], step)
 	}
 	// Of the stop strings that end here, the longest starts first: the
@@ -63,9 +72,9 @@ func (st *stopper) add(b, id int, step *Step, stream func(*Chunk) error) error {
 	if cut > 0 {
 		s.ids = s.ids[:len(s.ids)-cut]
 		if st.trace {
-			s.steps = s.steps[:len(s.ids)]
+			s.steps = s.steps[:len(s.ids)-s.stepBase]
 		}
-		s.finish = FinishStop
+		s.finish = finishStop
 		if err := st.release(b, len(s.ids), stream); err != nil {
 			return err
 		}
@@ -87,7 +96,7 @@ func (st *stopper) add(b, id int, step *Step, stream func(*Chunk) error) error {
 
 // release streams sample b's tokens up to upto (and, once the sample
 // has finished, its last chunk with the finish reason).
-func (st *stopper) release(b, upto int, stream func(*Chunk) error) error {
+func (st *stopper) release(b, upto int, stream func(*Completion) error) error {
 	s := &st.samples[b]
 	if upto == s.released && s.finish == "" {
 		return nil
@@ -98,25 +107,36 @@ func (st *stopper) release(b, upto int, stream func(*Chunk) error) error {
 		return nil
 	}
 	c := &st.chunk
-	*c = Chunk{Sample: b, IDs: s.ids[from:upto], Finish: s.finish}
-	if !st.noText {
-		c.Text = decodeChars(st.chars, c.IDs)
+	*c = Completion{Index: b, IDs: s.ids[from:upto], Finish: s.finish}
+	if st.vocab != nil {
+		c.Text = st.vocab.text(c.IDs)
 	}
 	if st.trace {
-		c.Steps = s.steps[from:upto]
+		c.Steps = s.steps[from-s.stepBase : upto-s.stepBase]
 	}
-	return stream(c)
+	if err := stream(c); err != nil || !st.streamed {
+		return err
+	}
+	// Drop the delivered steps, swapping them behind the kept ones so
+	// that each keeps its own buffers for reuse.
+	n := upto - s.stepBase
+	kept := len(s.steps) - n
+	for i := range kept {
+		s.steps[i], s.steps[n+i] = s.steps[n+i], s.steps[i]
+	}
+	s.steps, s.stepBase = s.steps[:kept], upto
+	return nil
 }
 
 // finish ends every sample still running at the length limit, releasing
 // its held-back tokens.
-func (st *stopper) finish(stream func(*Chunk) error) error {
+func (st *stopper) finish(stream func(*Completion) error) error {
 	for b := range st.samples {
 		s := &st.samples[b]
 		if s.finish != "" {
 			continue
 		}
-		s.finish = FinishLength
+		s.finish = finishLength
 		if err := st.release(b, len(s.ids), stream); err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 // the text ends before the first stop string to complete (the longest of
 // those completing at the same character); held is, after each
 // character, how many trailing characters may still begin a stop string.
-func refStop(text string, stops []string) (out string, finish FinishReason, held []int) {
+func refStop(text string, stops []string) (out string, finish string, held []int) {
 	rs := []rune(text)
 	for i := 1; i <= len(rs); i++ {
 		prefix := string(rs[:i])
@@ -21,7 +21,7 @@ func refStop(text string, stops []string) (out string, finish FinishReason, held
 			}
 		}
 		if best != "" {
-			return strings.TrimSuffix(prefix, best), FinishStop, held
+			return strings.TrimSuffix(prefix, best), finishStop, held
 		}
 		h := 0
 		for _, s := range stops {
@@ -35,19 +35,23 @@ func refStop(text string, stops []string) (out string, finish FinishReason, held
 		}
 		held = append(held, h)
 	}
-	return text, FinishLength, held
+	return text, finishLength, held
 }
 
 // checkStopper feeds text to the stopper one character at a time and
 // compares the output, the finish reason and the hold-back after every
 // character with refStop.
 func checkStopper(t *testing.T, text string, stops []string) {
-	chars := []rune("abc.")
-	index := map[rune]int{'a': 0, 'b': 1, 'c': 2, '.': 3}
-	st := newStopper(stops, chars, 1, false)
+	chars := []rune(".abc")
+	index := map[rune]int{'.': 0, 'a': 1, 'b': 2, 'c': 3}
+	v, err := vocabFromChars(chars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStopper(stops, v, 1, false, false)
 	var streamed strings.Builder
-	finish := FinishReason("")
-	stream := func(c *Chunk) error {
+	finish := string("")
+	stream := func(c *Completion) error {
 		streamed.WriteString(c.Text)
 		if c.Finish != "" {
 			finish = c.Finish
@@ -84,7 +88,7 @@ func TestStopperAgainstReference(t *testing.T) {
 		n = 300
 	}
 	for range n {
-		stops := make([]string, 1+rng.IntN(MaxStopStrings))
+		stops := make([]string, 1+rng.IntN(maxStopStrings))
 		for i := range stops {
 			stops[i] = word(1 + rng.IntN(4))
 		}

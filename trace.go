@@ -1,31 +1,36 @@
 package minigpt
 
+// This file holds the per-token trace: the Step of each generated (or
+// scored) token, its Candidates and the pipeline's Stages.
+
 // Stage names a step of the sampling pipeline (see GenerateOptions), in
-// the order the stages run. Candidate.Probs is indexed by Stage.
+// the order the stages run, by their String names: raw, logit-bias,
+// penalties (presence and frequency), temperature, repetition-penalty,
+// no-repeat-ngram, top-k, top-p, min-p. Candidate.Probs is indexed by
+// Stage.
 type Stage uint8
 
-// The stages, in pipeline order. StageRaw is the model's distribution at
-// temperature 1 before any stage; as Candidate.CutBy it means "not
-// removed".
+// StageRaw is the model's distribution at temperature 1 before any stage;
+// as Candidate.CutBy it means "not removed". The stages after it are
+// numbered in pipeline order, the last one len(Candidate.Probs)-1.
 const (
 	StageRaw Stage = iota
-	StageLogitBias
-	StagePenalties // presence and frequency penalties
-	StageTemperature
-	StageRepetitionPenalty
-	StageNoRepeatNGram
-	StageTopK
-	StageTopP
-	StageMinP
-	// NumStages is the number of stages, StageRaw included.
-	NumStages
+	stageLogitBias
+	stagePenalties
+	stageTemperature
+	stageRepetitionPenalty
+	stageNoRepeatNGram
+	stageTopK
+	stageTopP
+	stageMinP
+	numStages // the number of stages, StageRaw included
 )
 
-var stageNames = [NumStages]string{"raw", "logit-bias", "penalties", "temperature", "repetition-penalty", "no-repeat-ngram", "top-k", "top-p", "min-p"}
+var stageNames = [numStages]string{"raw", "logit-bias", "penalties", "temperature", "repetition-penalty", "no-repeat-ngram", "top-k", "top-p", "min-p"}
 
 // String returns the stage's name as the CLI flags spell it ("top-k").
 func (s Stage) String() string {
-	if s < NumStages {
+	if s < numStages {
 		return stageNames[s]
 	}
 	return "stage?"
@@ -35,39 +40,35 @@ func (s Stage) String() string {
 type Candidate struct {
 	// ID is the token id.
 	ID int
-	// Logit is the model's raw logit.
-	Logit float64
+	// Logprob is the natural log of the token's probability under the
+	// model's raw distribution at temperature 1.
+	Logprob float64
 	// Probs[s] is the token's probability after stage s: Probs[StageRaw]
 	// under the raw distribution at temperature 1, then after each stage
 	// in order (a stage that is off repeats the previous value; 0 once
-	// the token is removed). Probs[NumStages-1] is the distribution the
+	// the token is removed). Its last element is the distribution the
 	// token was drawn from.
-	Probs [NumStages]float64
+	Probs [numStages]float64
 	// CutBy is the stage that removed the token, or StageRaw if it
 	// survived them all.
 	CutBy Stage
 }
 
-// Step is the trace of one generated token. The values a Step's slices
-// hold are reused between calls of GenerateOptions.OnStep; Clone copies.
+// Step is the trace of one generated token, or of one scored one
+// (Model.Score: no stage runs). The values a Step's slices hold are
+// reused between calls of GenerateOptions.OnStep; Clone copies.
 type Step struct {
-	// Sample is the sample index (0 outside Complete).
-	Sample int
 	// Pos is the token's index in the sequence, prompt included.
 	Pos int
-	// ID is the chosen token.
-	ID int
-	// Logprob is the natural log of ID's probability under the final,
-	// filtered distribution it was drawn from. Greedy decoding reports
-	// the raw distribution's (greedy ignores every filter).
-	Logprob float64
-	// RawLogprob is the natural log of ID's probability under the
-	// model's raw distribution at temperature 1.
-	RawLogprob float64
-	// Active reports which stages ran (Active[StageRaw] is always true).
-	Active [NumStages]bool
-	// Chosen is ID's candidate record.
+	// Chosen is the chosen token's candidate record: its ID, and its
+	// Logprob under the raw distribution.
 	Chosen Candidate
+	// Logprob is the natural log of the chosen token's probability under
+	// the final, filtered distribution it was drawn from. Greedy decoding
+	// and scoring report the raw distribution's (no stage runs).
+	Logprob float64
+	// Active reports which stages ran (Active[StageRaw] is always true).
+	Active [numStages]bool
 	// Attention, with GenerateOptions.TraceAttention, holds the attention
 	// weights of the position whose logits chose ID, in every layer and
 	// head, over the Context positions of the window it saw (position 0
@@ -75,9 +76,10 @@ type Step struct {
 	// l head h's weight on position s. The decoder's own weights, from
 	// the pass that computed the logits.
 	Attention []float64
-	// Context is the length of the window Attention covers.
+	// Context is the number of positions the prediction saw: the length
+	// of the window Attention covers.
 	Context int
-	// Top lists the GenerateOptions.TraceTopN most probable tokens under
+	// Top lists the GenerateOptions.TraceTopN (or ScoreOptions.TopN) most probable tokens under
 	// the raw distribution, most probable first (ties to the lower id).
 	Top []Candidate
 }

@@ -14,15 +14,17 @@ func TestNoStaleAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(attention bool) (withWeights int) {
-		_, err := m.Complete(context.Background(), vocab, "the ", CompleteOptions{GenerateOptions: GenerateOptions{
-			MaxNewTokens: 5, Seed: 1, TraceTopN: 1, TraceAttention: attention,
-			OnStep: func(s *Step) error {
-				if len(s.Attention) > 0 || s.Context > 0 {
-					withWeights++
+		_, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{
+			MaxNewTokens: 5, Seed: 1, TraceTopN: 1, TraceAttention: attention, Trace: true,
+			Stream: func(c *Completion) error {
+				for _, s := range c.Steps {
+					if len(s.Attention) > 0 || s.Context > 0 {
+						withWeights++
+					}
 				}
 				return nil
 			},
-		}})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -168,7 +168,7 @@ func TestTraceAttentionMatchesReference(t *testing.T) {
 			if _, ok := testutil.SameBits(s.Attention, uncached[i][k].Attention); !ok {
 				t.Fatalf("sample %d step %d: cached and uncached weights differ", i, k)
 			}
-			seq = append(seq, s.ID)
+			seq = append(seq, s.Chosen.ID)
 		}
 	}
 	// Without the option the trace carries none.

@@ -1,14 +1,12 @@
 package minigpt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
 )
 
 // TrainConfig describes a training run. The zero values of the optional
@@ -38,15 +36,11 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Steps: 1200, BatchSize: 32, LR: 3e-3, Seed: 42, EvalBatches: 8}
 }
 
-// ErrBadTrainConfig is returned (wrapped) by TrainConfig.Validate, and so by
-// NewTrainer, for a training config that cannot run.
-var ErrBadTrainConfig = errors.New("invalid train config")
-
 // Validate reports the first thing wrong with c (an error wrapping
-// ErrBadTrainConfig that names the field), or nil.
+// ErrBadConfig that names the field), or nil.
 func (c TrainConfig) Validate() error {
 	bad := func(f string, a ...any) error {
-		return fmt.Errorf("%w: "+f, append([]any{ErrBadTrainConfig}, a...)...)
+		return fmt.Errorf("%w: training: "+f, append([]any{ErrBadConfig}, a...)...)
 	}
 	switch {
 	case c.Steps < 0:
@@ -71,24 +65,24 @@ func (c TrainConfig) Validate() error {
 	return nil
 }
 
-// ErrDiverged is returned when the loss or the gradient stops being finite;
-// the step that found it changes no parameter.
-var ErrDiverged = errors.New("training diverged")
-
 var (
-	// ErrVocabMismatch is returned (wrapped) when a dataset was not
-	// encoded with the model's vocabulary (NewTrainer, ResumeTrainer).
-	ErrVocabMismatch = errors.New("vocabulary mismatch")
-	// ErrTooLarge is returned (wrapped) by NewTrainer when training would
-	// need more than MaxTrainingBytes of memory.
-	ErrTooLarge = errors.New("too large")
+	// ErrDatasetMismatch is returned (wrapped) by NewTrainer and
+	// ResumeTrainer for a dataset that does not fit: encoded with another
+	// vocabulary than the model's, or, on resume, made from another text
+	// than the one the checkpoint was trained on.
+	ErrDatasetMismatch = errors.New("dataset does not fit")
+	// ErrModelInUse is returned (wrapped) by NewTrainer for a model another
+	// Trainer holds, by a Trainer's methods after Close, and by Run while
+	// another Run of the same Trainer is going on.
+	ErrModelInUse = errors.New("model in use")
 )
 
-// Trainer trains a model on a dataset: it owns the optimizer, the step
-// count, the batch sampler and the fixed validation batches, all of which
-// a full checkpoint saves and ResumeTrainer restores exactly. Its state is
-// read through accessors; nothing a caller could change would keep the
-// buffers sized for the config, or the step matching the optimizer's.
+// Trainer trains a model on a dataset: it owns the optimizer (Adam, the
+// lessons'), the step count, the batch sampler and the fixed validation
+// batches, all of which a full checkpoint saves and ResumeTrainer
+// restores exactly. Its state is read through accessors; nothing a caller
+// could change would keep the buffers sized for the config, or the step
+// matching the optimizer's.
 //
 // A Trainer holds its model from NewTrainer until Close: a second
 // Trainer on the same model is refused, and each step waits for the calls
@@ -97,7 +91,7 @@ var (
 // from Run's progress callback, without changing a bit of the training.
 type Trainer struct {
 	model  *Model
-	opt    *Adam
+	opt    *adam
 	data   *Dataset
 	config TrainConfig
 	step   int // steps completed
@@ -119,39 +113,34 @@ type Trainer struct {
 // NewTrainer prepares to train m on d with a fresh optimizer, from step 0;
 // the model's block size is the window length. m may be new (NewModel) or
 // loaded (a Checkpoint's Model, for fine-tuning): d must then be encoded
-// with the checkpoint's vocabulary (NewDatasetWithVocab). The batch
+// with the checkpoint's vocabulary (NewDataset with it). The batch
 // sampler and the validation batches are seeded from tc.Seed.
 //
 // The Trainer holds m until Close: NewTrainer on a model another Trainer
 // holds is refused (to train one model two ways, train a Clone).
 //
-// Errors wrap ErrBadTrainConfig, ErrVocabMismatch, ErrBadText (a dataset
-// too short for the block size), ErrTooLarge or ErrModelInUse.
+// Errors wrap ErrBadConfig (also for a run that would need more than
+// 16 GiB), ErrDatasetMismatch, ErrBadText (a dataset too short for the
+// block size) or ErrModelInUse.
 func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("new trainer: %w", err)
 	}
 	T := m.cfg.BlockSize
 	if d.Vocab.Size() != m.cfg.VocabSize {
-		return nil, fmt.Errorf("new trainer: %w: the dataset's vocabulary has %d characters, the model's %d (build the model with ConfigFor(dataset.Vocab), or the dataset with NewDatasetWithVocab and the checkpoint's vocabulary)",
-			ErrVocabMismatch, d.Vocab.Size(), m.cfg.VocabSize)
+		return nil, fmt.Errorf("new trainer: %w: the dataset's vocabulary has %d characters, the model's %d (build the model with ConfigFor(dataset.Vocab), or the dataset with NewDataset and the checkpoint's vocabulary)",
+			ErrDatasetMismatch, d.Vocab.Size(), m.cfg.VocabSize)
 	}
 	if len(d.Train) < T+2 || len(d.Val) < T+2 {
 		return nil, fmt.Errorf("new trainer: %w: %d training and %d validation tokens; block size %d needs at least %d in each", ErrBadText, len(d.Train), len(d.Val), T, T+2)
 	}
-	if need := trainingBytes(m.cfg, tc); need > MaxTrainingBytes {
+	if need := trainingBytes(m.cfg, tc); need > maxTrainingBytes {
 		return nil, fmt.Errorf("new trainer: %w: training needs about %.1f GiB (parameters, gradients, Adam moments, activations of a batch of %d × %d, %d validation batches), above the limit of %d GiB",
-			ErrTooLarge, need/(1<<30), tc.BatchSize, T, tc.EvalBatches, MaxTrainingBytes>>30)
-	}
-	ac := DefaultAdamConfig()
-	ac.WeightDecay = tc.WeightDecay
-	opt, err := NewAdam(ac, m)
-	if err != nil {
-		return nil, fmt.Errorf("new trainer: %w", err)
+			ErrBadConfig, need/(1<<30), tc.BatchSize, T, tc.EvalBatches, maxTrainingBytes>>30)
 	}
 	B := tc.BatchSize
 	t := &Trainer{
-		model: m, opt: opt, data: d, config: tc,
+		model: m, opt: newAdam(lessonsAdam(tc.WeightDecay), m), data: d, config: tc,
 		batchSource: rand.NewPCG(tc.Seed, streamBatch),
 		grads:       make([]float64, len(m.slab)),
 		clip:        newClipper(len(m.slab)),
@@ -163,8 +152,8 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	for i := 0; i < tc.EvalBatches; i++ {
 		sampleBatch(t.valX[i*B*T:(i+1)*B*T], t.valY[i*B*T:(i+1)*B*T], d.Val, B, T, valRNG)
 	}
-	if err := m.take(t); err != nil {
-		return nil, fmt.Errorf("new trainer: %w: %w", ErrModelInUse, err)
+	if !m.trained.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("new trainer: %w: another Trainer holds this model (Close it first, or train a copy made with Model.Clone)", ErrModelInUse)
 	}
 	return t, nil
 }
@@ -175,7 +164,7 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 func (t *Trainer) Close() {
 	if !t.closed {
 		t.closed = true
-		t.model.release(t)
+		t.model.trained.Store(false)
 	}
 }
 
@@ -194,18 +183,15 @@ func (t *Trainer) activations() *activations {
 // ResumeTrainer's copy). Its parameters change with every step.
 func (t *Trainer) Model() *Model { return t.model }
 
-// Dataset returns the dataset being trained on.
-func (t *Trainer) Dataset() *Dataset { return t.data }
-
 // Config returns a copy of the training config.
 func (t *Trainer) Config() TrainConfig { return t.config }
 
 // Step returns the number of steps completed.
 func (t *Trainer) Step() int { return t.step }
 
-// MaxTrainingBytes bounds the memory NewTrainer will commit to, so that an
+// maxTrainingBytes bounds the memory NewTrainer will commit to, so that an
 // oversized config or batch is an error rather than an out-of-memory crash.
-const MaxTrainingBytes = 16 << 30
+const maxTrainingBytes = 16 << 30
 
 // trainingBytes estimates a trainer's memory: four parameter-sized slabs
 // (parameters, gradients, two moments), the transposed weights the input
@@ -245,13 +231,15 @@ func (c TrainConfig) LearningRate(step int) float64 {
 	progress = min(progress, 1)
 	// The conversion rounds π·progress before cosDet subtracts π/2 from
 	// it: once inlined, the compiler would otherwise fuse the two on
-	// arm64 (a review found the learning rates differing there).
+	// arm64.
 	return c.MinLR + float64(float64(0.5*(c.LR-c.MinLR))*(1+cosDet(float64(math.Pi*progress))))
 }
 
-// TrainStep draws a batch, computes the loss and gradient, and updates the
-// parameters. It returns the batch's loss.
-func (t *Trainer) TrainStep() (float64, error) {
+// trainStep draws a batch, computes the loss and gradient, and updates the
+// parameters. It returns the batch's loss. A loss or gradient that is not
+// finite is an error wrapping ErrNonFinite, and the step then changes no
+// parameter.
+func (t *Trainer) trainStep() (float64, error) {
 	if t.closed {
 		return 0, fmt.Errorf("train step: %w", errClosed)
 	}
@@ -263,15 +251,13 @@ func (t *Trainer) TrainStep() (float64, error) {
 	m.forwardBatch(a, t.xb, t.yb, true)
 	loss := a.meanLoss()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, fmt.Errorf("train step: %w: loss %v in step %d", ErrDiverged, loss, t.step+1) // counted from 1, as Progress.Step
+		return loss, fmt.Errorf("train step: %w: training diverged: loss %v in step %d", ErrNonFinite, loss, t.step+1) // counted from 1, as Progress.Step
 	}
 	m.backward(a, t.grads)
 	if norm, _ := clipGradients(t.grads, t.config.GradClip, &t.clip); math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return loss, fmt.Errorf("train step: %w: gradient norm %v in step %d", ErrDiverged, norm, t.step+1)
+		return loss, fmt.Errorf("train step: %w: training diverged: gradient norm %v in step %d", ErrNonFinite, norm, t.step+1)
 	}
-	if err := t.opt.Update(m.slab, t.grads, t.config.LearningRate(t.step)); err != nil {
-		panic("minigpt: the optimizer was made for another model: " + err.Error()) // NewTrainer made both
-	}
+	t.opt.update(m.slab, t.grads, t.config.LearningRate(t.step))
 	t.step++
 	return loss, nil
 }
@@ -292,12 +278,16 @@ func (t *Trainer) Evaluate() float64 {
 
 // Progress is what Run reports after each step.
 type Progress struct {
-	Step    int     // steps completed
-	Steps   int     // steps in the run
+	Step    int     // steps completed, of Config().Steps
 	Loss    float64 // training loss of the step just taken
 	ValLoss float64 // validation loss, or NaN when not evaluated at this step
 	LR      float64 // learning rate the step used
-	Elapsed time.Duration
+}
+
+// LossPoint is one point of a loss curve: the loss after Step steps.
+type LossPoint struct {
+	Step int     // the step that measured it, counted from 1 (as Progress.Step)
+	Loss float64 // that step's batch loss, or the validation loss after it
 }
 
 // LossHistory returns the losses Run recorded, including those of the
@@ -312,7 +302,6 @@ func (t *Trainer) LossHistory() (train, val []LossPoint) {
 // nil) after every step. Cancelling ctx stops it between steps, returning
 // ctx's error with the model and optimizer consistent, ready to save.
 func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
-	start := time.Now()
 	c := &t.config
 	// Room for the whole history now, so that recording it allocates
 	// nothing per step.
@@ -329,18 +318,17 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 			return err
 		}
 		lr := c.LearningRate(t.step)
-		loss, err := t.TrainStep()
+		loss, err := t.trainStep()
 		if err != nil {
 			return err
 		}
-		p := Progress{Step: t.step, Steps: c.Steps, Loss: loss, ValLoss: math.NaN(), LR: lr}
+		p := Progress{Step: t.step, Loss: loss, ValLoss: math.NaN(), LR: lr}
 		t.trainLoss = append(t.trainLoss, LossPoint{t.step, loss})
 		if (c.EvalEvery > 0 && t.step%c.EvalEvery == 0) || t.step == c.Steps {
 			p.ValLoss = t.Evaluate()
 			t.valLoss = append(t.valLoss, LossPoint{t.step, p.ValLoss})
 		}
 		if progress != nil {
-			p.Elapsed = time.Since(start)
 			progress(p)
 		}
 	}
@@ -363,97 +351,54 @@ func cosDet(x float64) float64 {
 	return -sum
 }
 
-// CheckpointKind says what Trainer.Checkpoint puts in a checkpoint.
-type CheckpointKind int
+// trainState is what a full checkpoint keeps of a Trainer beyond its
+// model, its step and its config: the one value through which checkpoints
+// read and write a trainer, so that neither reaches into the other.
+type trainState struct {
+	adam      adamConfig // the optimizer's constants
+	m, v      []float64  // its moments, laid out like the parameters
+	adamStep  int        // its step count (the trainer's step)
+	sampler   []byte     // the batch sampler's PCG state (MarshalBinary)
+	trainLoss []LossPoint
+	valLoss   []LossPoint
+}
 
-const (
-	// FullCheckpoint holds the model, its vocabulary, the training config,
-	// the optimizer state and the batch sampler's state: everything
-	// ResumeTrainer needs to continue bit for bit; and the fingerprint of
-	// the training text and the loss history.
-	FullCheckpoint CheckpointKind = iota
-	// WeightsOnly holds the model, its vocabulary and the step: enough to
-	// generate or to fine-tune, about a third of the size.
-	WeightsOnly
-)
-
-// Checkpoint returns a snapshot of the trainer's state of the given kind.
-// The snapshot shares nothing with the trainer, so training on does not
-// change it:
-//
-//	err := minigpt.SaveCheckpoint("run.ckpt", tr.Checkpoint(minigpt.FullCheckpoint))
-func (t *Trainer) Checkpoint(kind CheckpointKind) *Checkpoint {
-	c := &Checkpoint{Model: t.model.Clone(), Vocab: t.data.Vocab, Step: t.step}
-	if kind == WeightsOnly {
-		return c
-	}
-	tc := t.config
-	c.Train = &tc
-	c.Opt = t.opt.clone()
-	state, err := t.batchSource.MarshalBinary()
+// state returns a copy of t's state.
+func (t *Trainer) state() *trainState {
+	sampler, err := t.batchSource.MarshalBinary()
 	if err != nil {
 		panic("minigpt: PCG.MarshalBinary failed: " + err.Error()) // it never does
 	}
-	c.rngState = state
-	sum := t.corpusSHA256()
-	c.CorpusSHA256 = sum[:]
-	// Present even when empty: the file then records "no points yet".
-	c.TrainLoss = append([]LossPoint{}, t.trainLoss...)
-	c.ValLoss = append([]LossPoint{}, t.valLoss...)
-	return c
+	return &trainState{
+		adam: t.opt.config, m: slices.Clone(t.opt.m), v: slices.Clone(t.opt.v), adamStep: t.opt.step,
+		sampler: sampler,
+		// Present even when empty: the file then records "no points yet".
+		trainLoss: append([]LossPoint{}, t.trainLoss...),
+		valLoss:   append([]LossPoint{}, t.valLoss...),
+	}
 }
 
-// corpusSHA256 returns t.data.SHA256(), computed once: a checkpoint is
+// restore makes t continue from s (copied), at step.
+func (t *Trainer) restore(s *trainState, step int) error {
+	// t.batchRNG draws from t.batchSource, so restoring the source in
+	// place restores the sampler.
+	if err := t.batchSource.UnmarshalBinary(s.sampler); err != nil {
+		return fmt.Errorf("sampler state: %w", err)
+	}
+	t.opt = restoreAdam(s.adam, t.model.cfg, slices.Clone(s.m), slices.Clone(s.v), s.adamStep)
+	t.step = step
+	t.trainLoss = slices.Clone(s.trainLoss)
+	t.valLoss = slices.Clone(s.valLoss)
+	return nil
+}
+
+// corpusSHA256 returns t.data.textSHA256(), computed once: a checkpoint is
 // taken at every -keep-best improvement, and hashing a large text each
 // time would cost more than the snapshot.
 func (t *Trainer) corpusSHA256() [32]byte {
 	if t.corpusSum == nil {
-		sum := t.data.SHA256()
+		sum := t.data.textSHA256()
 		t.corpusSum = &sum
 	}
 	return *t.corpusSum
-}
-
-// ResumeTrainer returns a trainer that continues the full checkpoint c on
-// d exactly as the run that wrote it would have continued: same
-// parameters, optimizer moments, step, learning-rate schedule, batch
-// sampler state and validation batches. d must be encoded with c's
-// vocabulary (see NewDatasetWithVocab) and, if c records the fingerprint
-// of its text, be that same text: another one is an error wrapping
-// ErrCorpusMismatch (clear c.CorpusSHA256 to continue on it anyway). To
-// extend the run, raise c.Train.Steps before calling. The trainer carries
-// on c's loss history. It works on copies; c is not changed.
-//
-// To fine-tune instead (new data, fresh optimizer, step 0), pass c.Model
-// to NewTrainer.
-func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
-	if !c.Full() {
-		return nil, fmt.Errorf("resume: %w: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint (to fine-tune from it, use NewTrainer)", ErrBadCheckpoint)
-	}
-	if err := c.check(); err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
-	}
-	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
-		return nil, fmt.Errorf("resume: %w: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", ErrVocabMismatch, d.Vocab.Size(), c.Vocab.Size())
-	}
-	if c.CorpusSHA256 != nil {
-		if sum := d.SHA256(); !bytes.Equal(sum[:], c.CorpusSHA256) {
-			return nil, fmt.Errorf("resume: %w: the dataset's text has SHA-256 %x…, the checkpoint was trained on one with %x…", ErrCorpusMismatch, sum[:8], c.CorpusSHA256[:8])
-		}
-	}
-	m := c.Model.Clone()
-	t, err := NewTrainer(m, d, *c.Train)
-	if err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
-	}
-	t.opt = c.Opt.clone()
-	t.step = c.Step
-	t.trainLoss = slices.Clone(c.TrainLoss)
-	t.valLoss = slices.Clone(c.ValLoss)
-	// t.batchRNG draws from t.batchSource, so restoring the source in
-	// place restores the sampler.
-	if err := t.batchSource.UnmarshalBinary(c.rngState); err != nil {
-		return nil, fmt.Errorf("resume: sampler state: %w", err)
-	}
-	return t, nil
 }

@@ -24,13 +24,13 @@ func trainedLanternBay(t testing.TB) (*Model, *Vocab) {
 		t.Skip("the 1200-step default run is skipped in -short mode")
 	}
 	trained.once.Do(func() {
-		d, err := NewDataset(LanternBay, DefaultConfig().BlockSize)
+		d, err := NewDataset(LanternBay, nil, defaultConfig().BlockSize)
 		if err != nil {
 			trained.err = err
 			return
 		}
 		tc := DefaultTrainConfig()
-		m, err := NewModel(DefaultConfig(), tc.Seed)
+		m, err := NewModel(defaultConfig(), tc.Seed)
 		if err != nil {
 			trained.err = err
 			return
@@ -43,7 +43,7 @@ func trainedLanternBay(t testing.TB) (*Model, *Vocab) {
 		var losses []float64
 		trained.err = tr.Run(context.Background(), func(p Progress) {
 			losses = append(losses, p.Loss)
-			if p.Step == p.Steps {
+			if p.Step == tc.Steps {
 				trained.val = p.ValLoss
 			}
 		})

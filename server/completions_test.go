@@ -102,7 +102,7 @@ func TestMatchesLibrary(t *testing.T) {
 			MaxNewTokens: 50, Temperature: 0.7 + 0.1*float64(seed), TopK: int(seed % 4 * 3), TopP: 0.85,
 			Seed: seed * 1000,
 		}
-		res, err := m.Complete(context.Background(), vocab, "the lamp ", minigpt.CompleteOptions{GenerateOptions: opts})
+		res, err := m.Complete(context.Background(), vocab, "the lamp ", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +406,7 @@ func TestEchoLogprobs(t *testing.T) {
 			if T == 0 {
 				return 0
 			}
-			l, err := m.Loss(ids[start:start+T], ids[start+1:start+T+1], 1, T)
+			l, _, err := m.Gradients(ids[start:start+T], ids[start+1:start+T+1], 1, T)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,11 +5,11 @@ package server
 // released tokens and results.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"example.org/minigpt"
@@ -95,13 +95,14 @@ type altProb struct {
 }
 
 // sampleSeed is sample i's own seed when tokens are drawn at random
-// (minigpt.SampleSeed: a request with n = 1 and that seed gives the same
-// text), or nil for greedy decoding and beam search, which draw nothing.
+// (seed + i, GenerateOptions.Seed's rule: a request with n = 1 and that
+// seed gives the same text), or nil for greedy decoding and beam search,
+// which draw nothing.
 func (e *engine) sampleSeed(sp *sampling, i int) *uint64 {
 	if sp.temperature == 0 || sp.numBeams > 1 {
 		return nil
 	}
-	seed := minigpt.SampleSeed(sp.seed, i)
+	seed := sp.seed + uint64(i)
 	return &seed
 }
 
@@ -164,9 +165,9 @@ func (e *engine) unsupported(sp *sampling) *apiError {
 }
 
 // options maps a request's knobs onto the library's.
-func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
-	o := minigpt.CompleteOptions{Stop: sp.stop}
-	o.GenerateOptions = minigpt.GenerateOptions{
+func (e *engine) options(sp *sampling) minigpt.GenerateOptions {
+	o := minigpt.GenerateOptions{
+		Stop:         sp.stop,
 		MaxNewTokens: sp.maxTokens,
 		N:            sp.n,
 		Seed:         sp.seed,
@@ -186,9 +187,9 @@ func (e *engine) options(sp *sampling) minigpt.CompleteOptions {
 		LengthPenalty:     sp.lengthPenalty,
 	}
 	if traced(sp) {
-		// Steps come through OnStep (complete sets it), not Trace: with
-		// Trace the library would keep every step of every sample for the
-		// Completions it returns, which the server never reads.
+		// Steps come with the streamed parts (complete streams), so the
+		// library keeps none it has delivered.
+		o.Trace = true
 		o.TraceTopN = max(sp.logprobs, sp.trace)
 		o.TraceAttention = sp.attention > 0
 	}
@@ -262,9 +263,9 @@ func noRepeatLeavesNone(left []bool, seq []int, n int) bool {
 // and which field it is about ("" if none in particular).
 func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 	switch {
-	case errors.Is(err, minigpt.ErrAllBanned):
-		// check caught a ban by logit_bias alone: this one grew with the
-		// text.
+	case errors.Is(err, minigpt.ErrBadOption) && strings.Contains(err.Error(), "leave no token"):
+		// Every token banned: check caught a ban by logit_bias alone, so
+		// this one grew with the text.
 		if sp.noRepeatNgram == 0 {
 			return "logit_bias", true
 		}
@@ -294,15 +295,13 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 // complete generates sp.n samples continuing prompt in the model's
 // batch of batchRows rows (minigpt.Batch.Complete, which gives
 // minigpt.Model.Complete's bits whatever else runs): sample i is the text cmd/generate prints with
-// -seed minigpt.SampleSeed(seed, i) and the same settings. release is
+// -seed seed+i and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
 // strings, once they cannot begin one), and with its finish reason on its
 // last call.
 //
-// With logprobs or trace, each step is turned into its token as it is
-// chosen and waits, per sample, until a chunk releases it: a sample's
-// chunks release its chosen tokens in order (the ones a stop string ate
-// never), so only the tokens held back by a stop string wait.
+// With logprobs or trace, each released token comes with its step, which
+// is turned into the token's logprobs and trace.
 func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string) error) error {
 	batch, err := e.batchFor(batchRows)
 	if err != nil {
@@ -310,40 +309,23 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 		return fmt.Errorf("the model's batch of %d rows: %v", batchRows, err)
 	}
 	opts := e.options(sp)
-	var pending [][]token // per sample: chosen, not yet released
-	if traced(sp) {
-		pending = make([][]token, sp.n)
-		opts.OnStep = func(st *minigpt.Step) error {
-			t := token{id: st.ID}
-			e.fromStep(&t, st, sp)
-			pending[st.Sample] = append(pending[st.Sample], t)
-			return nil
-		}
-	}
 	var toks []token
-	opts.Stream = func(c *minigpt.Chunk) error {
+	opts.Stream = func(c *minigpt.Completion) error {
 		toks = toks[:0]
-		if pending != nil {
-			p := pending[c.Sample]
-			if len(p) < len(c.IDs) {
-				return fmt.Errorf("server: sample %d released %d tokens, %d were traced", c.Sample, len(c.IDs), len(p))
-			}
-			for j, id := range c.IDs {
-				if p[j].id != id {
-					return fmt.Errorf("server: sample %d released token %d where %d was traced", c.Sample, id, p[j].id)
+		for j, id := range c.IDs {
+			t := token{id: id}
+			if opts.Trace {
+				if len(c.Steps) != len(c.IDs) {
+					return fmt.Errorf("server: sample %d released %d tokens with %d steps", c.Index, len(c.IDs), len(c.Steps))
 				}
+				e.fromStep(&t, &c.Steps[j], sp)
 			}
-			toks = append(toks, p[:len(c.IDs)]...)
-			pending[c.Sample] = append(p[:0], p[len(c.IDs):]...)
-		} else {
-			for _, id := range c.IDs {
-				toks = append(toks, token{id: id})
-			}
+			toks = append(toks, t)
 		}
 		if len(toks) == 0 && c.Finish == "" {
 			return nil
 		}
-		return release(c.Sample, toks, string(c.Finish))
+		return release(c.Index, toks, c.Finish)
 	}
 	if e.alone {
 		_, err = e.model.Complete(ctx, e.vocab, prompt, opts)
@@ -359,45 +341,37 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 		// Raw log-probabilities (the model's distribution at temperature
 		// 1), as vLLM reports by default and as echo scores the prompt:
 		// they describe the model, whatever the sampling settings.
-		t.logprob = st.RawLogprob
-		// log p(c) = logit(c) − logsumexp(logits), and the step gives the
-		// chosen token's log p: its logsumexp follows, so every
-		// alternative's value is computed like the token's own (which is
-		// reported exactly).
-		lse := st.Chosen.Logit - st.RawLogprob
+		t.logprob = st.Chosen.Logprob
 		in := false
 		for _, c := range st.Top[:min(sp.logprobs, len(st.Top))] {
-			lp := c.Logit - lse
-			if c.ID == st.ID {
-				lp, in = st.RawLogprob, true
-			}
-			t.top = append(t.top, altProb{c.ID, lp})
+			in = in || c.ID == st.Chosen.ID
+			t.top = append(t.top, altProb{c.ID, c.Logprob})
 		}
 		if !in && sp.logprobs > 0 {
 			// As OpenAI: the sampled token is listed even when it is not
 			// among the most likely.
-			t.top = append(t.top, altProb{st.ID, st.RawLogprob})
+			t.top = append(t.top, altProb{st.Chosen.ID, st.Chosen.Logprob})
 		}
 	}
 	if sp.trace > 0 {
-		tj := &traceJSON{Token: string(e.chars[st.ID]), Logprob: st.Logprob, RawLogprob: st.RawLogprob}
+		tj := &traceJSON{Token: string(e.chars[st.Chosen.ID]), Logprob: st.Logprob, RawLogprob: st.Chosen.Logprob}
 		var active []minigpt.Stage
-		for s := range minigpt.NumStages {
-			if st.Active[s] {
-				active = append(active, s)
-				tj.Stages = append(tj.Stages, s.String())
+		for s, on := range st.Active {
+			if on {
+				active = append(active, minigpt.Stage(s))
+				tj.Stages = append(tj.Stages, minigpt.Stage(s).String())
 			}
 		}
 		cands := st.Top[:min(sp.trace, len(st.Top))]
 		chosenIn := false
 		for _, c := range cands {
-			chosenIn = chosenIn || c.ID == st.ID
+			chosenIn = chosenIn || c.ID == st.Chosen.ID
 		}
 		if !chosenIn {
 			cands = append(cands[:len(cands):len(cands)], st.Chosen)
 		}
 		for _, c := range cands {
-			cj := candidateJSON{Token: string(e.chars[c.ID]), ID: c.ID, Chosen: c.ID == st.ID}
+			cj := candidateJSON{Token: string(e.chars[c.ID]), ID: c.ID, Chosen: c.ID == st.Chosen.ID}
 			for _, s := range active {
 				cj.Probs = append(cj.Probs, c.Probs[s])
 			}
@@ -421,67 +395,17 @@ const scoreBatch = 8
 // promptLogprobs scores a prompt for echo with logprobs: token j (j >= 1)
 // gets its log-probability under the model's raw distribution (temperature
 // 1, no filter) given the BlockSize tokens before it, as the generator
-// sees it, and the top alternatives. The first token has no context and
-// is left out. On an error it returns the tokens scored so far.
+// sees it (Model.Score with stride 1), and the top alternatives. The first
+// token has no context and is left out. On an error it returns the tokens
+// scored so far.
 func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]token, error) {
-	m := e.model // Logits is safe for concurrent use
-	bs, V := m.Config().BlockSize, m.Config().VocabSize
-	out := make([]token, 0, len(prompt)-1)
-	var lp []float64
-	var order []int
-	score := func(row []float64, id int) {
-		lp = minigpt.LogSoftmax(lp, row) // reused across the prompt's tokens
-		out = append(out, logprobToken(lp, row, id, top, &order))
-	}
-	// Tokens 1..BlockSize-1 share one window starting at 0.
-	if n := min(len(prompt), bs); n > 1 {
-		logits, err := m.Logits(prompt[:n], 1, n)
-		if err != nil {
-			return out, err
-		}
-		for j := 1; j < n; j++ {
-			score(logits[(j-1)*V:j*V], prompt[j])
+	steps, err := e.model.Score(ctx, prompt, 1, min(top, e.model.Config().VocabSize))
+	out := make([]token, len(steps))
+	for i, s := range steps {
+		out[i] = token{id: s.Chosen.ID, logprob: s.Logprob}
+		for _, c := range s.Top {
+			out[i].top = append(out[i].top, altProb{c.ID, c.Logprob})
 		}
 	}
-	// Every later token has its own window: the BlockSize tokens before it.
-	idx := make([]int, scoreBatch*bs)
-	for j0 := bs; j0 < len(prompt); j0 += scoreBatch {
-		if err := ctx.Err(); err != nil {
-			return out, err // a long prompt stops scoring when its time is up or its client goes
-		}
-		for b := range scoreBatch {
-			j := min(j0+b, len(prompt)-1) // the last batch repeats its last window
-			copy(idx[b*bs:(b+1)*bs], prompt[j-bs:j])
-		}
-		logits, err := m.Logits(idx, scoreBatch, bs)
-		if err != nil {
-			return out, err
-		}
-		for b := range min(scoreBatch, len(prompt)-j0) {
-			last := (b*bs + bs - 1) * V
-			score(logits[last:last+V], prompt[j0+b])
-		}
-	}
-	return out, nil
-}
-
-// logprobToken is token id with its log-probability from lp (row's
-// log-softmax, the same bits on every platform) and its top alternatives
-// (ties to the lower id); *order is scratch for the ranking, grown once.
-func logprobToken(lp, row []float64, id, top int, order *[]int) token {
-	t := token{id: id, logprob: lp[id]}
-	if top > 0 {
-		if len(*order) != len(row) {
-			*order = make([]int, len(row))
-		}
-		order := *order
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
-		for _, a := range order[:min(top, len(order))] {
-			t.top = append(t.top, altProb{a, lp[a]})
-		}
-	}
-	return t
+	return out, err
 }

@@ -112,10 +112,8 @@ func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *serv
 	js.s.yield(ctx)
 	err = tr.Run(ctx, func(p minigpt.Progress) {
 		js.progress(j, p)
-		if e := j.hp.sampleEvery; e > 0 && (p.Step%e == 0 || p.Step == p.Steps) {
-			res, err := tr.Model().Complete(ctx, data.Vocab, j.samplePrompt, minigpt.CompleteOptions{
-				GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: sampleChars, Temperature: 0.8, Seed: j.seed},
-			})
+		if e := j.hp.sampleEvery; e > 0 && (p.Step%e == 0 || p.Step == j.tc.Steps) {
+			res, err := tr.Model().Complete(ctx, data.Vocab, j.samplePrompt, minigpt.GenerateOptions{MaxNewTokens: sampleChars, Temperature: 0.8, Seed: j.seed})
 			if err == nil {
 				text := j.samplePrompt + res[0].Text
 				js.mu.Lock()
@@ -123,7 +121,7 @@ func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *serv
 				js.mu.Unlock()
 			}
 		}
-		if p.Step < p.Steps {
+		if p.Step < j.tc.Steps {
 			js.s.yield(ctx)
 		}
 	})
@@ -131,7 +129,7 @@ func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *serv
 	case err == nil:
 	case ctx.Err() != nil:
 		return statusCancelled, nil, nil
-	case errors.Is(err, minigpt.ErrDiverged):
+	case errors.Is(err, minigpt.ErrNonFinite):
 		return fail("training_diverged", "%v (at learning rate %g: try a lower learning_rate_multiplier)", err, j.tc.LR)
 	default:
 		return fail("training_failed", "%v", err)
@@ -140,7 +138,7 @@ func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *serv
 	name := js.modelName(j)
 	if js.cfg.Dir != "" {
 		file := strings.ReplaceAll(name, ":", "-") + ".ckpt"
-		c := tr.Checkpoint(minigpt.FullCheckpoint)
+		c := tr.Checkpoint()
 		err := safefile.Save(filepath.Join(js.cfg.Dir, file), false, func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) })
 		if errors.Is(err, fs.ErrExist) {
 			return fail("checkpoint_not_saved", "the training directory already has a file %s, which is never replaced", file)
@@ -161,8 +159,8 @@ func (js *jobs) progress(j *job, p minigpt.Progress) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	j.step = p.Step
-	d := metricsJSON{Step: p.Step, TotalSteps: p.Steps, TrainLoss: p.Loss, LearningRate: p.LR}
-	msg := fmt.Sprintf("Step %d/%d: training loss=%.4f", p.Step, p.Steps, p.Loss)
+	d := metricsJSON{Step: p.Step, TotalSteps: j.tc.Steps, TrainLoss: p.Loss, LearningRate: p.LR}
+	msg := fmt.Sprintf("Step %d/%d: training loss=%.4f", p.Step, j.tc.Steps, p.Loss)
 	if !math.IsNaN(p.ValLoss) {
 		v := p.ValLoss
 		d.ValidLoss = &v

@@ -101,20 +101,20 @@ func (js *jobs) parseJob(w http.ResponseWriter, r *http.Request) (*job, *apiErro
 		if n := j.config.NumParams(); n > js.cfg.MaxParams {
 			return nil, badParam("training_file", "too_many_parameters", "training_file %s has %d distinct characters: the %s model of them would have %d parameters, above this server's limit of %d", file.id, vocab.Size(), j.model, n, js.cfg.MaxParams)
 		}
-		j.data, err = minigpt.NewDatasetWithVocab(text, vocab, j.config.BlockSize)
+		j.data, err = minigpt.NewDataset(text, vocab, j.config.BlockSize)
 		if err != nil {
 			return nil, badParam("training_file", "invalid_text", "training_file %s: %v", file.id, err)
 		}
 	} else {
 		j.config = j.base.model.Config()
-		if n := j.base.model.NumParams(); n > js.cfg.MaxParams {
+		if n := j.base.model.Config().NumParams(); n > js.cfg.MaxParams {
 			return nil, badParam("model", "too_many_parameters", "model %s has %d parameters, above this server's limit of %d for training", j.model, n, js.cfg.MaxParams)
 		}
 		if aerr := checkVocabulary(text, file.id, j.base); aerr != nil {
 			return nil, aerr
 		}
 		var err error
-		if j.data, err = minigpt.NewDatasetWithVocab(text, j.base.vocab, j.config.BlockSize); err != nil {
+		if j.data, err = minigpt.NewDataset(text, j.base.vocab, j.config.BlockSize); err != nil {
 			return nil, badParam("training_file", "invalid_text", "training_file %s: %v", file.id, err)
 		}
 	}

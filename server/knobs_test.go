@@ -141,21 +141,21 @@ func TestKnobsAgainstLibrary(t *testing.T) {
 	eID, _ := vocab.Encode("e")
 	for _, tc := range []struct {
 		name, fields string
-		opts         minigpt.CompleteOptions
+		opts         minigpt.GenerateOptions
 	}{
-		{"min_p", `"min_p":0.2`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MinP: 0.2}}},
-		{"presence_penalty", `"presence_penalty":1.5`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{PresencePenalty: 1.5}}},
-		{"frequency_penalty", `"frequency_penalty":0.8`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{FrequencyPenalty: 0.8}}},
-		{"logit_bias", fmt.Sprintf(`"logit_bias":{"%d":-100}`, eID[0]), minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{LogitBias: map[int]float64{eID[0]: -100}}}},
-		{"no_repeat_ngram_size", `"no_repeat_ngram_size":4`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{NoRepeatNGramSize: 4}}},
-		{"repetition_penalty", `"repetition_penalty":1.4`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{RepetitionPenalty: 1.4}}},
+		{"min_p", `"min_p":0.2`, minigpt.GenerateOptions{MinP: 0.2}},
+		{"presence_penalty", `"presence_penalty":1.5`, minigpt.GenerateOptions{PresencePenalty: 1.5}},
+		{"frequency_penalty", `"frequency_penalty":0.8`, minigpt.GenerateOptions{FrequencyPenalty: 0.8}},
+		{"logit_bias", fmt.Sprintf(`"logit_bias":{"%d":-100}`, eID[0]), minigpt.GenerateOptions{LogitBias: map[int]float64{eID[0]: -100}}},
+		{"no_repeat_ngram_size", `"no_repeat_ngram_size":4`, minigpt.GenerateOptions{NoRepeatNGramSize: 4}},
+		{"repetition_penalty", `"repetition_penalty":1.4`, minigpt.GenerateOptions{RepetitionPenalty: 1.4}},
 		{"everything", `"min_p":0.05,"top_k":8,"top_p":0.95,"presence_penalty":0.3,"frequency_penalty":0.2,"no_repeat_ngram_size":6,"repetition_penalty":1.1`,
-			minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MinP: 0.05, TopK: 8, TopP: 0.95, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 6, RepetitionPenalty: 1.1}}},
-		{"stop", `"stop":["ee","ll"]`, minigpt.CompleteOptions{Stop: []string{"ee", "ll"}}},
-		{"beams", `"num_beams":4,"n":2`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{NumBeams: 4}}},
-		{"beams with length penalty", `"num_beams":3,"length_penalty":1,"stop":"."`, minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{NumBeams: 3, LengthPenalty: 1}, Stop: []string{"."}}},
+			minigpt.GenerateOptions{MinP: 0.05, TopK: 8, TopP: 0.95, PresencePenalty: 0.3, FrequencyPenalty: 0.2, NoRepeatNGramSize: 6, RepetitionPenalty: 1.1}},
+		{"stop", `"stop":["ee","ll"]`, minigpt.GenerateOptions{Stop: []string{"ee", "ll"}}},
+		{"beams", `"num_beams":4,"n":2`, minigpt.GenerateOptions{NumBeams: 4}},
+		{"beams with length penalty", `"num_beams":3,"length_penalty":1,"stop":"."`, minigpt.GenerateOptions{NumBeams: 3, LengthPenalty: 1, Stop: []string{"."}}},
 		{"beams with processors", fmt.Sprintf(`"num_beams":3,"no_repeat_ngram_size":3,"presence_penalty":0.5,"logit_bias":{"%d":-100}`, eID[0]),
-			minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{NumBeams: 3, NoRepeatNGramSize: 3, PresencePenalty: 0.5, LogitBias: map[int]float64{eID[0]: -100}}}},
+			minigpt.GenerateOptions{NumBeams: 3, NoRepeatNGramSize: 3, PresencePenalty: 0.5, LogitBias: map[int]float64{eID[0]: -100}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 3

@@ -35,7 +35,7 @@ func (m *servedModel) json() modelJSON {
 	return modelJSON{
 		ID: m.name, Object: "model", Created: m.created, OwnedBy: "minigpt",
 		SystemFingerprint: m.fingerprint, ContextLength: c.BlockSize,
-		Parameters: m.model.NumParams(), Layers: c.Layers, EmbedDim: c.EmbedDim, Heads: c.Heads,
+		Parameters: m.model.Config().NumParams(), Layers: c.Layers, EmbedDim: c.EmbedDim, Heads: c.Heads,
 		Vocab: vocab,
 	}
 }

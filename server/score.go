@@ -144,7 +144,7 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	sctx, cancel := context.WithTimeout(cctx, s.limits.RequestTimeout)
 	defer cancel()
-	scores, err := req.model.model.Score(sctx, req.ids, minigpt.ScoreOptions{Stride: req.stride, TopN: req.top})
+	scores, err := req.model.model.Score(sctx, req.ids, req.stride, req.top)
 	s.slots.releaseRows(&req.model.rows, 1)
 	switch {
 	case ctx.Err() != nil:
@@ -160,7 +160,7 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "scoring failed: %v", err))
 		return
 	}
-	sum := minigpt.Summarize(scores)
+	sum := summarize(scores)
 	if math.IsNaN(sum.Loss) || math.IsInf(sum.Loss, 0) {
 		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "the model gave a non-finite loss (%v)", sum.Loss))
 		return
@@ -170,7 +170,7 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 
 // writeScore writes the response character by character through a small
 // buffer, under the write deadlines a completion has.
-func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []minigpt.TokenScore, sum minigpt.Scores) {
+func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []minigpt.Step, sum scoreSummaryJSON) {
 	out := newClientWriter(w, s.limits.WriteTimeout, time.Now().Add(s.limits.WriteTimeout+s.limits.RequestTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -188,7 +188,7 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 		Stride            int              `json:"stride"`
 		Summary           scoreSummaryJSON `json:"summary"`
 	}{"score", m.name, m.fingerprint, m.model.Config().BlockSize, stride,
-		scoreSummaryJSON{sum.N, sum.Loss, sum.Perplexity, sum.BitsPC}})
+		sum})
 	bw.Write(head[:len(head)-1]) // without its closing brace
 	bw.WriteString(`,"tokens":[`)
 	chars := m.vocab.Chars()
@@ -196,7 +196,7 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		t := scoreTokenJSON{Pos: sc.Pos, Token: string(chars[sc.ID]), Logprob: sc.Logprob, Bits: -sc.Logprob / math.Ln2, Context: sc.Context}
+		t := scoreTokenJSON{Pos: sc.Pos, Token: string(chars[sc.Chosen.ID]), Logprob: sc.Logprob, Bits: -sc.Logprob / math.Ln2, Context: sc.Context}
 		for _, c := range sc.Top {
 			t.Top = append(t.Top, scoreTopJSON{string(chars[c.ID]), c.Logprob})
 		}
@@ -208,4 +208,22 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 	}
 	bw.WriteString("]}\n")
 	bw.Flush()
+}
+
+// summarize is the summary of scores: their number, the mean of -Logprob
+// (in nats, summed in order), its perplexity exp(loss), and bits per
+// character, loss/ln 2.
+func summarize(scores []minigpt.Step) scoreSummaryJSON {
+	s := scoreSummaryJSON{Tokens: len(scores)}
+	if s.Tokens == 0 {
+		return s
+	}
+	total := 0.0
+	for _, t := range scores {
+		total -= t.Logprob
+	}
+	s.Loss = total / float64(s.Tokens)
+	s.Perplexity = math.Exp(s.Loss)
+	s.BitsPerChar = s.Loss / math.Ln2
+	return s
 }

@@ -28,7 +28,7 @@ const (
 // perChar bounds the bytes of one character of a choice with sp's
 // logprobs and trace: every top_logprobs object lists at most logprobs+1
 // alternatives (the chosen token is added when it is not among them),
-// every trace step at most trace+1 candidates over at most NumStages
+// every trace step at most trace+1 candidates over at most len(Candidate.Probs)
 // stages.
 func perChar(sp *sampling) int64 {
 	b := int64(textBytes)
@@ -36,7 +36,7 @@ func perChar(sp *sampling) int64 {
 		b += logprobBytes + altBytes*int64(sp.logprobs+1)
 	}
 	if sp.trace > 0 {
-		stages := int64(minigpt.NumStages)
+		stages := int64(len(minigpt.Candidate{}.Probs))
 		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
 		// Each weight, and the brackets: 2(layers × heads + layers + 1)
 		// of them, at most 6 per weight.

@@ -129,13 +129,13 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(ids) < 2 {
 		return cli.Usagef("-text %s: scoring needs at least 2 characters (the first has nothing to be predicted from), it has %d", textName, len(ids))
 	}
-	scores, err := m.Score(ctx, ids, minigpt.ScoreOptions{Stride: o.stride, TopN: o.top})
+	scores, err := m.Score(ctx, ids, o.stride, o.top)
 	if err != nil {
 		return err
 	}
-	sum := minigpt.Summarize(scores)
-	if math.IsNaN(sum.Loss) || math.IsInf(sum.Loss, 0) {
-		return fmt.Errorf("the model gave a non-finite loss (%v): its weights are not usable", sum.Loss)
+	loss := meanLoss(scores)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fmt.Errorf("the model gave a non-finite loss (%v): its weights are not usable", loss)
 	}
 	report := stdout
 	if o.jsonl {
@@ -145,12 +145,21 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		report = stderr
 	}
 	stride := cmp.Or(o.stride, block)
-	fmt.Fprintf(report, "text:       %s, %d characters; %d scored (the first has no context)\n", textName, len(ids), sum.N)
-	fmt.Fprintf(report, "model:      %s, %d parameters, context window %d, stride %d\n", modelName, m.NumParams(), block, stride)
-	fmt.Fprintf(report, "loss:       %.6f nats per character (the mean of -ln p)\n", sum.Loss)
-	fmt.Fprintf(report, "perplexity: %.6f\n", sum.Perplexity)
-	fmt.Fprintf(report, "bits/char:  %.6f\n", sum.BitsPC)
+	fmt.Fprintf(report, "text:       %s, %d characters; %d scored (the first has no context)\n", textName, len(ids), len(scores))
+	fmt.Fprintf(report, "model:      %s, %d parameters, context window %d, stride %d\n", modelName, m.Config().NumParams(), block, stride)
+	fmt.Fprintf(report, "loss:       %.6f nats per character (the mean of -ln p)\n", loss)
+	fmt.Fprintf(report, "perplexity: %.6f\n", math.Exp(loss))
+	fmt.Fprintf(report, "bits/char:  %.6f\n", loss/math.Ln2)
 	return nil
+}
+
+// meanLoss is the mean of -Logprob over scores, in nats, summed in order.
+func meanLoss(scores []minigpt.Step) float64 {
+	total := 0.0
+	for _, s := range scores {
+		total -= s.Logprob
+	}
+	return total / float64(len(scores))
 }
 
 // readText reads the -text file, or standard input for "-": valid UTF-8,
@@ -207,7 +216,7 @@ func encode(text string, vocab *minigpt.Vocab) ([]int, error) {
 			if chars := vocab.Chars(); len(chars) <= 100 {
 				msg += fmt.Sprintf("; the model knows %q", string(chars))
 			}
-			return nil, fmt.Errorf("%w: %s", minigpt.ErrUnknownChar, msg)
+			return nil, fmt.Errorf("%w: %s", minigpt.ErrBadText, msg)
 		}
 		pos++
 	}
@@ -230,10 +239,10 @@ type topJSON struct {
 }
 
 // writeJSONL writes one JSON object per score.
-func writeJSONL(w io.Writer, scores []minigpt.TokenScore, chars []rune) error {
+func writeJSONL(w io.Writer, scores []minigpt.Step, chars []rune) error {
 	enc := json.NewEncoder(w)
 	for _, s := range scores {
-		t := tokenJSON{Pos: s.Pos, Token: string(chars[s.ID]), Logprob: s.Logprob, Bits: -s.Logprob / math.Ln2, Context: s.Context}
+		t := tokenJSON{Pos: s.Pos, Token: string(chars[s.Chosen.ID]), Logprob: s.Logprob, Bits: -s.Logprob / math.Ln2, Context: s.Context}
 		for _, c := range s.Top {
 			t.Top = append(t.Top, topJSON{string(chars[c.ID]), c.Logprob})
 		}

@@ -98,9 +98,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	err = out.Save(func(w io.Writer) error {
-		return minigpt.WriteSafetensors(w, c, &minigpt.SafetensorsOptions{DType: o.dtype})
+		return minigpt.WriteSafetensors(w, c, o.dtype)
 	})
-	if errors.Is(err, minigpt.ErrBadSafetensors) {
+	if errors.Is(err, minigpt.ErrBadCheckpoint) {
 		return cli.UsageError{Err: fmt.Errorf("%s: %w; nothing written", from, err)} // the model cannot be stored so
 	}
 	if err != nil {
@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fi, err := os.Stat(o.out); err == nil {
 		size = fi.Size()
 	}
-	fmt.Fprintf(stderr, "wrote %s: %s as %s, %d parameters, step %d, %d bytes\n", o.out, from, o.dtype, c.Model.NumParams(), c.Step, size)
+	fmt.Fprintf(stderr, "wrote %s: %s as %s, %d parameters, step %d, %d bytes\n", o.out, from, o.dtype, c.Model.Config().NumParams(), c.Step, size)
 	if logitsOut != nil {
 		if err := logitsOut.Save(func(w io.Writer) error { _, err := w.Write(logits); return err }); err != nil {
 			return fmt.Errorf("wrote %s, but %w", o.out, err)
@@ -128,11 +128,9 @@ func load(path string) (*minigpt.Checkpoint, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		info, err := minigpt.DefaultModelInfo()
-		if err != nil {
-			return nil, "", err
-		}
-		return &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: info.Step}, "the embedded Lantern Bay model", nil
+		// The embedded model is the default training run's last step.
+		step := minigpt.DefaultTrainConfig().Steps
+		return &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: step}, "the embedded Lantern Bay model", nil
 	}
 	f, err := cli.OpenRegular(path) // a FIFO is refused, not waited on
 	if err != nil {

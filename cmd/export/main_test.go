@@ -27,13 +27,7 @@ func export(t *testing.T, args ...string) result {
 	return result{out.String(), errOut.String(), code}
 }
 
-func values(m *minigpt.Model) []float64 {
-	var v []float64
-	for _, t := range m.Tensors() {
-		v = append(v, t.Data...)
-	}
-	return v
-}
+func values(m *minigpt.Model) []float64 { return m.Params() }
 
 func readST(t *testing.T, path string) *minigpt.Checkpoint {
 	t.Helper()
@@ -42,7 +36,7 @@ func readST(t *testing.T, path string) *minigpt.Checkpoint {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c, err := minigpt.ReadSafetensors(f)
+	c, err := minigpt.ReadCheckpoint(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +69,7 @@ func TestExportsTheEmbeddedModel(t *testing.T) {
 	}
 	f64, _ := os.Stat(out)
 	f32, _ := os.Stat(small)
-	if d := f64.Size() - f32.Size() - 4*int64(m.NumParams()); d < 0 || d > 1024 { // the offsets have fewer digits
+	if d := f64.Size() - f32.Size() - 4*int64(len(m.Params())); d < 0 || d > 1024 { // the offsets have fewer digits
 		t.Errorf("F64 %d bytes, F32 %d: want 4 bytes a parameter less", f64.Size(), f32.Size())
 	}
 	want := values(m)
@@ -92,7 +86,7 @@ func TestExportsACheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vocab, _ := minigpt.VocabFromChars([]rune("xyz"))
+	vocab, _ := minigpt.NewVocab("xyz")
 	ckpt := filepath.Join(dir, "tied.ckpt")
 	if err := minigpt.SaveCheckpoint(ckpt, &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 17}); err != nil {
 		t.Fatal(err)
@@ -136,7 +130,7 @@ func TestLogitsFile(t *testing.T) {
 		t.Errorf("the logits read back differ from Model.Logits")
 	}
 	for _, tc := range []struct{ prompt, want string }{
-		{"the bay!", `character not in vocabulary: '!' at position 7`},
+		{"the bay!", `unusable text: '!' at position 7 is not in the vocabulary`},
 		{strings.Repeat("a", 33), "33 characters, want 1 to the block size, 32"},
 		{"", "0 characters"},
 	} {
@@ -164,8 +158,8 @@ func TestRefusedBeforeWriting(t *testing.T) {
 	os.Symlink(existing, link)
 	// A model with a weight beyond float32's range.
 	m, _ := minigpt.NewModel(minigpt.Config{VocabSize: 2, BlockSize: 2, EmbedDim: 2, Heads: 1, Layers: 1}, 1)
-	m.Tensors()[0].Data[3] = 1e300
-	vocab, _ := minigpt.VocabFromChars([]rune("ab"))
+	m.Params()[3] = 1e300 // in the token embedding, the slab's first tensor
+	vocab, _ := minigpt.NewVocab("ab")
 	huge := filepath.Join(dir, "huge.ckpt")
 	if err := minigpt.SaveCheckpoint(huge, &minigpt.Checkpoint{Model: m, Vocab: vocab}); err != nil {
 		t.Fatal(err)

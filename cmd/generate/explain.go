@@ -14,7 +14,7 @@ import (
 
 // many prints several samples (-samples) or beams (-beams), generated
 // together by minigpt.Complete: each as a header line and its text.
-func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.CompleteOptions, stdout, stderr io.Writer) error {
+func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
 	gen.N, gen.Seed = o.samples, o.seed
 	start := time.Now()
 	res, err := m.Complete(ctx, vocab, o.prompt, gen)
@@ -30,7 +30,7 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 		case o.beams > 0:
 			fmt.Fprintf(stdout, "--- beam %d, score %.6f, %s ---\n", c.Index, c.Score, c.Finish)
 		default:
-			fmt.Fprintf(stdout, "--- sample %d, seed %d, %s ---\n", c.Index, c.Seed, c.Finish)
+			fmt.Fprintf(stdout, "--- sample %d, seed %d, %s ---\n", c.Index, sampleSeed(gen, c.Index), c.Finish)
 		}
 		if _, err := fmt.Fprintf(stdout, "%s%s\n", o.prompt, c.Text); err != nil {
 			return err
@@ -42,7 +42,7 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 
 // traced runs -explain or -logprobs: every released character with its
 // trace, through minigpt.Complete (so -samples and -stop work as without).
-func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.CompleteOptions, stdout, stderr io.Writer) error {
+func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
 	chars := vocab.Chars()
 	gen.N, gen.Seed = o.samples, o.seed
 	gen.Trace = true
@@ -51,11 +51,11 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		gen.TraceTopN = min(o.logprobs, vocab.Size())
 	}
 	if o.explain {
-		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen.GenerateOptions))
+		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen))
 		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), "char", "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
-		gen.Stream = func(c *minigpt.Chunk) error {
+		gen.Stream = func(c *minigpt.Completion) error {
 			for _, s := range c.Steps {
-				if _, err := fmt.Fprintln(stdout, explainLine(o, chars, &s)); err != nil {
+				if _, err := fmt.Fprintln(stdout, explainLine(o, chars, c.Index, &s)); err != nil {
 					return err
 				}
 			}
@@ -63,9 +63,9 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		}
 	} else {
 		enc := json.NewEncoder(stdout)
-		gen.Stream = func(c *minigpt.Chunk) error {
+		gen.Stream = func(c *minigpt.Completion) error {
 			for _, s := range c.Steps {
-				if err := enc.Encode(logprobLine(chars, &s)); err != nil {
+				if err := enc.Encode(logprobLine(chars, c.Index, &s)); err != nil {
 					return err
 				}
 			}
@@ -85,13 +85,22 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 				Seed   uint64 `json:"seed"`
 				Text   string `json:"text"`
 				Finish string `json:"finish"`
-			}{c.Index, c.Seed, o.prompt + c.Text, string(c.Finish)}
+			}{c.Index, sampleSeed(gen, c.Index), o.prompt + c.Text, c.Finish}
 			if err := json.NewEncoder(stdout).Encode(line); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// sampleSeed is the seed sample i of a call with options g draws from
+// (GenerateOptions.Seed's rule: Seed+i), or 0 when nothing is drawn.
+func sampleSeed(g minigpt.GenerateOptions, i int) uint64 {
+	if g.Greedy || g.NumBeams > 1 {
+		return 0
+	}
+	return g.Seed + uint64(i)
 }
 
 // describe names the stages that are on, in pipeline order.
@@ -146,18 +155,18 @@ func sampleCol(o *options, i int) string {
 // explainLine is one -explain row: position, character, its probability
 // after the filters and under the raw distribution, then the top
 // candidates.
-func explainLine(o *options, chars []rune, s *minigpt.Step) string {
+func explainLine(o *options, chars []rune, sample int, s *minigpt.Step) string {
 	var b strings.Builder
 	if o.samples > 1 {
-		fmt.Fprintf(&b, "%-3d ", s.Sample)
+		fmt.Fprintf(&b, "%-3d ", sample)
 	}
-	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, fmt.Sprintf("%q", chars[s.ID]), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.RawLogprob))+"%")
+	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, fmt.Sprintf("%q", chars[s.Chosen.ID]), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.Chosen.Logprob))+"%")
 	for _, c := range s.Top {
 		mark := " "
-		if c.ID == s.ID {
+		if c.ID == s.Chosen.ID {
 			mark = "*"
 		}
-		after := pct(c.Probs[minigpt.NumStages-1])
+		after := pct(c.Probs[len(c.Probs)-1])
 		if c.CutBy != minigpt.StageRaw {
 			after = c.CutBy.String()
 		}
@@ -199,14 +208,14 @@ type stepJSON struct {
 	Top        []candidateJSON `json:"top"`
 }
 
-func logprobLine(chars []rune, s *minigpt.Step) stepJSON {
-	out := stepJSON{Sample: s.Sample, Pos: s.Pos, Char: string(chars[s.ID]), ID: s.ID, Logprob: s.Logprob, RawLogprob: s.RawLogprob}
+func logprobLine(chars []rune, sample int, s *minigpt.Step) stepJSON {
+	out := stepJSON{Sample: sample, Pos: s.Pos, Char: string(chars[s.Chosen.ID]), ID: s.Chosen.ID, Logprob: s.Logprob, RawLogprob: s.Chosen.Logprob}
 	for _, c := range s.Top {
 		cj := candidateJSON{Char: string(chars[c.ID]), ID: c.ID, RawLogprob: math.Log(c.Probs[minigpt.StageRaw])}
 		if c.CutBy != minigpt.StageRaw {
 			cj.Cut = c.CutBy.String()
 		} else {
-			lp := math.Log(c.Probs[minigpt.NumStages-1])
+			lp := math.Log(c.Probs[len(c.Probs)-1])
 			cj.Logprob = &lp
 		}
 		out.Top = append(out.Top, cj)

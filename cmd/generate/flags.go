@@ -36,6 +36,14 @@ type biasFlag struct {
 	arg   string
 }
 
+// The library's limits on GenerateOptions (its Stop, N and NumBeams),
+// checked here first so that the error names the flag.
+const (
+	maxStops   = 4
+	maxSamples = 128
+	maxBeams   = 64
+)
+
 func parseBias(arg string) (biasFlag, error) {
 	i := strings.LastIndex(arg, "=")
 	if i <= 0 {
@@ -78,12 +86,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return err
 	})
 	fs.IntVar(&o.noRepeat, "no-repeat-ngram", 0, "never repeat a sequence of this many characters; 0 = off")
-	fs.Func("stop", fmt.Sprintf("stop before this `text` (not printed); repeatable, at most %d", minigpt.MaxStopStrings), func(s string) error {
+	fs.Func("stop", fmt.Sprintf("stop before this `text` (not printed); repeatable, at most %d", maxStops), func(s string) error {
 		o.stop = append(o.stop, s)
 		return nil
 	})
-	fs.IntVar(&o.samples, "samples", 1, fmt.Sprintf("number of samples, generated together; sample i uses seed -seed+i (1..%d)", minigpt.MaxSamples))
-	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", minigpt.MaxBeams))
+	fs.IntVar(&o.samples, "samples", 1, fmt.Sprintf("number of samples, generated together; sample i uses seed -seed+i (1..%d)", maxSamples))
+	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", maxBeams))
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "checkpoint `file` to load (default: the embedded Lantern Bay model)")
@@ -138,12 +146,12 @@ func (o *options) validate(set map[string]bool) error {
 		return fmt.Errorf("-frequency-penalty %v: must be in [-2, 2]", o.frequency)
 	case o.noRepeat < 0:
 		return fmt.Errorf("-no-repeat-ngram %d: must be >= 0 (0 = off)", o.noRepeat)
-	case len(o.stop) > minigpt.MaxStopStrings:
-		return fmt.Errorf("-stop given %d times: at most %d", len(o.stop), minigpt.MaxStopStrings)
-	case o.samples < 1 || o.samples > minigpt.MaxSamples:
-		return fmt.Errorf("-samples %d: must be in [1, %d]", o.samples, minigpt.MaxSamples)
-	case o.beams == 1 || o.beams < 0 || o.beams > minigpt.MaxBeams:
-		return fmt.Errorf("-beams %d: must be 0 (off) or in [2, %d]", o.beams, minigpt.MaxBeams)
+	case len(o.stop) > maxStops:
+		return fmt.Errorf("-stop given %d times: at most %d", len(o.stop), maxStops)
+	case o.samples < 1 || o.samples > maxSamples:
+		return fmt.Errorf("-samples %d: must be in [1, %d]", o.samples, maxSamples)
+	case o.beams == 1 || o.beams < 0 || o.beams > maxBeams:
+		return fmt.Errorf("-beams %d: must be 0 (off) or in [2, %d]", o.beams, maxBeams)
 	case o.beams > 0 && o.samples > o.beams:
 		return fmt.Errorf("-samples %d: beam search returns at most -beams %d sequences", o.samples, o.beams)
 	case !finite(o.lengthPenalty):
@@ -183,7 +191,7 @@ func (o *options) validate(set map[string]bool) error {
 // generateOptions maps the flags to the library's options (without the
 // seed, the sample count and callbacks); a -logit-bias character outside
 // the vocabulary is an error naming the flag.
-func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.CompleteOptions, error) {
+func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions, error) {
 	g := minigpt.GenerateOptions{
 		MaxNewTokens:      o.n,
 		Greedy:            o.greedy || o.temperature == 0, // the library's zero Temperature means 1
@@ -197,8 +205,8 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.CompleteOptions
 		NoRepeatNGramSize: o.noRepeat,
 		NumBeams:          o.beams,
 		LengthPenalty:     o.lengthPenalty,
+		Stop:              o.stop,
 	}
-	c := minigpt.CompleteOptions{Stop: o.stop}
 	if len(o.bias) > 0 {
 		g.LogitBias = map[int]float64{}
 		for _, b := range o.bias {
@@ -206,18 +214,17 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.CompleteOptions
 			if id < 0 {
 				ids, err := vocab.Encode(string(b.char))
 				if err != nil {
-					return c, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
+					return g, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
 				}
 				id = ids[0]
 			} else if id >= vocab.Size() {
-				return c, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
+				return g, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
 			}
 			g.LogitBias[id] = b.value
 		}
 	}
-	c.GenerateOptions = g
-	if err := c.Validate(); err != nil {
-		return c, err // the checks above should have caught it first
+	if err := g.Validate(); err != nil {
+		return g, err // the checks above should have caught it first
 	}
-	return c, nil
+	return g, nil
 }

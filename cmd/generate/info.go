@@ -3,47 +3,52 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
 )
 
 // printInfo writes what the checkpoint at path (the embedded model when
-// path is empty) says about itself, without loading its weights, once
-// its checksum has vouched for every byte: a damaged file is refused,
-// not described.
+// path is empty) says about itself once the whole of it has been read and
+// checked (a minigpt checkpoint's SHA-256 included): a damaged file is
+// refused, not described.
 func printInfo(path string, w io.Writer) error {
-	var info *minigpt.CheckpointInfo
+	name, size := path, ""
+	var c *minigpt.Checkpoint
 	var err error
-	name := path
 	if path == "" {
 		name = "the embedded Lantern Bay model"
-		info, err = minigpt.DefaultModelInfo()
+		c = &minigpt.Checkpoint{Step: minigpt.DefaultTrainConfig().Steps} // the default run's last step
+		c.Model, c.Vocab, err = minigpt.DefaultModel()
 	} else {
-		info, err = minigpt.VerifyCheckpointFile(path)
+		c, err = minigpt.LoadCheckpoint(path)
+		if fi, serr := os.Stat(path); err == nil && serr == nil {
+			size = fmt.Sprintf(", %d bytes", fi.Size())
+		}
 	}
 	if err != nil {
 		return cli.Usagef("-info: %w", err) // a file a flag names, refused before any work: status 2
 	}
-	c := info.Config
+	cfg := c.Model.Config()
 	kind, head := "weights-only", "untied"
-	if info.Full {
+	if c.Train != nil {
 		kind = "full (resumable)"
 	}
-	if c.TiedHead {
+	if cfg.TiedHead {
 		head = "tied"
 	}
-	fmt.Fprintf(w, "checkpoint: %s, %s, %d bytes, SHA-256 checksum verified\n", name, kind, info.Bytes)
+	fmt.Fprintf(w, "checkpoint: %s, %s%s, every byte checked\n", name, kind, size)
 	fmt.Fprintf(w, "model:      %d parameters: vocab %d, block %d, width %d, %d heads, %d layers, %s head\n",
-		c.NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head)
-	fmt.Fprintf(w, "vocabulary: %q\n", string(info.Vocab.Chars()))
-	fmt.Fprintf(w, "step:       %d\n", info.Step)
-	if tc := info.Train; tc != nil {
+		cfg.NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, head)
+	fmt.Fprintf(w, "vocabulary: %q\n", string(c.Vocab.Chars()))
+	fmt.Fprintf(w, "step:       %d\n", c.Step)
+	if tc := c.Train; tc != nil {
 		fmt.Fprintf(w, "training:   %d steps of batch %d, lr %g, seed %d, warmup %d, cosine %v to %g, clip %g, weight decay %g, eval every %d on %d batches\n",
 			tc.Steps, tc.BatchSize, tc.LR, tc.Seed, tc.WarmupSteps, tc.CosineDecay, tc.MinLR, tc.GradClip, tc.WeightDecay, tc.EvalEvery, tc.EvalBatches)
 	}
-	if info.CorpusSHA256 != nil {
-		fmt.Fprintf(w, "corpus:     SHA-256 %x (of the training text; -resume checks it)\n", info.CorpusSHA256)
+	if c.CorpusSHA256 != nil {
+		fmt.Fprintf(w, "corpus:     SHA-256 %x (of the training text; -resume checks it)\n", c.CorpusSHA256)
 	}
 	return nil
 }

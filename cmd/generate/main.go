@@ -144,7 +144,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	count := 0
-	gen.Stream = func(c *minigpt.Chunk) error {
+	gen.Stream = func(c *minigpt.Completion) error {
 		count += len(c.IDs)
 		_, err := io.WriteString(stdout, c.Text)
 		if o.loops {
@@ -161,7 +161,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", count, elapsed.Round(time.Microsecond), float64(count)/elapsed.Seconds())
 	if o.loops {
-		if i := minigpt.LoopOnset(out.String(), o.loopWindow); i >= 0 {
+		if i := loopOnset(out.String(), o.loopWindow); i >= 0 {
 			fmt.Fprintf(stderr, "loop onset: the %d-character window at character %d repeats later\n", o.loopWindow, i)
 		} else {
 			fmt.Fprintf(stderr, "loop onset: no %d-character window repeats\n", o.loopWindow)
@@ -175,7 +175,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // megabyte long, and the error is one line.
 func checkPrompt(prompt string, vocab *minigpt.Vocab) error {
 	_, err := vocab.Encode(prompt)
-	if err == nil || !errors.Is(err, minigpt.ErrUnknownChar) {
+	if err == nil || !errors.Is(err, minigpt.ErrBadText) {
 		return err
 	}
 	known := map[rune]bool{}
@@ -189,7 +189,7 @@ func checkPrompt(prompt string, vocab *minigpt.Vocab) error {
 			if chars := vocab.Chars(); len(chars) <= 100 {
 				msg += fmt.Sprintf("; the model knows %q", string(chars))
 			}
-			return fmt.Errorf("%w: %s", minigpt.ErrUnknownChar, msg)
+			return fmt.Errorf("%w: %s", minigpt.ErrBadText, msg)
 		}
 		pos++
 	}
@@ -226,7 +226,7 @@ func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt
 	for _, r := range rows {
 		r.o.MaxNewTokens = n
 		r.o.Seed = seed
-		res, err := m.Complete(ctx, vocab, prompt, minigpt.CompleteOptions{GenerateOptions: r.o})
+		res, err := m.Complete(ctx, vocab, prompt, r.o)
 		if err != nil {
 			return err
 		}
@@ -235,4 +235,28 @@ func compare(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, prompt
 		}
 	}
 	return nil
+}
+
+// loopOnset returns the first index i (in characters) at which the
+// w-character window text[i:i+w] appears again later in text, starting at
+// or after i+w; or -1 if none does: the loop detector of the sampling
+// lesson's third exercise ("loop onset").
+func loopOnset(text string, w int) int {
+	if w <= 0 {
+		return -1
+	}
+	// Byte offsets of every character, so windows are whole runes.
+	offs := make([]int, 0, len(text)+1)
+	for i := range text {
+		offs = append(offs, i)
+	}
+	n := len(offs)
+	offs = append(offs, len(text))
+	for i := 0; i+2*w <= n; i++ {
+		window := text[offs[i]:offs[i+w]]
+		if strings.Contains(text[offs[i+w]:], window) {
+			return i
+		}
+	}
+	return -1
 }

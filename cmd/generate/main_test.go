@@ -172,7 +172,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 // file, and -loops reports on stderr.
 func TestPromptFileWithNewlines(t *testing.T) {
 	corpus := strings.Repeat("ROMEO:\nhello there.\n\nJULIET:\nhi again.\n\n", 40)
-	d, err := minigpt.NewDataset(corpus, 16)
+	d, err := minigpt.NewDataset(corpus, nil, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestInfo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	m, vocab, _ := minigpt.DefaultModel()
-	d, _ := minigpt.NewDatasetWithVocab(minigpt.LanternBay, vocab, m.Config().BlockSize)
+	d, _ := minigpt.NewDataset(minigpt.LanternBay, vocab, m.Config().BlockSize)
 	tc := minigpt.DefaultTrainConfig()
 	tc.Steps, tc.BatchSize, tc.EvalBatches, tc.Seed = 0, 3, 1, 9
 	tr, err := minigpt.NewTrainer(m, d, tc)
@@ -248,7 +248,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "full.ckpt")
-	if err := minigpt.SaveCheckpoint(path, tr.Checkpoint(minigpt.FullCheckpoint)); err != nil {
+	if err := minigpt.SaveCheckpoint(path, tr.Checkpoint()); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = runCLI(t, "-info", "-model", path)
@@ -274,5 +274,30 @@ func TestInfo(t *testing.T) {
 	out, errOut, code = runCLI(t, "-info", "-model", damaged)
 	if code != 2 || !strings.Contains(errOut, "checksum mismatch") || strings.Contains(out, "step:") {
 		t.Fatalf("damaged file: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestLoopOnset(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		w    int
+		want int
+	}{
+		{"abcabc", 3, 0},
+		{"xyzabcqabc", 3, 3},
+		{"ababa", 2, 0},  // "ab" again at 2
+		{"abcab", 3, -1}, // only overlapping repeats
+		{"aaa", 2, -1},   // the later copy would overlap
+		{"aaaa", 2, 0},
+		{"abcdef", 2, -1},
+		{"", 3, -1},
+		{"ab", 5, -1},
+		{"héhé", 2, 0},   // counted in characters, not bytes
+		{"x日本y日本", 2, 1}, // CJK windows
+		{"the lamp the lamp", 20, -1},
+	} {
+		if got := loopOnset(tc.text, tc.w); got != tc.want {
+			t.Errorf("loopOnset(%q, %d) = %d, want %d", tc.text, tc.w, got, tc.want)
+		}
 	}
 }

@@ -29,8 +29,8 @@ func TestEverySamplingFlagReachesTheLibrary(t *testing.T) {
 	}
 	const seed, n = 7, 80
 	base := []string{"-n", fmt.Sprint(n), "-seed", fmt.Sprint(seed), "-temperature", "2"}
-	lib := func(set func(*minigpt.CompleteOptions)) string {
-		o := minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: n, Temperature: 2, Seed: seed}}
+	lib := func(set func(*minigpt.GenerateOptions)) string {
+		o := minigpt.GenerateOptions{MaxNewTokens: n, Temperature: 2, Seed: seed}
 		set(&o)
 		res, err := m.Complete(context.Background(), vocab, "the ", o)
 		if err != nil {
@@ -39,27 +39,27 @@ func TestEverySamplingFlagReachesTheLibrary(t *testing.T) {
 		return "the " + res[0].Text + "\n"
 	}
 	baseline, _, _ := runCLI(t, base...)
-	if want := lib(func(*minigpt.CompleteOptions) {}); baseline != want {
+	if want := lib(func(*minigpt.GenerateOptions) {}); baseline != want {
 		t.Fatalf("baseline: CLI %q, library %q", baseline, want)
 	}
 	eID := func() int { ids, _ := vocab.Encode("e"); return ids[0] }()
 	for _, tc := range []struct {
 		args []string
-		set  func(*minigpt.CompleteOptions)
+		set  func(*minigpt.GenerateOptions)
 	}{
-		{[]string{"-temperature", "0.7"}, func(o *minigpt.CompleteOptions) { o.Temperature = 0.7 }},
-		{[]string{"-temperature", "0"}, func(o *minigpt.CompleteOptions) { o.Greedy = true }},
-		{[]string{"-greedy"}, func(o *minigpt.CompleteOptions) { o.Greedy = true }},
-		{[]string{"-top-k", "3"}, func(o *minigpt.CompleteOptions) { o.TopK = 3 }},
-		{[]string{"-top-p", "0.6"}, func(o *minigpt.CompleteOptions) { o.TopP = 0.6 }},
-		{[]string{"-min-p", "0.2"}, func(o *minigpt.CompleteOptions) { o.MinP = 0.2 }},
-		{[]string{"-repetition-penalty", "1.5"}, func(o *minigpt.CompleteOptions) { o.RepetitionPenalty = 1.5 }},
-		{[]string{"-presence-penalty", "1.5"}, func(o *minigpt.CompleteOptions) { o.PresencePenalty = 1.5 }},
-		{[]string{"-frequency-penalty", "1"}, func(o *minigpt.CompleteOptions) { o.FrequencyPenalty = 1 }},
-		{[]string{"-logit-bias", "e=-100"}, func(o *minigpt.CompleteOptions) { o.LogitBias = map[int]float64{eID: -100} }},
-		{[]string{"-logit-bias", fmt.Sprintf("#%d=3", eID)}, func(o *minigpt.CompleteOptions) { o.LogitBias = map[int]float64{eID: 3} }},
-		{[]string{"-no-repeat-ngram", "3"}, func(o *minigpt.CompleteOptions) { o.NoRepeatNGramSize = 3 }},
-		{[]string{"-stop", "the"}, func(o *minigpt.CompleteOptions) { o.Stop = []string{"the"} }},
+		{[]string{"-temperature", "0.7"}, func(o *minigpt.GenerateOptions) { o.Temperature = 0.7 }},
+		{[]string{"-temperature", "0"}, func(o *minigpt.GenerateOptions) { o.Greedy = true }},
+		{[]string{"-greedy"}, func(o *minigpt.GenerateOptions) { o.Greedy = true }},
+		{[]string{"-top-k", "3"}, func(o *minigpt.GenerateOptions) { o.TopK = 3 }},
+		{[]string{"-top-p", "0.6"}, func(o *minigpt.GenerateOptions) { o.TopP = 0.6 }},
+		{[]string{"-min-p", "0.2"}, func(o *minigpt.GenerateOptions) { o.MinP = 0.2 }},
+		{[]string{"-repetition-penalty", "1.5"}, func(o *minigpt.GenerateOptions) { o.RepetitionPenalty = 1.5 }},
+		{[]string{"-presence-penalty", "1.5"}, func(o *minigpt.GenerateOptions) { o.PresencePenalty = 1.5 }},
+		{[]string{"-frequency-penalty", "1"}, func(o *minigpt.GenerateOptions) { o.FrequencyPenalty = 1 }},
+		{[]string{"-logit-bias", "e=-100"}, func(o *minigpt.GenerateOptions) { o.LogitBias = map[int]float64{eID: -100} }},
+		{[]string{"-logit-bias", fmt.Sprintf("#%d=3", eID)}, func(o *minigpt.GenerateOptions) { o.LogitBias = map[int]float64{eID: 3} }},
+		{[]string{"-no-repeat-ngram", "3"}, func(o *minigpt.GenerateOptions) { o.NoRepeatNGramSize = 3 }},
+		{[]string{"-stop", "the"}, func(o *minigpt.GenerateOptions) { o.Stop = []string{"the"} }},
 	} {
 		name := strings.Join(tc.args, " ")
 		args := append(append([]string(nil), base...), tc.args...)
@@ -72,7 +72,7 @@ func TestEverySamplingFlagReachesTheLibrary(t *testing.T) {
 		}
 		set := tc.set
 		if tc.args[0] == "-temperature" {
-			set = func(o *minigpt.CompleteOptions) { o.Temperature = 0; tc.set(o) }
+			set = func(o *minigpt.GenerateOptions) { o.Temperature = 0; tc.set(o) }
 		}
 		if want := lib(set); got != want {
 			t.Errorf("%s: CLI %q, library %q", name, got, want)
@@ -91,7 +91,7 @@ func TestSamplesAndBeamsFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	res, err := m.Complete(ctx, vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, N: 3, Seed: 9, Temperature: 1.5}})
+	res, err := m.Complete(ctx, vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 40, N: 3, Seed: 9, Temperature: 1.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSamplesAndBeamsFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	beams, err := m.Complete(ctx, vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 40, NumBeams: 3}})
+	beams, err := m.Complete(ctx, vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 40, NumBeams: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,20 +186,19 @@ func TestExplainPinned(t *testing.T) {
 		t.Errorf("-explain output changed:\n%s\nwant\n%s", out, want)
 	}
 	m, vocab, _ := minigpt.DefaultModel()
-	var steps []minigpt.Step
-	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 20, Temperature: 1.5, TopK: 5, Seed: 42,
-		TraceTopN: 6, OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }}})
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 20, Temperature: 1.5, TopK: 5, Seed: 42,
+		TraceTopN: 6, Trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := "the " + res[0].Text
+	text, steps := "the "+res[0].Text, res[0].Steps
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2+20+1 || lines[len(lines)-1] != fmt.Sprintf("text %q (length)", text) {
 		t.Fatalf("%d lines, last %q; want 23 ending with the text %q", len(lines), lines[len(lines)-1], text)
 	}
 	chars := vocab.Chars()
 	for i, s := range steps {
-		prefix := fmt.Sprintf("%5d  %-6s %6.1f%%", 4+i, fmt.Sprintf("%q", chars[s.ID]), 100*math.Exp(s.Logprob))
+		prefix := fmt.Sprintf("%5d  %-6s %6.1f%%", 4+i, fmt.Sprintf("%q", chars[s.Chosen.ID]), 100*math.Exp(s.Logprob))
 		if !strings.HasPrefix(lines[2+i], prefix) {
 			t.Errorf("line %d %q: want it to start %q", i, lines[2+i], prefix)
 		}
@@ -218,13 +217,12 @@ func TestLogprobsJSON(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	m, vocab, _ := minigpt.DefaultModel()
-	var steps []minigpt.Step
-	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.CompleteOptions{GenerateOptions: minigpt.GenerateOptions{MaxNewTokens: 15, TopP: 0.8, Temperature: 1.7, Seed: 3,
-		OnStep: func(s *minigpt.Step) error { steps = append(steps, s.Clone()); return nil }}})
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 15, TopP: 0.8, Temperature: 1.7, Seed: 3,
+		Trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := "the " + res[0].Text
+	text, steps := "the "+res[0].Text, res[0].Steps
 	sc := bufio.NewScanner(strings.NewReader(out))
 	i := 0
 	for ; sc.Scan(); i++ {
@@ -242,7 +240,7 @@ func TestLogprobsJSON(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			t.Fatalf("line %d: %v: %s", i, err, sc.Text())
 		}
-		if s.ID != steps[i].ID || s.Logprob != steps[i].Logprob || s.RawLogprob != steps[i].RawLogprob || s.Pos != 4+i {
+		if s.ID != steps[i].Chosen.ID || s.Logprob != steps[i].Logprob || s.RawLogprob != steps[i].Chosen.Logprob || s.Pos != 4+i {
 			t.Errorf("line %d: %+v, library step %+v", i, s, steps[i])
 		}
 		// All 24 candidates: the surviving ones' probabilities sum to 1,

@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := c.Model.Config()
 	fmt.Fprintf(stderr, "wrote %s: a weights-only checkpoint of %s, step %d: %d parameters, vocabulary of %d, block %d, width %d, %d heads, %d layers, tied head %v\n",
-		o.out, o.in, c.Step, c.Model.NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, cfg.TiedHead)
+		o.out, o.in, c.Step, c.Model.Config().NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, cfg.TiedHead)
 	return nil
 }
 
@@ -88,7 +88,7 @@ func read(path string) (*minigpt.Checkpoint, error) {
 		return nil, fmt.Errorf("-in %w", err)
 	}
 	defer f.Close()
-	c, err := minigpt.ReadSafetensors(bufio.NewReaderSize(f, 64<<10))
+	c, err := minigpt.ReadCheckpoint(bufio.NewReaderSize(f, 64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("-in %s: %w", path, err)
 	}

@@ -45,7 +45,7 @@ func imp(t *testing.T, args ...string) result {
 func writeST(t *testing.T, path string, c *minigpt.Checkpoint, dtype string) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := minigpt.WriteSafetensors(&b, c, &minigpt.SafetensorsOptions{DType: dtype}); err != nil {
+	if err := minigpt.WriteSafetensors(&b, c, dtype); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
@@ -112,16 +112,14 @@ func TestImportF32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := c.Model.Tensors(), m.Tensors()
-	for i := range want {
-		for j, x := range want[i].Data {
-			if y := got[i].Data[j]; y != float64(float32(x)) {
-				t.Fatalf("%s[%d] = %v, want %v as float32", want[i].Name, j, y, x)
-			}
+	got, want := c.Model.Params(), m.Params()
+	for j, x := range want {
+		if y := got[j]; y != float64(float32(x)) {
+			t.Fatalf("parameter %d = %v, want %v as float32", j, y, x)
 		}
 	}
-	if c.Step != 3 || c.Full() {
-		t.Errorf("step %d, full %v; want 3, weights only", c.Step, c.Full())
+	if c.Step != 3 || c.Train != nil {
+		t.Errorf("step %d, full %v; want 3, weights only", c.Step, c.Train != nil)
 	}
 }
 
@@ -160,9 +158,9 @@ func TestRefusedBeforeWriting(t *testing.T) {
 		{[]string{"-in", fifo, "-out", out}, "-in " + fifo + ": is a named pipe (FIFO), not a regular file"},
 		{[]string{"-in", dir, "-out", out}, "is a directory, not a regular file"},
 		{[]string{"-in", filepath.Join(dir, "missing"), "-out", out}, "no such file"},
-		{[]string{"-in", nan, "-out", out}, `-in ` + nan + `: read safetensors: bad safetensors file: tensor "head_bias": element [23] is NaN`},
+		{[]string{"-in", nan, "-out", out}, `-in ` + nan + `: read safetensors: bad checkpoint: safetensors: tensor "head_bias": element [23] is NaN`},
 		{[]string{"-in", short, "-out", out}, `tensor "head_bias": truncated`},
-		{[]string{"-in", existing, "-out", out}, "bad safetensors file: truncated: 4 bytes"},
+		{[]string{"-in", existing, "-out", out}, "not a minigpt checkpoint, nor a safetensors file"},
 		{[]string{"-in", good, "-out", out, "extra"}, `unexpected argument "extra"`},
 	} {
 		r := imp(t, tc.args...)

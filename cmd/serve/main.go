@@ -144,7 +144,7 @@ func (o *options) validate() error {
 		{"-slots", l.Slots >= 1, "at least 1"}, {"-queue", l.Queue >= 0, ">= 0 (0: no queue)"},
 		{"-queue-timeout", l.QueueTimeout > 0, "positive"}, {"-max-body", l.MaxBodyBytes >= 1, "at least 1"},
 		{"-max-tokens", l.MaxTokens >= 1, "at least 1"}, {"-max-prompt", l.MaxPromptChars >= 1, "at least 1"},
-		{"-max-choices", l.MaxChoices >= 1 && l.MaxChoices <= minigpt.MaxSamples, fmt.Sprintf("in [1, %d]", minigpt.MaxSamples)},
+		{"-max-choices", l.MaxChoices >= 1 && l.MaxChoices <= 128, "in [1, 128] (the library generates at most 128 samples together)"},
 		{"-max-response", l.MaxResponseBytes >= 1, "at least 1"},
 		{"-max-inflight", l.MaxInFlightBytes >= l.MaxResponseBytes, "at least -max-response"},
 		{"-request-timeout", l.RequestTimeout > 0, "positive"}, {"-write-timeout", l.WriteTimeout > 0, "positive"},

@@ -240,8 +240,8 @@ func TestDivergenceSaysWhatWasSaved(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.ckpt")
 	r := train(context.Background(), nil, tinyArgs(out, "-lr", "1e300", "-steps", "20")...)
-	if r.code != 1 || !errors.Is(r.err, minigpt.ErrDiverged) {
-		t.Fatalf("exit %d, %q; want exit 1 and ErrDiverged", r.code, r.msg)
+	if r.code != 1 || !errors.Is(r.err, minigpt.ErrNonFinite) {
+		t.Fatalf("exit %d, %q; want exit 1 and ErrNonFinite", r.code, r.msg)
 	}
 	// The last progress line is the last good step, k; the error names k+1.
 	var last string

@@ -122,7 +122,7 @@ var fixedByCheckpoint = append(slices.Clone(architectureFlags),
 	"eval-every", "eval-batches", "preset", "init-from")
 
 func newFlagSet(o *options) *flag.FlagSet {
-	mc, tc := minigpt.DefaultConfig(), minigpt.DefaultTrainConfig()
+	mc, tc := minigpt.ConfigFor(lanternBayVocab()), minigpt.DefaultTrainConfig()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.StringVar(&o.corpus, "corpus", "", "train on this UTF-8 text `file` (default: the built-in Lantern Bay text); the first 90% trains, the rest validates")
 	fs.StringVar(&o.out, "out", "minigpt.ckpt", "write the checkpoint to this `file` (a -resume run without -out rewrites its -resume file)")
@@ -216,7 +216,7 @@ var trainFlags = []string{"steps", "lr", "batch", "seed", "warmup", "cosine", "m
 // -embd 30 -heads 3 is fine although -embd 30 alone is not).
 func checkValues(fs *flag.FlagSet, o *options, set map[string]bool, names []string) error {
 	validate := func(upto int) error {
-		c, tc := minigpt.DefaultConfig(), minigpt.DefaultTrainConfig()
+		c, tc := minigpt.ConfigFor(lanternBayVocab()), minigpt.DefaultTrainConfig()
 		c.VocabSize = 2 // the smallest vocabulary: the corpus decides later
 		for _, name := range names[:upto] {
 			o.apply(name, &c, &tc)
@@ -295,10 +295,20 @@ func (o *options) trainConfig() minigpt.TrainConfig {
 	return tc
 }
 
-// kind is the checkpoint the run writes.
-func (o *options) kind() minigpt.CheckpointKind {
+// snapshot is the checkpoint the run writes of tr: full, or with
+// -weights-only the weights alone.
+func (o *options) snapshot(tr *minigpt.Trainer) *minigpt.Checkpoint {
 	if o.weightsOnly {
-		return minigpt.WeightsOnly
+		return tr.Checkpoint().WeightsOnly()
 	}
-	return minigpt.FullCheckpoint
+	return tr.Checkpoint()
+}
+
+// lanternBayVocab is the built-in text's vocabulary, the presets' default.
+func lanternBayVocab() *minigpt.Vocab {
+	v, err := minigpt.NewVocab(minigpt.LanternBay)
+	if err != nil {
+		panic("the built-in text has no vocabulary: " + err.Error()) // it is a constant
+	}
+	return v
 }

@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "interrupted: stopped after step %d; saving the %s checkpoint\n", tr.Step(), kind)
 	case runCtx.Err() != nil: // keep-best failed: save what was learned, then report
 		err = context.Cause(runCtx)
-	case errors.Is(err, minigpt.ErrDiverged):
+	case errors.Is(err, minigpt.ErrNonFinite):
 		// The failed step changed nothing: the state is the one after
 		// the last good step. Keep it if this run got that far (to
 		// generate with, or to look at), and say what was kept:
@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if tr.Step() == first {
 			return fmt.Errorf("%w of %d; nothing saved", err, tr.Config().Steps)
 		}
-		if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
+		if serr := outs.out.saveCheckpoint(o.snapshot(tr)); serr != nil {
 			return fmt.Errorf("%w of %d; saving the last good state failed: %w", err, tr.Config().Steps, serr)
 		}
 		return fmt.Errorf("%w of %d; saved the last good state, step %d, to %s (%s; resuming it would diverge again: start over with a lower -lr)", err, tr.Config().Steps, tr.Step(), o.out, kind)
@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	if serr := outs.out.saveCheckpoint(tr.Checkpoint(o.kind())); serr != nil {
+	if serr := outs.out.saveCheckpoint(o.snapshot(tr)); serr != nil {
 		return fmt.Errorf("stopped at step %d of %d: %w", tr.Step(), tr.Config().Steps, serr)
 	}
 	if err != nil && !interrupted {
@@ -187,13 +187,14 @@ func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Tra
 	if text, corpusName, err = readCorpus(o.corpus); err != nil {
 		return
 	}
-	if tr, err = newTrainer(o, set, text, corpusName, stderr); err != nil {
+	var data *minigpt.Dataset
+	if tr, data, err = newTrainer(o, set, text, corpusName, stderr); err != nil {
 		return
 	}
 	if outs.best != nil {
-		best = &bestKeeper{out: outs.best, kind: o.kind(), bestLoss: math.Inf(1)}
+		best = &bestKeeper{out: outs.best, snapshot: o.snapshot, bestLoss: math.Inf(1)}
 		if o.resume != "" {
-			err = best.recall(tr, o.force, stderr)
+			err = best.recall(tr, data, o.force, stderr)
 		}
 	}
 	return
@@ -210,46 +211,46 @@ func toPoints(ps []minigpt.LossPoint) []point {
 
 // newTrainer builds the run's trainer: resumed (-resume), fine-tuning a
 // checkpoint's weights (-init-from) or a fresh model, and announces it.
-func newTrainer(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, error) {
+func newTrainer(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
 	switch {
 	case o.resume != "":
-		tr, err := resume(o, set, text, corpusName, stderr)
+		tr, d, err := resume(o, set, text, corpusName, stderr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, corpusName))
-		return tr, nil
+		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, d, corpusName))
+		return tr, d, nil
 	case o.initFrom != "":
-		tr, err := initFrom(o, set, text, corpusName)
+		tr, d, err := initFrom(o, set, text, corpusName)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		fmt.Fprintf(stderr, "fine-tuning %s: %s\n", o.initFrom, describe(tr, corpusName))
-		return tr, nil
+		fmt.Fprintf(stderr, "fine-tuning %s: %s\n", o.initFrom, describe(tr, d, corpusName))
+		return tr, d, nil
 	}
-	d, err := minigpt.NewDataset(text, o.block)
+	d, err := minigpt.NewDataset(text, nil, o.block)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", corpusName, err)
+		return nil, nil, fmt.Errorf("corpus %s: %w", corpusName, err)
 	}
 	m, err := minigpt.NewModel(o.modelConfig(d.Vocab), o.seed)
 	if err != nil {
-		return nil, cli.UsageError{Err: err} // the flags passed the checks with a 2-character vocabulary; this one is larger
+		return nil, nil, cli.UsageError{Err: err} // the flags passed the checks with a 2-character vocabulary; this one is larger
 	}
 	tr, err := minigpt.NewTrainer(m, d, o.trainConfig())
 	if err != nil {
-		return nil, cli.UsageError{Err: err}
+		return nil, nil, cli.UsageError{Err: err}
 	}
-	fmt.Fprintf(stderr, "training %s\n", describe(tr, corpusName))
-	return tr, nil
+	fmt.Fprintf(stderr, "training %s\n", describe(tr, d, corpusName))
+	return tr, d, nil
 }
 
 // initFrom loads the -init-from checkpoint and returns a trainer that
 // fine-tunes its model on text: the checkpoint's weights, shape and
 // vocabulary; the flags' training settings; a fresh optimizer at step 0.
-func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigpt.Trainer, error) {
+func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigpt.Trainer, *minigpt.Dataset, error) {
 	c, err := minigpt.LoadCheckpoint(o.initFrom)
 	if err != nil {
-		return nil, fmt.Errorf("-init-from: %w", err)
+		return nil, nil, fmt.Errorf("-init-from: %w", err)
 	}
 	if want := o.modelConfig(c.Vocab); set["block"] || set["embd"] || set["heads"] || set["layers"] || set["tied"] {
 		got := c.Model.Config()
@@ -261,35 +262,35 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 			{"heads", want.Heads, got.Heads}, {"layers", want.Layers, got.Layers}, {"tied", want.TiedHead, got.TiedHead},
 		} {
 			if set[m.flag] && m.flagV != m.ck {
-				return nil, cli.Usagef("-%s %v does not match -init-from %s, whose model has %v; omit the flag (the shape comes from the checkpoint)", m.flag, m.flagV, o.initFrom, m.ck)
+				return nil, nil, cli.Usagef("-%s %v does not match -init-from %s, whose model has %v; omit the flag (the shape comes from the checkpoint)", m.flag, m.flagV, o.initFrom, m.ck)
 			}
 		}
 	}
-	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config().BlockSize)
+	d, err := minigpt.NewDataset(text, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.initFrom, err)
+		return nil, nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.initFrom, err)
 	}
 	tr, err := minigpt.NewTrainer(c.Model, d, o.trainConfig())
 	if err != nil {
-		return nil, cli.UsageError{Err: err}
+		return nil, nil, cli.UsageError{Err: err}
 	}
-	return tr, nil
+	return tr, d, nil
 }
 
 // resume loads the -resume checkpoint and returns its trainer on text.
 // A version-2 checkpoint records its text's fingerprint: another text is
 // refused unless -force (and then said).
-func resume(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, error) {
+func resume(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
 	c, err := minigpt.LoadCheckpoint(o.resume)
 	if err != nil {
-		return nil, fmt.Errorf("-resume: %w", err)
+		return nil, nil, fmt.Errorf("-resume: %w", err)
 	}
-	if !c.Full() {
-		return nil, fmt.Errorf("%s is a weights-only checkpoint; -resume needs a full one (written without -weights-only)", o.resume)
+	if c.Train == nil {
+		return nil, nil, fmt.Errorf("%s is a weights-only checkpoint; -resume needs a full one (written without -weights-only)", o.resume)
 	}
 	if set["steps"] {
 		if o.steps < c.Step {
-			return nil, cli.Usagef("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)
+			return nil, nil, cli.Usagef("invalid value \"%d\" for flag -steps: %s is already at step %d", o.steps, o.resume, c.Step)
 		}
 		c.Train.Steps = o.steps
 	}
@@ -299,21 +300,22 @@ func resume(o *options, set map[string]bool, text, corpusName string, stderr io.
 		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
 		sum := sha256.Sum256([]byte(minigpt.LanternBay))
 		if !slices.Equal(lb.Chars(), c.Vocab.Chars()) || (c.CorpusSHA256 != nil && !bytes.Equal(c.CorpusSHA256, sum[:])) {
-			return nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
+			return nil, nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}
-	d, err := minigpt.NewDatasetWithVocab(text, c.Vocab, c.Model.Config().BlockSize)
+	d, err := minigpt.NewDataset(text, c.Vocab, c.Model.Config().BlockSize)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
+		return nil, nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
 	}
-	switch sum := d.SHA256(); {
+	switch sum := sha256.Sum256([]byte(text)); { // the fingerprint: the text's SHA-256
 	case c.CorpusSHA256 == nil:
 		fmt.Fprintf(stderr, "note: %s records no fingerprint of its training text (format version 1), so the corpus cannot be checked\n", o.resume)
 	case !bytes.Equal(c.CorpusSHA256, sum[:]) && !o.force:
-		return nil, cli.Usagef("-resume %s was trained on another text than %s (SHA-256 %x…, not %x…); pass the -corpus it was trained on, or -force to continue on this one", o.resume, corpusName, c.CorpusSHA256[:6], sum[:6])
+		return nil, nil, cli.Usagef("-resume %s was trained on another text than %s (SHA-256 %x…, not %x…); pass the -corpus it was trained on, or -force to continue on this one", o.resume, corpusName, c.CorpusSHA256[:6], sum[:6])
 	case !bytes.Equal(c.CorpusSHA256, sum[:]):
 		fmt.Fprintf(stderr, "-force: continuing %s on %s, which is not the text it was trained on\n", o.resume, corpusName)
 		c.CorpusSHA256 = nil
 	}
-	return minigpt.ResumeTrainer(c, d)
+	tr, err := minigpt.ResumeTrainer(c, d)
+	return tr, d, err
 }

@@ -120,7 +120,7 @@ func bestPath(out string) string {
 // bestKeeper saves the checkpoint with the lowest validation loss.
 type bestKeeper struct {
 	out      *output
-	kind     minigpt.CheckpointKind
+	snapshot func(*minigpt.Trainer) *minigpt.Checkpoint
 	bestLoss float64
 	bestStep int
 	saved    bool
@@ -130,7 +130,7 @@ type bestKeeper struct {
 // an earlier part of the run left, measured on the same validation
 // batches. A file there that is not such a checkpoint is not this run's:
 // it is refused, unless -force gives consent to replace it.
-func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) error {
+func (b *bestKeeper) recall(tr *minigpt.Trainer, data *minigpt.Dataset, force bool, stderr io.Writer) error {
 	c, err := minigpt.LoadCheckpoint(b.out.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		b.out.Replace = force // nothing of the run's there: one that appears is not ours
@@ -141,7 +141,7 @@ func (b *bestKeeper) recall(tr *minigpt.Trainer, force bool, stderr io.Writer) e
 	}
 	var judge *minigpt.Trainer
 	if err == nil {
-		judge, err = minigpt.NewTrainer(c.Model, tr.Dataset(), tr.Config())
+		judge, err = minigpt.NewTrainer(c.Model, data, tr.Config())
 	}
 	if err != nil {
 		if !force {
@@ -160,7 +160,7 @@ func (b *bestKeeper) offer(tr *minigpt.Trainer, loss float64) error {
 	if !(loss < b.bestLoss) {
 		return nil
 	}
-	if err := b.out.saveCheckpoint(tr.Checkpoint(b.kind)); err != nil {
+	if err := b.out.saveCheckpoint(b.snapshot(tr)); err != nil {
 		return fmt.Errorf("keep-best: %w", err)
 	}
 	b.bestLoss, b.bestStep, b.saved = loss, tr.Step(), true

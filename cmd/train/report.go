@@ -12,15 +12,15 @@ import (
 )
 
 // describe summarises the model and the run in one line.
-func describe(tr *minigpt.Trainer, corpusName string) string {
+func describe(tr *minigpt.Trainer, data *minigpt.Dataset, corpusName string) string {
 	c, tc := tr.Model().Config(), tr.Config()
 	head := "untied"
 	if c.TiedHead {
 		head = "tied"
 	}
 	s := fmt.Sprintf("%d parameters (vocab %d, block %d, width %d, %d heads, %d layers, %s head) on %s (%d training, %d validation characters); %d steps of batch %d, lr %g",
-		tr.Model().NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
-		corpusName, len(tr.Dataset().Train), len(tr.Dataset().Val), tc.Steps, tc.BatchSize, tc.LR)
+		tr.Model().Config().NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
+		corpusName, len(data.Train), len(data.Val), tc.Steps, tc.BatchSize, tc.LR)
 	if tc.WarmupSteps > 0 {
 		s += fmt.Sprintf(", warmup %d", tc.WarmupSteps)
 	}
@@ -44,6 +44,8 @@ type reporter struct {
 	live        bool
 	every       int
 	firstStep   int // step the run (or resumed part) started at
+	steps       int // the run's steps
+	start       time.Time
 	lastDraw    time.Time
 	drawn       int // length of the live line on screen; 0 = none
 	losses      [50]float64
@@ -55,7 +57,7 @@ type reporter struct {
 
 func newReporter(w io.Writer, firstStep, steps int) *reporter {
 	return &reporter{
-		w: w, live: isTerminal(w), every: max(1, steps/20), firstStep: firstStep,
+		w: w, live: isTerminal(w), every: max(1, steps/20), firstStep: firstStep, steps: steps, start: time.Now(),
 		lastVal: math.NaN(), lastValStep: -1, stepWidth: len(fmt.Sprint(steps)),
 	}
 }
@@ -77,24 +79,24 @@ func (r *reporter) step(p minigpt.Progress) {
 	if evaluated {
 		r.lastVal, r.lastValStep = p.ValLoss, p.Step
 	}
-	line := fmt.Sprintf("step %*d/%d  loss %.4f", r.stepWidth, p.Step, p.Steps, p.Loss)
+	line := fmt.Sprintf("step %*d/%d  loss %.4f", r.stepWidth, p.Step, r.steps, p.Loss)
 	if evaluated {
 		line += fmt.Sprintf("  val %.4f", p.ValLoss)
 	}
 	line += fmt.Sprintf("  lr %.2e", p.LR)
-	if secs := p.Elapsed.Seconds(); secs > 0 {
+	if secs := time.Since(r.start).Seconds(); secs > 0 {
 		rate := float64(p.Step-r.firstStep) / secs
-		eta := time.Duration(float64(p.Steps-p.Step) / rate * float64(time.Second))
+		eta := time.Duration(float64(r.steps-p.Step) / rate * float64(time.Second))
 		line += fmt.Sprintf("  %.1f steps/s  ETA %s", rate, eta.Round(time.Second))
 	}
 	if !r.live {
-		if p.Step%r.every == 0 || evaluated || p.Step == p.Steps {
+		if p.Step%r.every == 0 || evaluated || p.Step == r.steps {
 			fmt.Fprintln(r.w, line)
 		}
 		return
 	}
 	now := time.Now()
-	if !evaluated && p.Step != p.Steps && now.Sub(r.lastDraw) < 100*time.Millisecond {
+	if !evaluated && p.Step != r.steps && now.Sub(r.lastDraw) < 100*time.Millisecond {
 		return
 	}
 	r.lastDraw = now

@@ -38,7 +38,7 @@ func TestProgressLines(t *testing.T) {
 		if step == 3 {
 			val = 1.5
 		}
-		r.step(minigpt.Progress{Step: step, Steps: 3, Loss: 2, ValLoss: val, LR: 1e-3, Elapsed: 1e9})
+		r.step(minigpt.Progress{Step: step, Loss: 2, ValLoss: val, LR: 1e-3})
 	}
 	r.finishLine()
 	if s := live.String(); !strings.HasPrefix(s, "\rstep 1/3") || !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 || !strings.Contains(s, "val 1.5000") {
