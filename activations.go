@@ -1,13 +1,14 @@
 package minigpt
 
-// This file holds the activations: every buffer a forward pass writes
-// and a backward pass reads, sized from one table.
+// This file holds what a pass works on besides the parameters: the
+// activations (every buffer a forward pass writes and a backward pass
+// reads, sized from one table), the KV cache, the rows of a pass, and
+// the jobs that compute them, one slot each.
 
 import (
 	"sync"
 
 	"example.org/minigpt/internal/nn"
-	"example.org/minigpt/internal/par"
 )
 
 // activations holds the intermediate values of forward passes over up to
@@ -50,8 +51,8 @@ type activations struct {
 	// pass. The per-layer buffers above are not duplicated: one layer's
 	// gradients are live at a time.
 	dlogits  []float64 // (N, V); the cross-entropy writes it with the loss
-	dresid   []float64 // (N, C) gradient of the residual stream
-	dresid2  []float64 // (N, C) the residual stream's gradient, second buffer
+	dresid3  []float64 // (N, C) gradient of a layer's output (the next layer's input)
+	dresid2  []float64 // (N, C) gradient of a layer's residual stream after attention
 	dln      []float64 // (N, C) gradient of ln1's or lnf's output
 	dln2     []float64 // (N, C) gradient of ln2's output
 	dattnOut []float64 // (N, C)
@@ -61,15 +62,15 @@ type activations struct {
 
 	// weightsT holds, per layer (12·C² each), the transposes of the
 	// weights the input gradients multiply by: qkvᵀ (3C, C), attnProjᵀ
-	// (C, C), fcᵀ (4C, C), fcProjᵀ (C, 4C). A training forward pass
-	// makes them beside the section whose products read that weight, so
-	// the weight is read while it is in the cache and no section waits
-	// for them; weightsTReady says they match the parameters.
+	// (C, C), fcᵀ (4C, C), fcProjᵀ (C, 4C). A training forward pass makes
+	// them beside the chains whose products read those weights, so the
+	// weight is read while it is in the cache; weightsTReady says they
+	// match the parameters.
 	weightsT      []float64
-	transposes    []nn.Transpose // per forward section: 0 has qkv(0), l+1 the rest of layer l and qkv(l+1)
 	weightsTReady bool
 
-	jobs passJobs // the passes' job descriptions, reused
+	jobs  passJobs // one slot for every job of a pass
+	sched schedule
 }
 
 // buffer is one row of the activations table: a buffer and its width per
@@ -102,7 +103,7 @@ func (a *activations) table(c Config) (forward, grads []buffer) {
 		{&a.logits, V, false}, {&a.losses, 1, false},
 	}
 	grads = []buffer{
-		{&a.dlogits, V, false}, {&a.dresid, C, false}, {&a.dresid2, C, false},
+		{&a.dlogits, V, false}, {&a.dresid3, C, false}, {&a.dresid2, C, false},
 		{&a.dln, C, false}, {&a.dln2, C, false}, {&a.dattnOut, C, false},
 		{&a.dqkv, 3 * C, false}, {&a.datt, NH * T, false}, {&a.dfc, 4 * C, false},
 	}
@@ -156,17 +157,45 @@ func newActivations(c Config, N int, keep bool) *activations {
 		*b.buf = make([]float64, n)
 	}
 	a.ids, a.pos = make([]int, N), make([]int, N)
+	a.jobs.layers = make([]layerJobs, c.Layers)
 	return a
 }
 
 // ensureGradients allocates the gradient buffers on first use.
 func (a *activations) ensureGradients(c Config) {
-	if a.dresid != nil {
+	if a.dresid3 != nil {
 		return
 	}
 	_, grads := a.table(c)
 	for _, b := range grads {
 		*b.buf = make([]float64, a.N*b.width)
+	}
+}
+
+// layerActs are layer l's activations: views into the buffers (all
+// layers share one set when the layers are not kept).
+type layerActs struct {
+	ln1, ln1Mean, ln1Rstd []float64 // (N, C), (N), (N)
+	qkv                   []float64 // (N, 3C)
+	att                   []float64 // (N, NH, T)
+	attnOut, resid2       []float64 // (N, C)
+	ln2, ln2Mean, ln2Rstd []float64 // (N, C), (N), (N)
+	fcAct                 []float64 // (N, 4C)
+	resid3                []float64 // (N, C)
+}
+
+// layerOf returns layer l's activations.
+func (a *activations) layerOf(l int, c Config) layerActs {
+	C, NH, T := c.EmbedDim, c.Heads, c.BlockSize
+	if a.keep {
+		T = a.T // training: the batch's (B, NH, T, T) weights
+	}
+	return layerActs{
+		ln1: a.layer(a.ln1, l, C), ln1Mean: a.layer(a.ln1Mean, l, 1), ln1Rstd: a.layer(a.ln1Rstd, l, 1),
+		qkv: a.layer(a.qkv, l, 3*C), att: a.layer(a.att, l, NH*T),
+		attnOut: a.layer(a.attnOut, l, C), resid2: a.layer(a.resid2, l, C),
+		ln2: a.layer(a.ln2, l, C), ln2Mean: a.layer(a.ln2Mean, l, 1), ln2Rstd: a.layer(a.ln2Rstd, l, 1),
+		fcAct: a.layer(a.fcAct, l, 4*C), resid3: a.layer(a.resid3, l, C),
 	}
 }
 
@@ -188,8 +217,6 @@ func (a *activations) meanLoss() float64 {
 	}
 	return total / float64(a.N)
 }
-
-var _ par.Job = (*kvStore)(nil)
 
 // batchKey names the activations of one (config, B, T) shape.
 type batchKey struct {
@@ -217,4 +244,151 @@ func lendActivations(c Config, B, T int) (*activations, func()) {
 		a = newTrainingActivations(c, B, T)
 	}
 	return a, func() { pool.Put(a) }
+}
+
+// rowSeq is one sequence's part of a forward pass: the rows of its
+// positions [t0, t1), whose keys and values join those of positions
+// [0, t0) in its cache slot, and whose logits are wanted from position
+// out0 on (out0 == t1: none; the pass only fills the cache). Positions
+// count from the start of the sequence's window, as the lessons'
+// ids[-block_size:] does.
+type rowSeq struct {
+	slot   int   // the sequence's slot in the KV cache
+	ids    []int // the tokens at positions [t0, t1)
+	t0, t1 int
+	out0   int
+	// att, if not nil, receives the attention weights of the last
+	// position, t1-1, in every layer and head: (L, NH, BlockSize), row
+	// (l, h) holding its weights over positions [0, t1).
+	att []float64
+
+	row, outRow int // set by forward: the sequence's first row, and first row of logits
+}
+
+// kvCache holds the queries, keys and values of every position of S
+// sequence slots, layer by layer: (L, S, T, 3C). A slot's rows are the
+// qkv rows of its positions, so attention reads its keys and values from
+// here, whether a pass computed them or an earlier one did.
+type kvCache struct {
+	buf    []float64
+	S, T   int
+	C3, L  int
+	layers int // a layer's stride: S·T·3C
+}
+
+func newKVCache(c Config, S int) *kvCache {
+	C3, T := 3*c.EmbedDim, c.BlockSize
+	return &kvCache{buf: make([]float64, c.Layers*S*T*C3), S: S, T: T, C3: C3, L: c.Layers, layers: S * T * C3}
+}
+
+// rows returns slot's rows [t0, t1) at layer l.
+func (kv *kvCache) rows(l, slot, t0, t1 int) []float64 {
+	base := l*kv.layers + slot*kv.T*kv.C3
+	return kv.buf[base+t0*kv.C3 : base+t1*kv.C3]
+}
+
+// copySlot makes slot dst's first n positions a copy of slot src's, in
+// every layer.
+func (kv *kvCache) copySlot(dst, src, n int) {
+	for l := range kv.L {
+		copy(kv.rows(l, dst, 0, n), kv.rows(l, src, 0, n))
+	}
+}
+
+// passJobs are the jobs of a pass, forward and backward, each in a slot
+// of its own (a layer's in its layerJobs): the passes fill them in and
+// hand pointers to the schedule, so that no pass allocates.
+type passJobs struct {
+	encoder nn.Encoder
+	layers  []layerJobs // (L)
+	gather  gatherJob
+	lnf     nn.LayerNorm
+	head    nn.Matmul  // untied: lnf·head + bias
+	headT   nn.MatmulT // tied: lnf·wteᵀ
+	loss    nn.CrossEntropy
+
+	dHead      nn.MatmulInputGrad // untied: dlnf = dlogits·headᵀ
+	dHeadT     nn.Matmul          // tied: dlnf = dlogits·wte
+	dLNF       nn.LayerNormBackward
+	gHead      nn.MatmulWeightGrad // dhead = lnfᵀ·dlogits (tied: dwte = dlogitsᵀ·lnf)
+	gHeadBias  nn.ColumnSum
+	gLNF       nn.LayerNormParamGrads
+	gEncoder   nn.EncoderBackward
+	transposes nn.Transpose // every weight at once, when the forward pass did not make them
+}
+
+// layerJobs are one layer's jobs.
+type layerJobs struct {
+	// forward
+	ln1    nn.LayerNorm
+	qkv    nn.Matmul
+	store  kvStore
+	attn   nn.Attention
+	aseqs  []nn.AttentionSeq
+	proj   nn.Matmul
+	ln2    nn.LayerNorm
+	fc     nn.Matmul
+	fcProj nn.Matmul
+	tQKV   nn.Transpose // qkvᵀ, beside the chain that reads qkv
+	tMLP   nn.Transpose // attnProjᵀ, fcᵀ, fcProjᵀ, beside the chain that reads them
+
+	// backward: input gradients
+	dFCProj nn.MatmulInputGrad
+	dFC     nn.MatmulInputGrad
+	dLN2    nn.LayerNormBackward
+	dProj   nn.MatmulInputGrad
+	dAttn   nn.AttentionBackward
+	dQKV    nn.MatmulInputGrad
+	dLN1    nn.LayerNormBackward
+	// backward: the parameters' gradients, sums over rows
+	gFCProj, gFC, gProj, gQKV nn.MatmulWeightGrad
+	gFCProjBias, gFCBias      nn.ColumnSum
+	gLN2, gLN1                nn.LayerNormParamGrads
+}
+
+// kvStore copies the queries, keys and values of a pass's rows into their
+// sequences' cache slots: a row job.
+type kvStore struct {
+	kv   *kvCache
+	seqs []rowSeq
+	qkv  []float64 // (N, 3C) this layer's rows
+	l    int
+	C3   int
+}
+
+// RowCost is a row's cost: a copy, next to nothing.
+func (j *kvStore) RowCost() int { return 1 }
+
+// Run stores rows [lo, hi).
+func (j *kvStore) Run(lo, hi int) {
+	for i := range j.seqs {
+		s := &j.seqs[i]
+		r0, r1 := max(lo, s.row), min(hi, s.row+s.t1-s.t0)
+		if r0 < r1 {
+			t0 := s.t0 + r0 - s.row
+			copy(j.kv.rows(j.l, s.slot, t0, t0+r1-r0), j.qkv[r0*j.C3:r1*j.C3])
+		}
+	}
+}
+
+// gatherJob copies, for each sequence, the residual rows of its positions
+// whose logits are wanted to its rows of logits: the rows that go on past
+// the last layer's attention. A job over sequences.
+type gatherJob struct {
+	dst, src []float64
+	seqs     []rowSeq
+	C        int
+}
+
+// Size is the items (sequences), grain and an item's cost.
+func (j *gatherJob) Size() (items, grain, cost int) { return len(j.seqs), 1, j.C }
+
+// Run gathers sequences [lo, hi).
+func (j *gatherJob) Run(lo, hi int) {
+	C := j.C
+	for _, s := range j.seqs[lo:hi] {
+		from := s.row + s.out0 - s.t0
+		n := s.t1 - s.out0
+		copy(j.dst[s.outRow*C:(s.outRow+n)*C], j.src[from*C:(from+n)*C])
+	}
 }

@@ -2,6 +2,7 @@ package minigpt
 
 import (
 	"context"
+	"example.org/minigpt/internal/par"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -239,7 +240,8 @@ func BenchmarkStepProducts(b *testing.B) {
 					o := ops[i]
 					if p.trans { // the trainer's weight gradient: A is the layer's input, stored (K, M)
 						j := nn.MatmulWeightGrad{DWeight: o.c, Inp: o.a, DOut: o.b, N: p.K, C: p.M, OC: p.N}
-						j.Run(0, j.Items())
+						items, _, _ := j.Size()
+						j.Run(0, items)
 						continue
 					}
 					kernels.GemmNNSet(o.c, p.N, nil, o.a, p.K, 1, o.b, p.N, p.M, p.N, p.K, kernels.EpiNone, nil)
@@ -383,9 +385,9 @@ func TestTrainStepAllocatesNothing(t *testing.T) {
 	// With the weight gradients in halves at two threads (their marks
 	// are allocated by the first step only).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	saved := weightGradHalvesMin
-	defer func() { weightGradHalvesMin = saved }()
-	weightGradHalvesMin = 0
+	saved := par.HalvesRatio
+	defer func() { par.HalvesRatio = saved }()
+	par.HalvesRatio = 0
 	tr.trainStep()
 	if allocs := testing.AllocsPerRun(5, func() { tr.trainStep() }); allocs != 0 {
 		t.Fatalf("a training step with the weight gradients in halves allocates %v times, want 0", allocs)

@@ -61,19 +61,19 @@ func TestPinnedTrainingHash(t *testing.T) {
 	}
 }
 
-// TestPinnedTrainingHashWithHalves trains the pinned runs with every
-// weight gradient (weightGradInHalves, which the tiny config's shapes
-// would not choose) and every other sum over the rows (column sums,
-// LayerNorm's weight and bias gradients, the encoder's backward:
-// rowsInHalves) in two halves, and checks the pinned hashes: the halves'
+// TestPinnedTrainingHashWithHalves trains the pinned runs with every sum
+// over the rows (the weight gradients, which the tiny config's shapes
+// would not run in halves, column sums, LayerNorm's weight and bias
+// gradients, the encoder's backward: par.HalvesRatio 0) in two halves,
+// and checks the pinned hashes: the halves'
 // second chains continue the first's, which must give the same bits at
 // every GOMAXPROCS (at 1 the halves run one after the other, at 2 and 8
 // side by side with the section's other work).
 func TestPinnedTrainingHashWithHalves(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.NumCPU()) })
-	saved := weightGradHalvesMin
-	defer func() { weightGradHalvesMin = saved }()
-	weightGradHalvesMin = 0
+	saved := par.HalvesRatio
+	defer func() { par.HalvesRatio = saved }()
+	par.HalvesRatio = 0
 	procs := []int{1, 2, 8}
 	if testing.Short() {
 		procs = []int{1, 2}

@@ -175,6 +175,32 @@ type params struct {
 	headBias          []float64 // (V); nil when tied
 }
 
+// layerParams are layer l's tensors: views into a slab's params (or its
+// gradients), as llm.c names l_ln1w = params.ln1w + l*C.
+type layerParams struct {
+	ln1Gain, ln1Bias []float64 // (C)
+	qkvWeight        []float64 // (C, 3C)
+	attnProjWeight   []float64 // (C, C)
+	ln2Gain, ln2Bias []float64 // (C)
+	fcWeight         []float64 // (C, 4C)
+	fcBias           []float64 // (4C)
+	fcProjWeight     []float64 // (4C, C)
+	fcProjBias       []float64 // (C)
+}
+
+// layer returns layer l's tensors.
+func (p *params) layer(l int, c Config) layerParams {
+	C := c.EmbedDim
+	at := func(t []float64, n int) []float64 { return t[l*n : (l+1)*n : (l+1)*n] }
+	return layerParams{
+		ln1Gain: at(p.ln1Gain, C), ln1Bias: at(p.ln1Bias, C),
+		qkvWeight: at(p.qkvWeight, 3*C*C), attnProjWeight: at(p.attnProjWeight, C*C),
+		ln2Gain: at(p.ln2Gain, C), ln2Bias: at(p.ln2Bias, C),
+		fcWeight: at(p.fcWeight, 4*C*C), fcBias: at(p.fcBias, 4*C),
+		fcProjWeight: at(p.fcProjWeight, 4*C*C), fcProjBias: at(p.fcProjBias, C),
+	}
+}
+
 // viewsOf cuts slab into the tensors of layout without allocating.
 func viewsOf(layout []tensorSpec, slab []float64) params {
 	var p params

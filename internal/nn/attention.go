@@ -31,8 +31,11 @@ type AttentionSeq struct {
 	KV  []float64 // row s (3C apart) holds position s's query, key and value
 	Out []float64 // row t-T0 (C apart): position t's output, heads side by side
 	Att []float64 // (NH, T1-T0, LdAtt) the attention weights, lower triangle
-	T0  int
-	T1  int
+	// Last, if not nil, receives the last position's (T1-1's) weights
+	// over positions [0, T1), head h's at Last[h*LdLast:]: the trace's.
+	Last []float64
+	T0   int
+	T1   int
 }
 
 // Attention is causal multi-head self-attention for the query rows of
@@ -48,9 +51,20 @@ type AttentionSeq struct {
 // nor on where its block starts. A job over (sequence, head) pairs:
 // item i is sequence i/NH, head i%NH.
 type Attention struct {
-	Seqs  []AttentionSeq
-	C, NH int
-	LdAtt int // row stride of the attention weights, at least every T1
+	Seqs   []AttentionSeq
+	C, NH  int
+	LdAtt  int // row stride of the attention weights, at least every T1
+	LdLast int // a head's stride in the sequences' Last
+}
+
+// Size is the items ((sequence, head) pairs), grain and an item's mean
+// cost: a query row's products with the keys it sees.
+func (j *Attention) Size() (items, grain, cost int) {
+	for _, s := range j.Seqs {
+		cost += (s.T1 - s.T0) * s.T1 * j.C / j.NH
+	}
+	items = len(j.Seqs) * j.NH
+	return items, 1, cost / max(items, 1)
 }
 
 // Run computes items [lo, hi).
@@ -88,6 +102,9 @@ func (j *Attention) head(q *AttentionSeq, h int) {
 		kernels.GemmNNSet(out, C, nil, att[r0*ld:], ld, 1, values, C3, n, hs, t0+1, kernels.EpiNone, nil)
 		kernels.GemmNNTri(out, C, att[r0*ld+t0:], ld, 1, values[t0*C3:], C3, n, hs, false)
 	}
+	if q.Last != nil {
+		copy(q.Last[h*j.LdLast:][:q.T1], att[(nq-1)*ld:][:q.T1])
+	}
 }
 
 // AttentionBackward undoes Attention over whole sequences (rows [0, T)
@@ -101,12 +118,17 @@ func (j *Attention) head(q *AttentionSeq, h int) {
 // gradients). It sets its head's columns of dqkv. DAtt is scratch of
 // Att's shape. A job over (sequence, head) pairs.
 type AttentionBackward struct {
-	DQKV     []float64 // (B, T, 3C)
-	DAtt     []float64 // (B, NH, T, T) scratch
-	DOut     []float64 // (B, T, C)
-	QKV      []float64 // (B, T, 3C)
-	Att      []float64 // (B, NH, T, T)
-	T, C, NH int
+	DQKV        []float64 // (B, T, 3C)
+	DAtt        []float64 // (B, NH, T, T) scratch
+	DOut        []float64 // (B, T, C)
+	QKV         []float64 // (B, T, 3C)
+	Att         []float64 // (B, NH, T, T)
+	B, T, C, NH int
+}
+
+// Size is the items ((sequence, head) pairs), grain and an item's cost.
+func (j *AttentionBackward) Size() (items, grain, cost int) {
+	return j.B * j.NH, 1, 2 * j.T * j.T * (j.C / j.NH)
 }
 
 // Run computes items [lo, hi).

@@ -127,7 +127,7 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 			for b := range B {
 				attentionBackwardRowByRow(want[b*T*C3:], wantDatt[b*NH*T*T:], dout[b*T*C:], qkv[b*T*C3:], att[b*NH*T*T:], T, C, NH)
 			}
-			bj := AttentionBackward{DQKV: got, DAtt: gotDatt, DOut: dout, QKV: qkv, Att: att, T: T, C: C, NH: NH}
+			bj := AttentionBackward{DQKV: got, DAtt: gotDatt, DOut: dout, QKV: qkv, Att: att, B: B, T: T, C: C, NH: NH}
 			runInRanges(&bj, B*NH, 1)
 			if i, ok := testutil.SameBits(got, want); !ok {
 				t.Fatalf("T %d C %d NH %d: dqkv[%d] = %v, row by row %v", T, C, NH, i, got[i], want[i])
@@ -161,7 +161,7 @@ func BenchmarkAttention(b *testing.B) {
 		for b := range B {
 			j.Seqs = append(j.Seqs, AttentionSeq{Q: qkv[b*T*C3:], KV: qkv[b*T*C3:], Out: out[b*T*C:], Att: att[b*NH*T*T:], T0: 0, T1: T})
 		}
-		bj := AttentionBackward{DQKV: dqkv, DAtt: datt, DOut: dout, QKV: qkv, Att: att, T: T, C: C, NH: NH}
+		bj := AttentionBackward{DQKV: dqkv, DAtt: datt, DOut: dout, QKV: qkv, Att: att, B: B, T: T, C: C, NH: NH}
 		fwd := 4 * float64(B*NH*(C/NH)) * float64(T*(T+1)/2)
 		gflops := func(b *testing.B, flops float64, cpu0 time.Duration) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -19,6 +19,9 @@ type CrossEntropy struct {
 	N, V    int
 }
 
+// RowCost is a row's cost in multiply-adds.
+func (j *CrossEntropy) RowCost() int { return 4 * j.V }
+
 // Run computes rows [lo, hi).
 func (j *CrossEntropy) Run(lo, hi int) {
 	V := j.V

@@ -12,6 +12,9 @@ type Encoder struct {
 	C        int
 }
 
+// RowCost is a row's additions.
+func (j *Encoder) RowCost() int { return j.C }
+
 // Run encodes rows [lo, hi).
 func (j *Encoder) Run(lo, hi int) {
 	C := j.C
@@ -29,34 +32,44 @@ func (j *Encoder) Run(lo, hi int) {
 //
 //	dwte[ids[r]] += dout[r];  dwpe[pos[r]] += dout[r]
 //
-// for rows r in [R0, R1) in ascending order, so every embedding's chain
-// has one order. A job over columns [0, C): each column is a chain over
-// the rows of its own. With SetWTE (SetWPE) the gradient's columns start
-// from +0 in every row of the table; without, they continue what is there
-// (the second half of the rows, or the tied head's part of dwte).
+// for rows r in ascending order, so every embedding's chain has one
+// order. A sum over rows (par.Sum) whose items are columns: each column
+// is a chain over the rows of its own. The gradients start from +0 in
+// every row of the tables, but with AddWTE dwte continues what it holds
+// (the tied head's part of it).
 type EncoderBackward struct {
-	DWTE, DWPE     []float64 // (V, C), (T, C)
-	DOut           []float64 // (N, C)
-	IDs, Pos       []int     // (N)
-	R0, R1         int       // the rows to add
-	SetWTE, SetWPE bool
-	C              int
+	DWTE, DWPE []float64 // (V, C), (T, C)
+	DOut       []float64 // (N, C)
+	IDs, Pos   []int     // (N)
+	N, C       int
+	AddWTE     bool
 }
 
-// Run adds the rows' gradients to columns [lo, hi) of the tables.
-func (j *EncoderBackward) Run(lo, hi int) {
+// Size is the items, grain and an item's additions.
+func (j *EncoderBackward) Size() (items, grain, cost int) { return j.C, 8, 2 * j.N }
+
+// SumRows is the rows, the values they hold and the outputs a part of
+// them adds to (a row of sums a column).
+func (j *EncoderBackward) SumRows() (rows, rowValues, outValues int) { return j.N, j.N * j.C, j.C }
+
+// Run adds every row's gradient to columns [lo, hi) of the tables.
+func (j *EncoderBackward) Run(lo, hi int) { j.RunRows(lo, hi, 0, j.N, true) }
+
+// RunRows adds rows [r0, r1) to columns [lo, hi), setting the tables
+// first when first.
+func (j *EncoderBackward) RunRows(lo, hi, r0, r1 int, first bool) {
 	C := j.C
-	if j.SetWTE {
+	if first && !j.AddWTE {
 		for r := 0; r < len(j.DWTE)/C; r++ {
 			clear(j.DWTE[r*C+lo : r*C+hi])
 		}
 	}
-	if j.SetWPE {
+	if first {
 		for r := 0; r < len(j.DWPE)/C; r++ {
 			clear(j.DWPE[r*C+lo : r*C+hi])
 		}
 	}
-	for n := j.R0; n < j.R1; n++ {
+	for n := r0; n < r1; n++ {
 		d := j.DOut[n*C+lo : n*C+hi]
 		de := j.DWTE[j.IDs[n]*C+lo : j.IDs[n]*C+hi]
 		dp := j.DWPE[j.Pos[n]*C+lo : j.Pos[n]*C+hi]

@@ -23,6 +23,9 @@ type LayerNorm struct {
 	C            int
 }
 
+// RowCost is a row's cost in multiply-adds.
+func (j *LayerNorm) RowCost() int { return 8 * j.C }
+
 // Run normalises rows [lo, hi).
 func (j *LayerNorm) Run(lo, hi int) {
 	C := j.C
@@ -49,6 +52,9 @@ type LayerNormBackward struct {
 	C           int
 }
 
+// RowCost is a row's cost in multiply-adds.
+func (j *LayerNormBackward) RowCost() int { return 8 * j.C }
+
 // Run writes the input gradients of rows [lo, hi).
 func (j *LayerNormBackward) Run(lo, hi int) {
 	C := j.C
@@ -73,21 +79,31 @@ func (j *LayerNormBackward) Run(lo, hi int) {
 //
 //	dweight[i] += Σ_n dout[n,i]·xhat[n,i];  dbias[i] += Σ_n dout[n,i]
 //
-// from +0 with Set, else continuing what dweight and dbias hold (the
-// second half of the rows). A job over columns [0, C).
+// from +0. A sum over rows (par.Sum) whose items are columns.
 type LayerNormParamGrads struct {
 	DWeight, DBias []float64 // (C)
 	DOut, Inp      []float64 // (N, C)
 	Mean, Rstd     []float64 // (N)
 	N, C           int
-	Set            bool
 }
 
-// Run sums columns [lo, hi).
-func (j *LayerNormParamGrads) Run(lo, hi int) {
-	if j.Set {
+// Size is the items, grain and an item's cost.
+func (j *LayerNormParamGrads) Size() (items, grain, cost int) { return j.C, 4, 3 * j.N }
+
+// SumRows is the rows, the values they hold and the outputs.
+func (j *LayerNormParamGrads) SumRows() (rows, rowValues, outValues int) {
+	return j.N, j.N * (2*j.C + 2), 2 * j.C
+}
+
+// Run sums columns [lo, hi) over every row.
+func (j *LayerNormParamGrads) Run(lo, hi int) { j.RunRows(lo, hi, 0, j.N, true) }
+
+// RunRows sums columns [lo, hi) over rows [n0, n1), from +0 when first.
+func (j *LayerNormParamGrads) RunRows(lo, hi, n0, n1 int, first bool) {
+	if first {
 		clear(j.DWeight[lo:hi])
 		clear(j.DBias[lo:hi])
 	}
-	kernels.LayerNormParamGrads(j.DWeight[lo:hi], j.DBias[lo:hi], j.DOut[lo:], j.Inp[lo:], j.Mean, j.Rstd, j.N, hi-lo, j.C)
+	C := j.C
+	kernels.LayerNormParamGrads(j.DWeight[lo:hi], j.DBias[lo:hi], j.DOut[n0*C+lo:], j.Inp[n0*C+lo:], j.Mean[n0:], j.Rstd[n0:], n1-n0, hi-lo, C)
 }

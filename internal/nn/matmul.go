@@ -22,6 +22,9 @@ type Matmul struct {
 	C, OC    int
 }
 
+// RowCost is a row's multiply-adds.
+func (j *Matmul) RowCost() int { return j.C * j.OC }
+
 // Run computes rows [lo, hi) of out.
 func (j *Matmul) Run(lo, hi int) {
 	C, OC := j.C, j.OC
@@ -49,6 +52,9 @@ type MatmulT struct {
 	C, OC  int
 }
 
+// RowCost is a row's multiply-adds.
+func (j *MatmulT) RowCost() int { return j.C * j.OC }
+
 // Run computes rows [lo, hi) of out.
 func (j *MatmulT) Run(lo, hi int) {
 	kernels.GemmNTSet(j.Out[lo*j.OC:], j.OC, j.Inp[lo*j.C:], j.C, j.Weight, j.C, hi-lo, j.OC, j.C)
@@ -73,6 +79,9 @@ type MatmulInputGrad struct {
 	ReLU    []float64 // (N, C), or nil
 	C, OC   int
 }
+
+// RowCost is a row's multiply-adds.
+func (j *MatmulInputGrad) RowCost() int { return j.C * j.OC }
 
 // Run writes rows [lo, hi) of dinp.
 func (j *MatmulInputGrad) Run(lo, hi int) {
@@ -103,10 +112,11 @@ const weightGradCopyCols = 128
 //
 //	dweight = inpᵀ·dout
 //
-// every output a chain over the N rows in order, from +0, or with Add
-// continuing what dweight holds (the second of two Halves: a chain split
-// over rows keeps its bits, as the kernels' own blocks of k do). Its items
-// are blocks of 4 rows of dweight, all OC columns each. A range of items
+// every output a chain over the N rows in order, from +0 (or, for a
+// later part of the rows, continuing what dweight holds: a chain split
+// over rows keeps its bits, as the kernels' own blocks of k do). A sum
+// over rows (par.Sum) whose items are blocks of 4 rows of dweight, all OC
+// columns each. A range of items
 // goes in groups of up to weightGradRows rows: the group's columns of inp
 // are first transposed into a scratch buffer, so that the product reads
 // A along its rows (inp's columns lie C apart in memory, each step of a
@@ -119,25 +129,41 @@ type MatmulWeightGrad struct {
 	Inp      []float64 // (N, C)
 	DOut     []float64 // (N, OC)
 	N, C, OC int
-	Add      bool
 }
 
-// Items is the number of items, the range Run takes.
-func (j *MatmulWeightGrad) Items() int { return (j.C + 3) / 4 }
+// Size is the items, grain and an item's multiply-adds.
+func (j *MatmulWeightGrad) Size() (items, grain, cost int) {
+	items = (j.C + 3) / 4
+	return items, 1, j.N * j.OC * j.C / items
+}
 
-// Run computes items [lo, hi).
-func (j *MatmulWeightGrad) Run(lo, hi int) {
+// SumRows is the rows, the values they hold and the outputs.
+func (j *MatmulWeightGrad) SumRows() (rows, rowValues, outValues int) {
+	return j.N, j.N * (j.C + j.OC), j.C * j.OC
+}
+
+// Run computes items [lo, hi) over every row.
+func (j *MatmulWeightGrad) Run(lo, hi int) { j.RunRows(lo, hi, 0, j.N, true) }
+
+// RunRows computes items [lo, hi) over rows [n0, n1), from +0 when first.
+func (j *MatmulWeightGrad) RunRows(lo, hi, n0, n1 int, first bool) {
+	part := *j
+	part.Inp, part.DOut, part.N = j.Inp[n0*j.C:], j.DOut[n0*j.OC:], n1-n0
+	part.run(lo, hi, !first)
+}
+
+func (j *MatmulWeightGrad) run(lo, hi int, add bool) {
 	N, C, OC := j.N, j.C, j.OC
 	r0, r1 := 4*lo, min(4*hi, C)
 	if N <= 0 {
-		if !j.Add {
+		if !add {
 			clear(j.DWeight[r0*OC : r1*OC])
 		}
 		return
 	}
 	if OC < weightGradCopyCols {
 		// dweight's rows r0..r1 are inp's columns: A = inpᵀ through strides.
-		j.product(j.DWeight[r0*OC:], j.Inp[r0:], 1, C, r1-r0)
+		j.product(j.DWeight[r0*OC:], j.Inp[r0:], 1, C, r1-r0, add)
 		return
 	}
 	// The size a group can take, whatever this range's: a pool buffer
@@ -149,14 +175,15 @@ func (j *MatmulWeightGrad) Run(lo, hi int) {
 		// dweight's rows g0..g1 are inp's columns: A = their transpose.
 		at := (*buf)[:(g1-g0)*N]
 		kernels.Transpose(at, j.Inp[g0:], N, C, 0, g1-g0)
-		j.product(j.DWeight[g0*OC:], at, N, 1, g1-g0)
+		j.product(j.DWeight[g0*OC:], at, N, 1, g1-g0, add)
 	}
 }
 
 // product makes rows rows of dweight from c on: A's element (i, k) is
-// a[i*rowStride+k*kStride], a chain over the N values of k.
-func (j *MatmulWeightGrad) product(c, a []float64, rowStride, kStride, rows int) {
-	if j.Add {
+// a[i*rowStride+k*kStride], a chain over the N values of k, continuing c
+// with add.
+func (j *MatmulWeightGrad) product(c, a []float64, rowStride, kStride, rows int, add bool) {
+	if add {
 		kernels.GemmNN(c, j.OC, a, rowStride, kStride, j.DOut, j.OC, rows, j.OC, j.N)
 	} else {
 		kernels.GemmNNSet(c, j.OC, nil, a, rowStride, kStride, j.DOut, j.OC, rows, j.OC, j.N, kernels.EpiNone, nil)
@@ -164,22 +191,29 @@ func (j *MatmulWeightGrad) product(c, a []float64, rowStride, kStride, rows int)
 }
 
 // ColumnSum is a bias gradient: sum[o] = Σ_n rows[n][o] over the N rows
-// in order, from +0 with Set, else continuing sum (the second half of the
-// rows). A job over columns [0, W).
+// in order, from +0. A sum over rows (par.Sum) whose items are columns.
 type ColumnSum struct {
 	Sum  []float64 // (W)
 	Rows []float64 // (N, W)
 	N, W int
-	Set  bool
 }
 
-// Run sums columns [lo, hi).
-func (j *ColumnSum) Run(lo, hi int) {
+// Size is the items, grain and an item's additions.
+func (j *ColumnSum) Size() (items, grain, cost int) { return j.W, 8, j.N }
+
+// SumRows is the rows, the values they hold and the outputs.
+func (j *ColumnSum) SumRows() (rows, rowValues, outValues int) { return j.N, j.N * j.W, j.W }
+
+// Run sums columns [lo, hi) over every row.
+func (j *ColumnSum) Run(lo, hi int) { j.RunRows(lo, hi, 0, j.N, true) }
+
+// RunRows sums columns [lo, hi) over rows [n0, n1), from +0 when first.
+func (j *ColumnSum) RunRows(lo, hi, n0, n1 int, first bool) {
 	s := j.Sum[lo:hi]
-	if j.Set {
+	if first {
 		clear(s)
 	}
-	for n := 0; n < j.N; n++ {
+	for n := n0; n < n1; n++ {
 		// Row by row, every column's chain advances by one add.
 		kernels.Add(s, s, j.Rows[n*j.W+lo:n*j.W+hi])
 	}
@@ -197,6 +231,17 @@ type Transpose struct {
 type TransposePart struct {
 	Dst, Src []float64 // (W, R), (R, W)
 	R, W     int
+}
+
+// transposeCost is a transposed element's cost in multiply-adds: a load
+// and a store that miss the cache in turn take about as long as 32 of
+// the kernels' multiply-adds.
+const transposeCost = 32
+
+// Size is the items (rows of the dsts), grain and a row's cost.
+func (j *Transpose) Size() (items, grain, cost int) {
+	rows := j.Rows()
+	return rows, 8, transposeCost * j.Elems() / max(rows, 1)
 }
 
 // Rows is the number of items: the rows of all the dsts.

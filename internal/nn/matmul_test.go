@@ -24,8 +24,8 @@ func weightGradOperands(rng *rand.Rand, N, C, OC int) (inp, dout, want []float64
 // with ragged row blocks and groups (C not a multiple of 4, past one and
 // two groups of weightGradRows, OC past the kernels' column blocks) and a
 // dW full of NaN first (every
-// output must be set); and as two halves, the second (Add) continuing
-// the first's chains over the later rows.
+// output must be set); and as two halves, the second continuing the
+// first's chains over the later rows (RunRows).
 func TestMatmulWeightGradSplits(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
@@ -35,16 +35,16 @@ func TestMatmulWeightGradSplits(t *testing.T) {
 			for _, step := range []int{1, 2, 3, 5, 1000} {
 				dw := nanSlice(C * OC)
 				j := MatmulWeightGrad{DWeight: dw, Inp: inp, DOut: dout, N: N, C: C, OC: OC}
-				runInRanges(&j, j.Items(), step)
+				items, _, _ := j.Size()
+				runInRanges(&j, items, step)
 				if i, ok := testutil.SameBits(dw, want); !ok {
 					t.Fatalf("N %d, C %d, OC %d, ranges of %d items: dW[%d][%d] = %v, want %v", N, C, OC, step, i/OC, i%OC, dw[i], want[i])
 				}
 				h := N / 2
 				dw = nanSlice(C * OC)
-				first := MatmulWeightGrad{DWeight: dw, Inp: inp, DOut: dout, N: h, C: C, OC: OC}
-				second := MatmulWeightGrad{DWeight: dw, Inp: inp[h*C:], DOut: dout[h*OC:], N: N - h, C: C, OC: OC, Add: true}
-				runInRanges(&first, first.Items(), step)
-				runInRanges(&second, second.Items(), step)
+				j.DWeight = dw
+				runInRanges(rowsJob{&j, 0, h, true}, items, step)
+				runInRanges(rowsJob{&j, h, N, false}, items, step)
 				if i, ok := testutil.SameBits(dw, want); !ok {
 					t.Fatalf("N %d, C %d, OC %d, in halves, ranges of %d items: dW[%d][%d] = %v, want %v", N, C, OC, step, i/OC, i%OC, dw[i], want[i])
 				}
@@ -158,12 +158,13 @@ func BenchmarkMatmulWeightGrad(b *testing.B) {
 	}{{"whole", 0}, {"pieces", 8}} {
 		b.Run(bc.name, func(b *testing.B) {
 			j := MatmulWeightGrad{DWeight: dw, Inp: inp, DOut: dout, N: N, C: C, OC: OC}
-			step := j.Items()
+			items, _, _ := j.Size()
+			step := items
 			if bc.piece > 0 {
 				step = bc.piece
 			}
 			for b.Loop() {
-				runInRanges(&j, j.Items(), step)
+				runInRanges(&j, items, step)
 			}
 			b.ReportMetric(2*float64(N*C*OC)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -196,3 +197,14 @@ func TestReLUMaskFromOutput(t *testing.T) {
 		}
 	})
 }
+
+// rowsJob runs a sum over rows [r0, r1) of its rows as a plain job.
+type rowsJob struct {
+	sum interface {
+		RunRows(lo, hi, r0, r1 int, first bool)
+	}
+	r0, r1 int
+	first  bool
+}
+
+func (j rowsJob) Run(lo, hi int) { j.sum.RunRows(lo, hi, j.r0, j.r1, j.first) }

@@ -21,6 +21,8 @@ import (
 // outgrows every earlier use.
 type Halves struct {
 	first, second half
+	// AddSum's two views of its sum.
+	firstRows, secondRows rowRange
 }
 
 // half is one of Halves' two jobs.

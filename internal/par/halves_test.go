@@ -68,6 +68,62 @@ func TestHalvesKeepEveryChain(t *testing.T) {
 	}
 }
 
+// rowSum is chainSums as a Sum: items items over rows rows, each
+// reading and writing one value a row.
+type rowSum struct {
+	sum         []float64
+	rows        int
+	ran, halves atomic.Int64 // RunRows calls, and those over part of the rows
+}
+
+func (j *rowSum) Size() (items, grain, cost int) { return len(j.sum), 1, j.rows * 10 }
+func (j *rowSum) SumRows() (rows, rowValues, outValues int) {
+	return j.rows, j.rows * len(j.sum), len(j.sum)
+}
+func (j *rowSum) Run(lo, hi int) { j.RunRows(lo, hi, 0, j.rows, true) }
+func (j *rowSum) RunRows(lo, hi, r0, r1 int, first bool) {
+	j.ran.Add(1)
+	if r1-r0 < j.rows {
+		j.halves.Add(1)
+	}
+	if first {
+		clear(j.sum[lo:hi])
+	}
+	(&chainSums{sum: j.sum, r0: r0, r1: r1}).Run(lo, hi)
+}
+
+// TestAddSumDecidesHalvesFromSizes: AddSum runs a sum in halves exactly
+// when HalvesRatio says so (0: every sum over two rows or more), and
+// either way gives the bits of one chain over every row.
+func TestAddSumDecidesHalvesFromSizes(t *testing.T) {
+	alwaysParallel(t)
+	setProcs(t, 2)
+	const items, rows = 300, 64
+	want := make([]float64, items)
+	(&chainSums{sum: want, r0: 0, r1: rows}).Run(0, items)
+	saved := HalvesRatio
+	t.Cleanup(func() { HalvesRatio = saved })
+	for _, tc := range []struct {
+		ratio  int
+		halves bool
+	}{{0, true}, {rows, HalvesPay()}, {rows + 1, false}} {
+		HalvesRatio = tc.ratio
+		j := &rowSum{sum: make([]float64, items), rows: rows}
+		var s Section
+		var h Halves
+		s.AddSum(&h, j)
+		s.Run()
+		if got := j.halves.Load() > 0; got != tc.halves {
+			t.Errorf("ratio %d: halves %v, want %v", tc.ratio, got, tc.halves)
+		}
+		for i := range want {
+			if j.sum[i] != want[i] {
+				t.Fatalf("ratio %d: item %d = %v, want %v", tc.ratio, i, j.sum[i], want[i])
+			}
+		}
+	}
+}
+
 // panicAtOnce panics in every range it is given.
 type panicAtOnce struct{}
 

@@ -12,6 +12,37 @@ type Job interface {
 	Run(lo, hi int)
 }
 
+// A Task is a Job that knows its own size: its items, the grain its
+// pieces are cut at, and one item's cost in the caller's unit
+// (multiply-adds, say), which weighs it against the other jobs of a
+// section.
+type Task interface {
+	Job
+	Size() (items, grain, cost int)
+}
+
+// A RowJob is a Job over rows that a Chain runs after others over the
+// same rows: it knows what one row costs.
+type RowJob interface {
+	Job
+	RowCost() int
+}
+
+// A Sum is a Task whose every item is a sum over the same rows (a weight
+// gradient, a column sum), in row order, which can run over part of the
+// rows: the section decides whether it runs whole or in Halves.
+type Sum interface {
+	Task
+	// SumRows returns the rows the sums run over, the values a run over
+	// all of them reads (the rows' values) and writes (the outputs).
+	SumRows() (rows, rowValues, outValues int)
+	// RunRows computes items [lo, hi) over rows [r0, r1), starting every
+	// chain from its beginning when first is set and continuing the
+	// chains the items hold otherwise. Run(lo, hi) is RunRows(lo, hi, 0,
+	// rows, true).
+	RunRows(lo, hi, r0, r1 int, first bool)
+}
+
 // maxTasks bounds the jobs of one section.
 const maxTasks = 16
 
@@ -53,6 +84,59 @@ func (s *Section) Reset() { s.n = 0 }
 func (s *Section) Add(job Job, items, grain, cost int) {
 	s.add(job, items, grain, cost, kindWhole)
 }
+
+// AddTask adds t over its items, as t.Size gives them.
+func (s *Section) AddTask(t Task) {
+	items, grain, cost := t.Size()
+	s.Add(t, items, grain, cost)
+}
+
+// AddChain adds c over rows [0, rows), in pieces of four rows, each row
+// costing what its jobs' rows cost together.
+func (s *Section) AddChain(c *Chain, rows int) {
+	s.Add(c, rows, 4, c.RowCost())
+}
+
+// AddSum adds sum j, whole or as h, two Halves over the two halves of its
+// rows, whichever the sizes say pays (HalvesPay, and rows that pass
+// at least HalvesRatio times more values between the cores than the
+// outputs a second half takes over).
+func (s *Section) AddSum(h *Halves, j Sum) {
+	rows, rowValues, outValues := j.SumRows()
+	if !sumInHalves(rows, rowValues, outValues) {
+		s.AddTask(j)
+		return
+	}
+	items, grain, cost := j.Size()
+	mid := rows / 2
+	h.firstRows = rowRange{j, 0, mid, true}
+	h.secondRows = rowRange{j, mid, rows, false}
+	s.AddHalves(h, &h.firstRows, &h.secondRows, items, grain, max(cost*(rows-mid)/max(rows, 1), 1))
+}
+
+// HalvesRatio is how many times more row values than outputs a sum must
+// read to run in Halves: each core then reads the rows its earlier
+// sections wrote, and the second half takes over the outputs the first
+// left. Tests set it to 0, which runs every sum over two or more rows in
+// halves.
+var HalvesRatio = 16
+
+// sumInHalves reports whether a sum of the given sizes runs in halves.
+func sumInHalves(rows, rowValues, outValues int) bool {
+	if HalvesRatio == 0 {
+		return rows >= 2
+	}
+	return HalvesPay() && rows >= 2 && rowValues >= HalvesRatio*outValues
+}
+
+// rowRange is a Sum over some of its rows: one of Halves' two jobs.
+type rowRange struct {
+	sum    Sum
+	r0, r1 int
+	first  bool
+}
+
+func (r *rowRange) Run(lo, hi int) { r.sum.RunRows(lo, hi, r.r0, r.r1, r.first) }
 
 func (s *Section) add(job Job, items, grain, cost, kind int) {
 	if items <= 0 {
@@ -179,7 +263,7 @@ const maxChainSteps = 8
 // other over the same rows, with no barrier between them. The zero value
 // is an empty chain.
 type Chain struct {
-	steps [maxChainSteps]Job
+	steps [maxChainSteps]RowJob
 	n     int
 }
 
@@ -187,12 +271,24 @@ type Chain struct {
 func (c *Chain) Reset() { c.n = 0 }
 
 // Add appends a job to the chain.
-func (c *Chain) Add(j Job) {
+func (c *Chain) Add(j RowJob) {
 	if c.n == maxChainSteps {
 		panic("par: more than 8 jobs in one chain")
 	}
 	c.steps[c.n] = j
 	c.n++
+}
+
+// Len is the number of jobs in the chain.
+func (c *Chain) Len() int { return c.n }
+
+// RowCost is what a row costs: its jobs' rows together.
+func (c *Chain) RowCost() int {
+	cost := 0
+	for _, s := range c.steps[:c.n] {
+		cost += s.RowCost()
+	}
+	return cost
 }
 
 // Run runs every job of the chain over [lo, hi), in the order added.

@@ -71,6 +71,8 @@ type chainStep struct {
 	seen [][]int32
 }
 
+func (s *chainStep) RowCost() int { return 10 }
+
 func (s *chainStep) Run(lo, hi int) {
 	for r := lo; r < hi; r++ {
 		s.seen[r] = append(s.seen[r], s.id)
