@@ -134,7 +134,7 @@ func (m *Model) attention(a *activations, kv *kvCache, l int, seqs []rowSeq, onl
 		if onlyOut {
 			q0, row = s.out0, s.outRow
 		}
-		qRow := s.row + q0 - s.t0    // the first query's row of qkv
+		qRow := s.row + q0 - s.t0  // the first query's row of qkv
 		keys := act.qkv[s.row*C3:] // training: the batch's own rows are its cache
 		if kv != nil {
 			keys = kv.rows(l, s.slot, 0, s.t1)
