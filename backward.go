@@ -113,9 +113,9 @@ func (m *Model) backward(a *activations, grads []float64) {
 	s.end()
 }
 
-// weightsT are a layer's transposed weights, which the input gradients
+// layerWeightsT are a layer's transposed weights, which the input gradients
 // multiply by: views into activations.weightsT.
-type weightsT struct {
+type layerWeightsT struct {
 	qkv      []float64 // (3C, C)
 	attnProj []float64 // (C, C)
 	fc       []float64 // (4C, C)
@@ -123,9 +123,9 @@ type weightsT struct {
 }
 
 // weightsTOf returns layer l's transposed weights.
-func (a *activations) weightsTOf(l, C int) weightsT {
+func (a *activations) weightsTOf(l, C int) layerWeightsT {
 	w := a.weightsT[l*12*C*C : (l+1)*12*C*C]
-	return weightsT{qkv: w[:3*C*C], attnProj: w[3*C*C : 4*C*C], fc: w[4*C*C : 8*C*C], fcProj: w[8*C*C:]}
+	return layerWeightsT{qkv: w[:3*C*C], attnProj: w[3*C*C : 4*C*C], fc: w[4*C*C : 8*C*C], fcProj: w[8*C*C:]}
 }
 
 // ensureWeightsT allocates the transposed weights on first use: only

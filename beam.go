@@ -22,7 +22,10 @@ import (
 // end-of-sequence token: a beam that completes one becomes a finished
 // hypothesis of its length.
 type beamState struct {
+	o        *GenerateOptions
 	K, n     int     // beams, and hypotheses returned
+	V, L     int     // the model's vocabulary size and layers
+	P        int     // the prompt's length
 	stops    [][]int // the stop strings as ids
 	scores   []float64
 	logp     []float64 // (K, V) candidates' scores
@@ -45,9 +48,9 @@ type hypothesis struct {
 	stop   int // length of the stop string at the end of ids
 }
 
-func newBeamState(c Config, K, n int, stops [][]int) *beamState {
+func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *beamState {
 	V := c.VocabSize
-	bs := &beamState{K: K, n: n, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
+	bs := &beamState{o: o, K: K, n: n, V: V, L: c.Layers, P: P, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
 		order: make([]int, K*V), parents: make([]int, K), tokens: make([]int, K), next: make([]float64, K), cached: make([]int, K),
 		running: true, st: seqState{seen: make([]bool, V), counts: make([]int32, V)}, swap: newKVCache(c, K)}
 	// Every beam starts as the prompt; only beam 0 may be continued at
@@ -111,15 +114,16 @@ func (bs *beamState) process(o *GenerateOptions, lp []float64, seq []int, P int)
 	}
 }
 
-// advance is one step of the search: every beam's candidates scored,
-// the best K continuations kept (finished hypotheses set aside), the rows'
-// sequences and caches reordered to their parents'.
-func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float64) error {
-	o, K, V, P := r.o, bs.K, r.m.cfg.VocabSize, len(r.full)
+// advance is one step of the search over the beams' rows, after steps
+// steps: every beam's candidates scored, the best K continuations kept
+// (finished hypotheses set aside), the rows' sequences and caches (in kv)
+// reordered to their parents'. It reports whether the search has ended.
+func (bs *beamState) advance(rows []reqRow, steps int, kv *kvCache, logits func(b int) []float64) (ended bool, err error) {
+	o, K, V, P := bs.o, bs.K, bs.V, bs.P
 	for b := range K {
 		row := logits(b)[:V]
 		if !isFinite(row) {
-			return fmt.Errorf("%w at position %d", ErrNonFinite, len(r.rows[0].seq))
+			return false, fmt.Errorf("%w at position %d", ErrNonFinite, len(rows[0].seq))
 		}
 		maxv, sum := math.Inf(-1), 0.0
 		for _, v := range row {
@@ -133,7 +137,7 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 		for v, x := range row {
 			lp[v] = float64(x-maxv) - lse
 		}
-		bs.process(o, lp, r.rows[b].seq, P)
+		bs.process(o, lp, rows[b].seq, P)
 		for v := range lp {
 			lp[v] += bs.scores[b]
 		}
@@ -144,14 +148,14 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	// At the length limit every one of the best K candidates ends, in
 	// rank order (Hugging Face's max-length criterion), so that ties
 	// between stopped and running ones keep that order.
-	last := r.steps+1 >= o.MaxNewTokens
+	last := steps+1 >= o.MaxNewTokens
 	filled := 0
 	for rank, c := range bs.order[:min(2*K, len(bs.order))] {
 		b, tok := c/V, c%V
 		if math.IsInf(bs.logp[c], -1) {
 			break
 		}
-		seq := r.rows[b].seq
+		seq := rows[b].seq
 		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
 		s := bs.endsWithStop(gen)
 		// Hugging Face keeps an end-of-sequence candidate only if it
@@ -173,15 +177,14 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	}
 	if filled == 0 {
 		if len(bs.finished) == 0 {
-			return fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrBadOption, len(r.rows[0].seq))
+			return false, fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrBadOption, len(rows[0].seq))
 		}
 		bs.running = false // every live beam is banned: the finished ones are the answer
-		r.active = 0
-		return nil
+		return true, nil
 	}
 	if last {
 		bs.running = false // the best candidates are hypotheses already
-		return nil
+		return false, nil
 	}
 	for b := filled; b < K; b++ {
 		// Fewer than K live continuations (a tiny vocabulary): keep the
@@ -190,21 +193,21 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	}
 	// Each beam continues its parent: its sequence and its cache, through
 	// the swap buffers (a parent may have several children).
-	L := r.m.cfg.Layers
+	L := bs.L
 	for b := range K {
-		pr, row := &r.rows[bs.parents[b]], &r.rows[b]
+		pr, row := &rows[bs.parents[b]], &rows[b]
 		row.spare = append(append(row.spare[:0], pr.seq...), bs.tokens[b])
 		bs.cached[b] = pr.cached
 		for l := range L {
-			copy(bs.swap.rows(l, b, 0, pr.cached), d.kv.rows(l, pr.slot, 0, pr.cached))
+			copy(bs.swap.rows(l, b, 0, pr.cached), kv.rows(l, pr.slot, 0, pr.cached))
 		}
 	}
 	for b := range K {
-		row := &r.rows[b]
+		row := &rows[b]
 		row.seq, row.spare = row.spare, row.seq
 		row.cached = bs.cached[b]
 		for l := range L {
-			copy(d.kv.rows(l, row.slot, 0, row.cached), bs.swap.rows(l, b, 0, row.cached))
+			copy(kv.rows(l, row.slot, 0, row.cached), bs.swap.rows(l, b, 0, row.cached))
 		}
 	}
 	copy(bs.scores, bs.next)
@@ -212,23 +215,22 @@ func (bs *beamState) advance(r *request, d *decoder, logits func(b int) []float6
 	// hypotheses are finished and the best running beam, at its current
 	// length, cannot beat the worst of them.
 	if len(bs.finished) == K {
-		L := len(r.rows[0].seq) - P
-		if bs.running = bs.score(o, bs.scores[0], L) > bs.finished[K-1].score; !bs.running {
-			r.active = 0
-		}
+		L := len(rows[0].seq) - P
+		bs.running = bs.score(o, bs.scores[0], L) > bs.finished[K-1].score
+		return !bs.running, nil
 	}
-	return nil
+	return false, nil
 }
 
 // finish adds the running beams to the hypotheses (unless the search
 // stopped early) and streams the best n, each whole, best first.
-func (bs *beamState) finish(r *request) error {
+func (bs *beamState) finish(rows []reqRow, vocab *Vocab, emit func(*Completion) error) error {
 	if bs.running {
-		P := len(r.full)
+		P := bs.P
 		for b := range bs.K {
 			if !math.IsInf(bs.scores[b], -1) {
-				seq := r.rows[b].seq
-				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(r.o, bs.scores[b], len(seq)-P), finish: finishLength})
+				seq := rows[b].seq
+				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(bs.o, bs.scores[b], len(seq)-P), finish: finishLength})
 			}
 		}
 		bs.running = false
@@ -236,15 +238,15 @@ func (bs *beamState) finish(r *request) error {
 	if len(bs.finished) > bs.n {
 		bs.finished = bs.finished[:bs.n]
 	}
-	if r.emit == nil {
+	if emit == nil {
 		return nil
 	}
 	for i, h := range bs.finished {
 		c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
-		if r.vocab != nil {
-			c.Text = r.vocab.text(c.IDs)
+		if vocab != nil {
+			c.Text = vocab.text(c.IDs)
 		}
-		if err := r.emit(&c); err != nil {
+		if err := emit(&c); err != nil {
 			return err
 		}
 	}

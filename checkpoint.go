@@ -1,19 +1,17 @@
 package minigpt
 
 // This file holds checkpoints: the Checkpoint value, how a Trainer makes
-// one and is resumed from one, the file entry points (Load, Save, the
-// embedded model) and the checks a checkpoint must pass to be written or
-// read back. The byte layout is docs/checkpoint-format.md
-// (checkpoint_write.go, checkpoint_read.go); safetensors*.go holds the
-// other format.
+// one and is resumed from one, the byte layout's constants, and the
+// checks a checkpoint must pass to be written or read back. The layout is
+// docs/checkpoint-format.md; checkpoint_write.go writes it (and saves
+// files), checkpoint_read.go reads it (and loads files, and the embedded
+// model); safetensors*.go holds the other format.
 
 import (
-	"bufio"
 	"bytes"
-	_ "embed"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -33,6 +31,39 @@ var (
 	// an input that is not a regular file, which is never read.
 	ErrNotRegularFile = safefile.ErrNotRegular
 )
+
+// The byte layout; docs/checkpoint-format.md is its description.
+const (
+	checkpointMagic   = "\x89GPT\r\n\x1a\n"
+	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
+
+	flagTrain     = 1 << 0 // the training config section is present
+	flagOptimizer = 1 << 1 // the optimizer sections are present
+	flagRNG       = 1 << 2 // the sampler state section is present
+	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
+	flagHistory   = 1 << 4 // the loss history section is present (version 2)
+	flagsFull     = flagTrain | flagOptimizer | flagRNG
+	knownFlagsV1  = flagsFull
+	knownFlags    = flagsFull | flagCorpus | flagHistory
+
+	headerSizeV1   = 56 // through the header CRC
+	headerSize     = 64 // version 2: the loss-point counts before the CRC
+	corpusSumSize  = sha256.Size
+	lossPointSize  = 16 // an i64 step and an f64 loss
+	trainSize      = 11 * 8
+	optimizerSize  = 5 * 8
+	maxRNGStateLen = 64 // a PCG state is 20 bytes
+	checksumSize   = sha256.Size
+
+	// ioChunk is how many bytes the reader and writer handle at a time;
+	// the reader allocates for a section only as its bytes arrive.
+	ioChunk = 64 << 10
+)
+
+// bad returns an ErrBadCheckpoint error.
+func bad(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadCheckpoint}, a...)...)
+}
 
 // Checkpoint is a model with its vocabulary and, for a full checkpoint,
 // everything a Trainer needs to continue exactly where it stopped.
@@ -111,73 +142,6 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	return t, nil
-}
-
-// SaveCheckpoint writes c to path atomically, replacing a regular file
-// there: the checkpoint goes to a temporary file in path's directory
-// (.NAME.tmp-minigpt), which is synced and then renamed over path, so at
-// every moment path holds the old checkpoint (or nothing) or the complete
-// new one. A failure removes the temporary file; a save killed midway
-// leaves it, and the next save of path removes it. Anything at path that
-// is not a regular file is refused (ErrNotRegularFile), never replaced; a
-// replaced file keeps its permission bits. To write a checkpoint anywhere
-// else (or to refuse an existing file), use WriteCheckpoint.
-func SaveCheckpoint(path string, c *Checkpoint) error {
-	return saveCheckpoint(path, c, WriteCheckpoint)
-}
-
-// saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
-// tests can make it fail midway.
-func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
-	if err := safefile.Save(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	return nil
-}
-
-// LoadCheckpoint reads the checkpoint file at path, of either format (see
-// ReadCheckpoint), also refusing bytes after its end. path must be a
-// regular file: a named pipe, device or directory is refused at once
-// (wrapping ErrNotRegularFile), without blocking on it.
-func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := safefile.OpenRegular(path) // a FIFO would block in open
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, ioChunk)
-	c, err := ReadCheckpoint(br)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		if err != nil {
-			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-		}
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, bad("data after the checksum"))
-	}
-	return c, nil
-}
-
-// defaultCheckpoint is the weights-only checkpoint written by
-//
-//	go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt
-//
-// with every other flag at its default (the lessons' run: 1200 steps on
-// Lantern Bay, seed 42). TestEmbeddedModelIsReproducible retrains and
-// checks these weights bit for bit.
-//
-//go:embed models/lanternbay.ckpt
-var defaultCheckpoint []byte
-
-// DefaultModel returns the model of the default training run, embedded in
-// the package, and its vocabulary. Each call returns a fresh copy.
-func DefaultModel() (*Model, *Vocab, error) {
-	c, err := ReadCheckpoint(bytes.NewReader(defaultCheckpoint))
-	if err != nil {
-		return nil, nil, fmt.Errorf("embedded model: %w", err)
-	}
-	return c.Model, c.Vocab, nil
 }
 
 // check reports the first reason c could not be written and read back, as

@@ -1,7 +1,7 @@
 package minigpt
 
-// This file holds the checkpoint format's layout (docs/checkpoint-format.md) and its
-// writer.
+// This file holds the checkpoint writer, and SaveCheckpoint, which writes
+// a file atomically.
 
 import (
 	"bufio"
@@ -12,34 +12,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-)
 
-// The byte layout; docs/checkpoint-format.md is its description.
-const (
-	checkpointMagic   = "\x89GPT\r\n\x1a\n"
-	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
-
-	flagTrain     = 1 << 0 // the training config section is present
-	flagOptimizer = 1 << 1 // the optimizer sections are present
-	flagRNG       = 1 << 2 // the sampler state section is present
-	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
-	flagHistory   = 1 << 4 // the loss history section is present (version 2)
-	flagsFull     = flagTrain | flagOptimizer | flagRNG
-	knownFlagsV1  = flagsFull
-	knownFlags    = flagsFull | flagCorpus | flagHistory
-
-	headerSizeV1   = 56 // through the header CRC
-	headerSize     = 64 // version 2: the loss-point counts before the CRC
-	corpusSumSize  = sha256.Size
-	lossPointSize  = 16 // an i64 step and an f64 loss
-	trainSize      = 11 * 8
-	optimizerSize  = 5 * 8
-	maxRNGStateLen = 64 // a PCG state is 20 bytes
-	checksumSize   = sha256.Size
-
-	// ioChunk is how many bytes the reader and writer handle at a time;
-	// the reader allocates for a section only as its bytes arrive.
-	ioChunk = 64 << 10
+	"example.org/minigpt/internal/safefile"
 )
 
 // WriteCheckpoint writes c to w in the format of docs/checkpoint-format.md
@@ -171,4 +145,26 @@ func (cw *ckptWriter) floats(xs []float64) {
 		cw.write(cw.buf)
 		xs = xs[n:]
 	}
+}
+
+// SaveCheckpoint writes c to path atomically, replacing a regular file
+// there: the checkpoint goes to a temporary file in path's directory
+// (.NAME.tmp-minigpt), which is synced and then renamed over path, so at
+// every moment path holds the old checkpoint (or nothing) or the complete
+// new one. A failure removes the temporary file; a save killed midway
+// leaves it, and the next save of path removes it. Anything at path that
+// is not a regular file is refused (ErrNotRegularFile), never replaced; a
+// replaced file keeps its permission bits. To write a checkpoint anywhere
+// else (or to refuse an existing file), use WriteCheckpoint.
+func SaveCheckpoint(path string, c *Checkpoint) error {
+	return saveCheckpoint(path, c, WriteCheckpoint)
+}
+
+// saveCheckpoint is SaveCheckpoint with the writer as a parameter, so that
+// tests can make it fail midway.
+func saveCheckpoint(path string, c *Checkpoint, write func(io.Writer, *Checkpoint) error) error {
+	if err := safefile.Save(path, true, func(w io.Writer) error { return write(w, c) }); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
 }

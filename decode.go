@@ -6,7 +6,10 @@ package minigpt
 // window once it outgrew the block) is its request's business
 // (request.go); the layer sequence is the model's one (forward.go).
 
-import "sync"
+import (
+	"math/rand/v2"
+	"sync"
+)
 
 // decoder runs the rows its sequences ask for through one forward pass
 // per step, each sequence with its own slot of the KV cache. Rows never
@@ -50,6 +53,20 @@ func (d *decoder) logits(i int) []float64 {
 	s, V := &d.seqs[i], d.cfg.VocabSize
 	r := s.outRow + s.t1 - 1 - s.out0
 	return d.a.logits[r*V : (r+1)*V]
+}
+
+// reqRow is one sample (or beam): a sequence and its cache slot.
+type reqRow struct {
+	slot   int
+	seq    []int // prompt + generated tokens
+	spare  []int // beam search's buffer for the next step's sequence
+	cached int   // positions of the sequence's window in the cache
+	state  seqState
+	rand   *rand.Rand
+	done   bool
+	pass   int       // the decoder index of the row's pass this step, or -1
+	att    []float64 // with TraceAttention: the pass's attention weights, (L, NH, T)
+	window int       // the length of the window of the row's last pass
 }
 
 // serial is what a call needs to run its request alone: a decoder with a

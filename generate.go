@@ -173,50 +173,50 @@ func (o *GenerateOptions) sampled() bool { return !o.Greedy && !o.beam() }
 // model (token ids in LogitBias, TraceTopN against the vocabulary) are
 // made by the generating calls.
 func (o GenerateOptions) Validate() error {
-	bad := func(format string, a ...any) error {
+	invalid := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, a...)...)
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
 	case o.MaxNewTokens < 0:
-		return bad("new token count %d is negative", o.MaxNewTokens)
+		return invalid("new token count %d is negative", o.MaxNewTokens)
 	case !finite(o.Temperature) || o.Temperature < 0:
-		return bad("temperature %v must be finite and >= 0 (0 means 1)", o.Temperature)
+		return invalid("temperature %v must be finite and >= 0 (0 means 1)", o.Temperature)
 	case !finite(o.RepetitionPenalty) || o.RepetitionPenalty < 0:
-		return bad("repetition penalty %v must be finite and >= 0 (0 and 1 mean off)", o.RepetitionPenalty)
+		return invalid("repetition penalty %v must be finite and >= 0 (0 and 1 mean off)", o.RepetitionPenalty)
 	case !(o.PresencePenalty >= -2 && o.PresencePenalty <= 2):
-		return bad("presence penalty %v is outside [-2, 2] (0 means off)", o.PresencePenalty)
+		return invalid("presence penalty %v is outside [-2, 2] (0 means off)", o.PresencePenalty)
 	case !(o.FrequencyPenalty >= -2 && o.FrequencyPenalty <= 2):
-		return bad("frequency penalty %v is outside [-2, 2] (0 means off)", o.FrequencyPenalty)
+		return invalid("frequency penalty %v is outside [-2, 2] (0 means off)", o.FrequencyPenalty)
 	case o.NoRepeatNGramSize < 0:
-		return bad("no-repeat n-gram size %d is negative (0 means off)", o.NoRepeatNGramSize)
+		return invalid("no-repeat n-gram size %d is negative (0 means off)", o.NoRepeatNGramSize)
 	case o.TopK < 0:
-		return bad("top-k %d is negative (0 means off)", o.TopK)
+		return invalid("top-k %d is negative (0 means off)", o.TopK)
 	case !(o.TopP >= 0 && o.TopP <= 1):
-		return bad("top-p %v is outside [0, 1] (0 and 1 mean off)", o.TopP)
+		return invalid("top-p %v is outside [0, 1] (0 and 1 mean off)", o.TopP)
 	case !(o.MinP >= 0 && o.MinP <= 1):
-		return bad("min-p %v is outside [0, 1] (0 means off)", o.MinP)
+		return invalid("min-p %v is outside [0, 1] (0 means off)", o.MinP)
 	case o.NumBeams < 0 || o.NumBeams > maxBeams:
-		return bad("beam count %d is outside [0, %d] (0 and 1 mean off)", o.NumBeams, maxBeams)
+		return invalid("beam count %d is outside [0, %d] (0 and 1 mean off)", o.NumBeams, maxBeams)
 	case !finite(o.LengthPenalty):
-		return bad("length penalty %v must be finite", o.LengthPenalty)
+		return invalid("length penalty %v must be finite", o.LengthPenalty)
 	case o.TraceTopN < 0:
-		return bad("trace top-n %d is negative", o.TraceTopN)
+		return invalid("trace top-n %d is negative", o.TraceTopN)
 	case o.N < 0 || o.N > maxSamples:
-		return bad("sample count %d is outside [0, %d] (0 means 1)", o.N, maxSamples)
+		return invalid("sample count %d is outside [0, %d] (0 means 1)", o.N, maxSamples)
 	case o.beam() && o.N > o.NumBeams:
-		return bad("%d beams cannot return %d sequences (N)", o.NumBeams, o.N)
+		return invalid("%d beams cannot return %d sequences (N)", o.NumBeams, o.N)
 	case len(o.Stop) > maxStopStrings:
-		return bad("%d stop strings, at most %d", len(o.Stop), maxStopStrings)
+		return invalid("%d stop strings, at most %d", len(o.Stop), maxStopStrings)
 	}
 	for i, s := range o.Stop {
 		if s == "" {
-			return bad("stop string %d is empty", i)
+			return invalid("stop string %d is empty", i)
 		}
 	}
 	for id, b := range o.LogitBias {
 		if !(b >= -100 && b <= 100) {
-			return bad("logit bias %v for token %d is outside [-100, 100]", b, id)
+			return invalid("logit bias %v for token %d is outside [-100, 100]", b, id)
 		}
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -37,20 +36,6 @@ type request struct {
 	prefill int  // prompt positions in rows[0]'s cache slot
 	done    bool // no more steps
 	err     error
-}
-
-// reqRow is one sample (or beam): a sequence and its cache slot.
-type reqRow struct {
-	slot   int
-	seq    []int // prompt + generated tokens
-	spare  []int // beam search's buffer for the next step's sequence
-	cached int   // positions of the sequence's window in the cache
-	state  seqState
-	rand   *rand.Rand
-	done   bool
-	pass   int       // the decoder index of the row's pass this step, or -1
-	att    []float64 // with TraceAttention: the pass's attention weights, (L, NH, T)
-	window int       // the length of the window of the row's last pass
 }
 
 // prefillChunk is the most prompt positions a request computes in one
@@ -163,7 +148,10 @@ func (r *request) advance(d *decoder) {
 	var err error
 	r.made = r.active
 	if r.beam != nil {
-		err = r.beam.advance(r, d, logits)
+		var ended bool
+		if ended, err = r.beam.advance(r.rows, r.steps, d.kv, logits); ended {
+			r.active = 0
+		}
 	} else {
 		err = r.sample(logits)
 	}
@@ -234,7 +222,7 @@ func (r *request) traceAttention(row *reqRow) {
 func (r *request) finish() {
 	r.done = true
 	if r.beam != nil {
-		r.err = r.beam.finish(r)
+		r.err = r.beam.finish(r.rows, r.vocab, r.emit)
 		return
 	}
 	r.err = r.st.finish(r.emit)
@@ -328,7 +316,7 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, vocab *Vocab, rows []r
 	}
 	stops := newStopper(o.Stop, vocab, len(rows), r.tr != nil, o.Stream != nil)
 	if o.beam() {
-		r.beam = newBeamState(m.cfg, o.NumBeams, o.samples(), stops.stops)
+		r.beam = newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops)
 		return r
 	}
 	r.st = stops

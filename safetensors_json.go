@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -156,3 +157,6 @@ func jsonStringStrict(raw json.RawMessage) (string, error) {
 	}
 	return string(out), nil
 }
+
+// isEOF reports whether err says the input ended too soon.
+func isEOF(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }

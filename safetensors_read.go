@@ -150,7 +150,6 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	return &Checkpoint{Model: m, Vocab: vocab, Step: step}, nil
 }
 
-func isEOF(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }
 
 // readGrowing appends n bytes from r to buf, growing it by at most
 // stChunk at a time as the bytes arrive, so that a length read from the

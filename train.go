@@ -39,28 +39,28 @@ func DefaultTrainConfig() TrainConfig {
 // Validate reports the first thing wrong with c (an error wrapping
 // ErrBadConfig that names the field), or nil.
 func (c TrainConfig) Validate() error {
-	bad := func(f string, a ...any) error {
+	invalid := func(f string, a ...any) error {
 		return fmt.Errorf("%w: training: "+f, append([]any{ErrBadConfig}, a...)...)
 	}
 	switch {
 	case c.Steps < 0:
-		return bad("steps %d is negative", c.Steps)
+		return invalid("steps %d is negative", c.Steps)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:
-		return bad("batch size %d is outside [1, 65536]", c.BatchSize)
+		return invalid("batch size %d is outside [1, 65536]", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return bad("learning rate %v must be positive and finite", c.LR)
+		return invalid("learning rate %v must be positive and finite", c.LR)
 	case c.WarmupSteps < 0:
-		return bad("warmup steps %d is negative", c.WarmupSteps)
+		return invalid("warmup steps %d is negative", c.WarmupSteps)
 	case !(c.MinLR >= 0) || c.MinLR > c.LR:
-		return bad("minimum learning rate %v is outside [0, %v]", c.MinLR, c.LR)
+		return invalid("minimum learning rate %v is outside [0, %v]", c.MinLR, c.LR)
 	case !(c.GradClip >= 0) || math.IsInf(c.GradClip, 0):
-		return bad("gradient clip %v must be non-negative and finite", c.GradClip)
+		return invalid("gradient clip %v must be non-negative and finite", c.GradClip)
 	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
-		return bad("weight decay %v must be non-negative and finite", c.WeightDecay)
+		return invalid("weight decay %v must be non-negative and finite", c.WeightDecay)
 	case c.EvalEvery < 0:
-		return bad("eval interval %d is negative", c.EvalEvery)
+		return invalid("eval interval %d is negative", c.EvalEvery)
 	case c.EvalBatches < 1 || c.EvalBatches > 1<<12:
-		return bad("eval batches %d is outside [1, 4096]", c.EvalBatches)
+		return invalid("eval batches %d is outside [1, 4096]", c.EvalBatches)
 	}
 	return nil
 }
