@@ -2,8 +2,8 @@ package minigpt
 
 // This file holds what a pass works on besides the parameters: the
 // activations (every buffer a forward pass writes and a backward pass
-// reads, sized from one table), the KV cache, the rows of a pass, and
-// the jobs that compute them, one slot each.
+// reads, sized from one table), the rows of a pass, and the jobs that
+// compute them, one slot each.
 
 import (
 	"sync"
@@ -253,7 +253,10 @@ func lendActivations(c Config, B, T int) (*activations, func()) {
 // count from the start of the sequence's window, as the lessons'
 // ids[-block_size:] does.
 type rowSeq struct {
-	slot   int   // the sequence's slot in the KV cache
+	// cache is the sequence's slot of a KV cache: (L, BlockSize, 3C), the
+	// queries, keys and values of its positions, layer by layer; nil in
+	// training, where a batch's own rows are its cache.
+	cache  []float64
 	ids    []int // the tokens at positions [t0, t1)
 	t0, t1 int
 	out0   int
@@ -263,36 +266,6 @@ type rowSeq struct {
 	att []float64
 
 	row, outRow int // set by forward: the sequence's first row, and first row of logits
-}
-
-// kvCache holds the queries, keys and values of every position of S
-// sequence slots, layer by layer: (L, S, T, 3C). A slot's rows are the
-// qkv rows of its positions, so attention reads its keys and values from
-// here, whether a pass computed them or an earlier one did.
-type kvCache struct {
-	buf    []float64
-	S, T   int
-	C3, L  int
-	layers int // a layer's stride: S·T·3C
-}
-
-func newKVCache(c Config, S int) *kvCache {
-	C3, T := 3*c.EmbedDim, c.BlockSize
-	return &kvCache{buf: make([]float64, c.Layers*S*T*C3), S: S, T: T, C3: C3, L: c.Layers, layers: S * T * C3}
-}
-
-// rows returns slot's rows [t0, t1) at layer l.
-func (kv *kvCache) rows(l, slot, t0, t1 int) []float64 {
-	base := l*kv.layers + slot*kv.T*kv.C3
-	return kv.buf[base+t0*kv.C3 : base+t1*kv.C3]
-}
-
-// copySlot makes slot dst's first n positions a copy of slot src's, in
-// every layer.
-func (kv *kvCache) copySlot(dst, src, n int) {
-	for l := range kv.L {
-		copy(kv.rows(l, dst, 0, n), kv.rows(l, src, 0, n))
-	}
 }
 
 // passJobs are the jobs of a pass, forward and backward, each in a slot
@@ -349,11 +322,10 @@ type layerJobs struct {
 // kvStore copies the queries, keys and values of a pass's rows into their
 // sequences' cache slots: a row job.
 type kvStore struct {
-	kv   *kvCache
-	seqs []rowSeq
-	qkv  []float64 // (N, 3C) this layer's rows
-	l    int
-	C3   int
+	seqs  []rowSeq
+	qkv   []float64 // (N, 3C) this layer's rows
+	layer int       // the layer's offset in a slot: l·BlockSize·3C
+	C3    int
 }
 
 // RowCost is a row's cost: a copy, next to nothing.
@@ -366,7 +338,7 @@ func (j *kvStore) Run(lo, hi int) {
 		r0, r1 := max(lo, s.row), min(hi, s.row+s.t1-s.t0)
 		if r0 < r1 {
 			t0 := s.t0 + r0 - s.row
-			copy(j.kv.rows(j.l, s.slot, t0, t0+r1-r0), j.qkv[r0*j.C3:r1*j.C3])
+			copy(s.cache[j.layer+t0*j.C3:], j.qkv[r0*j.C3:r1*j.C3])
 		}
 	}
 }

@@ -24,20 +24,18 @@ import (
 type beamState struct {
 	o        *GenerateOptions
 	K, n     int     // beams, and hypotheses returned
-	V, L     int     // the model's vocabulary size and layers
+	V        int     // the model's vocabulary size
 	P        int     // the prompt's length
 	stops    [][]int // the stop strings as ids
 	scores   []float64
 	logp     []float64 // (K, V) candidates' scores
 	order    []int     // (K·V)
-	parents  []int     // (K)
-	tokens   []int     // (K)
+	parents  []int     // (K) each beam's parent after a step
+	tokens   []int     // (K) and the token it appends to its parent's sequence
 	next     []float64 // (K) the chosen candidates' scores
-	cached   []int     // (K) the chosen parents' cached positions
 	finished []hypothesis
 	running  bool
 	st       seqState // the processors' scratch
-	swap     *kvCache // the reordering buffer of the K rows' caches
 }
 
 // hypothesis is a finished beam.
@@ -50,9 +48,9 @@ type hypothesis struct {
 
 func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *beamState {
 	V := c.VocabSize
-	bs := &beamState{o: o, K: K, n: n, V: V, L: c.Layers, P: P, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
-		order: make([]int, K*V), parents: make([]int, K), tokens: make([]int, K), next: make([]float64, K), cached: make([]int, K),
-		running: true, st: seqState{seen: make([]bool, V), counts: make([]int32, V)}, swap: newKVCache(c, K)}
+	bs := &beamState{o: o, K: K, n: n, V: V, P: P, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
+		order: make([]int, K*V), parents: make([]int, K), tokens: make([]int, K), next: make([]float64, K),
+		running: true, st: seqState{seen: make([]bool, V), counts: make([]int32, V)}}
 	// Every beam starts as the prompt; only beam 0 may be continued at
 	// the first step, so that the K beams are K different sequences
 	// (Hugging Face starts the others at -1e9).
@@ -114,16 +112,17 @@ func (bs *beamState) process(o *GenerateOptions, lp []float64, seq []int, P int)
 	}
 }
 
-// advance is one step of the search over the beams' rows, after steps
-// steps: every beam's candidates scored, the best K continuations kept
-// (finished hypotheses set aside), the rows' sequences and caches (in kv)
-// reordered to their parents'. It reports whether the search has ended.
-func (bs *beamState) advance(rows []reqRow, steps int, kv *kvCache, logits func(b int) []float64) (ended bool, err error) {
+// advance is one step of the search over the beams' sequences (prompt
+// and generated tokens), after steps steps: every beam's candidates
+// scored, the best K continuations kept (finished hypotheses set aside)
+// as each beam's parent and token. It reports whether the beams must
+// follow their parents (grow), and whether the search has ended.
+func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float64) (grow, ended bool, err error) {
 	o, K, V, P := bs.o, bs.K, bs.V, bs.P
 	for b := range K {
 		row := logits(b)[:V]
 		if !isFinite(row) {
-			return false, fmt.Errorf("%w at position %d", ErrNonFinite, len(rows[0].seq))
+			return false, false, fmt.Errorf("%w at position %d", ErrNonFinite, len(seqs[0]))
 		}
 		maxv, sum := math.Inf(-1), 0.0
 		for _, v := range row {
@@ -137,7 +136,7 @@ func (bs *beamState) advance(rows []reqRow, steps int, kv *kvCache, logits func(
 		for v, x := range row {
 			lp[v] = float64(x-maxv) - lse
 		}
-		bs.process(o, lp, rows[b].seq, P)
+		bs.process(o, lp, seqs[b], P)
 		for v := range lp {
 			lp[v] += bs.scores[b]
 		}
@@ -155,7 +154,7 @@ func (bs *beamState) advance(rows []reqRow, steps int, kv *kvCache, logits func(
 		if math.IsInf(bs.logp[c], -1) {
 			break
 		}
-		seq := rows[b].seq
+		seq := seqs[b]
 		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
 		s := bs.endsWithStop(gen)
 		// Hugging Face keeps an end-of-sequence candidate only if it
@@ -177,59 +176,40 @@ func (bs *beamState) advance(rows []reqRow, steps int, kv *kvCache, logits func(
 	}
 	if filled == 0 {
 		if len(bs.finished) == 0 {
-			return false, fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrBadOption, len(rows[0].seq))
+			return false, false, fmt.Errorf("%w at position %d: logit bias and no-repeat n-gram leave no token for any beam", ErrBadOption, len(seqs[0]))
 		}
 		bs.running = false // every live beam is banned: the finished ones are the answer
-		return true, nil
+		return false, true, nil
 	}
 	if last {
 		bs.running = false // the best candidates are hypotheses already
-		return false, nil
+		return false, false, nil
 	}
 	for b := filled; b < K; b++ {
 		// Fewer than K live continuations (a tiny vocabulary): keep the
 		// rest dead.
 		bs.parents[b], bs.tokens[b], bs.next[b] = bs.parents[0], bs.tokens[0], math.Inf(-1)
 	}
-	// Each beam continues its parent: its sequence and its cache, through
-	// the swap buffers (a parent may have several children).
-	L := bs.L
-	for b := range K {
-		pr, row := &rows[bs.parents[b]], &rows[b]
-		row.spare = append(append(row.spare[:0], pr.seq...), bs.tokens[b])
-		bs.cached[b] = pr.cached
-		for l := range L {
-			copy(bs.swap.rows(l, b, 0, pr.cached), kv.rows(l, pr.slot, 0, pr.cached))
-		}
-	}
-	for b := range K {
-		row := &rows[b]
-		row.seq, row.spare = row.spare, row.seq
-		row.cached = bs.cached[b]
-		for l := range L {
-			copy(kv.rows(l, row.slot, 0, row.cached), bs.swap.rows(l, b, 0, row.cached))
-		}
-	}
 	copy(bs.scores, bs.next)
 	// Hugging Face's stopping rule (early_stopping=False): done once K
 	// hypotheses are finished and the best running beam, at its current
 	// length, cannot beat the worst of them.
 	if len(bs.finished) == K {
-		L := len(rows[0].seq) - P
+		L := len(seqs[0]) + 1 - P // after the step
 		bs.running = bs.score(o, bs.scores[0], L) > bs.finished[K-1].score
-		return !bs.running, nil
+		return true, !bs.running, nil
 	}
-	return false, nil
+	return true, false, nil
 }
 
 // finish adds the running beams to the hypotheses (unless the search
 // stopped early) and streams the best n, each whole, best first.
-func (bs *beamState) finish(rows []reqRow, vocab *Vocab, emit func(*Completion) error) error {
+func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) error) error {
 	if bs.running {
 		P := bs.P
 		for b := range bs.K {
 			if !math.IsInf(bs.scores[b], -1) {
-				seq := rows[b].seq
+				seq := seqs[b]
 				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(bs.o, bs.scores[b], len(seq)-P), finish: finishLength})
 			}
 		}

@@ -11,8 +11,8 @@ import (
 )
 
 // forward runs the model on the rows seqs describe, writing their
-// activations, their keys and values into kv (nil in training: the
-// activations' qkv is the batch's cache) and the logits of their wanted
+// activations, their keys and values into their cache slots (none in
+// training: the activations' qkv is the batch's cache) and the logits of their wanted
 // positions into a.logits, sequence after sequence; with targets (one per
 // row, training only), each row's loss and dlogits for meanLoss and
 // backward, and, with transpose, the weights' transposes for backward.
@@ -22,7 +22,7 @@ import (
 // at a time, alone or beside others, gets the bits of a whole pass over
 // it. In the last layer only the rows whose logits are wanted go on past
 // the keys and values.
-func (m *Model) forward(a *activations, kv *kvCache, seqs []rowSeq, targets []int, transpose bool) {
+func (m *Model) forward(a *activations, seqs []rowSeq, targets []int, transpose bool) {
 	c, p, j, s := m.cfg, &m.p, &a.jobs, &a.sched
 	C, L := c.EmbedDim, c.Layers
 	N, No := a.place(seqs)
@@ -42,8 +42,8 @@ func (m *Model) forward(a *activations, kv *kvCache, seqs []rowSeq, targets []in
 		lj.ln1 = nn.LayerNorm{Out: act.ln1, Mean: act.ln1Mean, Rstd: act.ln1Rstd, Inp: x, Weight: w.ln1Gain, Bias: w.ln1Bias, C: C}
 		lj.qkv = nn.Matmul{Out: act.qkv, Inp: act.ln1, Weight: w.qkvWeight, C: C, OC: 3 * C}
 		s.chainRows(N, &lj.ln1, &lj.qkv)
-		if kv != nil {
-			lj.store = kvStore{kv: kv, seqs: seqs, qkv: act.qkv, l: l, C3: 3 * C}
+		if !a.keep {
+			lj.store = kvStore{seqs: seqs, qkv: act.qkv, layer: l * c.BlockSize * 3 * C, C3: 3 * C}
 			s.chainRows(N, &lj.store)
 		}
 		if transpose {
@@ -53,7 +53,7 @@ func (m *Model) forward(a *activations, kv *kvCache, seqs []rowSeq, targets []in
 		// y = softmax(q·kᵀ/√hs over the positions so far)·v, head by head;
 		// in the last layer only the rows whose logits are wanted go on.
 		onlyOut := l == L-1 && No < N
-		s.run(m.attention(a, kv, l, seqs, onlyOut))
+		s.run(m.attention(a, l, seqs, onlyOut))
 		if onlyOut {
 			j.gather = gatherJob{dst: a.gather, src: x, seqs: seqs, C: C}
 			s.with(&j.gather)
@@ -113,8 +113,8 @@ func (a *activations) place(seqs []rowSeq) (N, No int) {
 
 // attention returns layer l's attention over the sequences' query rows
 // (with onlyOut, only those whose logits are wanted), each against its
-// keys and values: the cache's, or in training the batch's own rows.
-func (m *Model) attention(a *activations, kv *kvCache, l int, seqs []rowSeq, onlyOut bool) *nn.Attention {
+// keys and values: its cache slot's, or in training the batch's own rows.
+func (m *Model) attention(a *activations, l int, seqs []rowSeq, onlyOut bool) *nn.Attention {
 	c, lj := m.cfg, &a.jobs.layers[l]
 	C, NH, T := c.EmbedDim, c.Heads, c.BlockSize
 	if a.keep {
@@ -136,8 +136,8 @@ func (m *Model) attention(a *activations, kv *kvCache, l int, seqs []rowSeq, onl
 		}
 		qRow := s.row + q0 - s.t0  // the first query's row of qkv
 		keys := act.qkv[s.row*C3:] // training: the batch's own rows are its cache
-		if kv != nil {
-			keys = kv.rows(l, s.slot, 0, s.t1)
+		if s.cache != nil {
+			keys = s.cache[l*c.BlockSize*C3:][:s.t1*C3]
 		}
 		var last []float64
 		if s.att != nil {
@@ -154,9 +154,9 @@ func (m *Model) attention(a *activations, kv *kvCache, l int, seqs []rowSeq, onl
 func (m *Model) forwardBatch(a *activations, idx, targets []int, transpose bool) {
 	T := a.T
 	for b := range a.seqs {
-		a.seqs[b] = rowSeq{slot: b, ids: idx[b*T : (b+1)*T], t0: 0, t1: T, out0: 0}
+		a.seqs[b] = rowSeq{ids: idx[b*T : (b+1)*T], t0: 0, t1: T, out0: 0}
 	}
-	m.forward(a, nil, a.seqs, targets, transpose)
+	m.forward(a, a.seqs, targets, transpose)
 }
 
 // Logits runs the model on B sequences of T tokens (idx holds B·T ids,

@@ -108,7 +108,7 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	sc := getSerial(m.cfg, K)
 	defer putSerial(sc)
 	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
-	req.st, req.beam = nil, newBeamState(m.cfg, &o, len(prompt), K, n, stops)
+	req.searchBeams(newBeamState(m.cfg, &o, len(prompt), K, n, stops))
 	req.start(sc.slots)
 	m.runAlone(context.Background(), req, sc.dec)
 	return req.results(), req.err

@@ -150,7 +150,6 @@ func readSafetensors(r io.Reader) (*Checkpoint, error) {
 	return &Checkpoint{Model: m, Vocab: vocab, Step: step}, nil
 }
 
-
 // readGrowing appends n bytes from r to buf, growing it by at most
 // stChunk at a time as the bytes arrive, so that a length read from the
 // input is never allocated before the input has shown it holds it. On a

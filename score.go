@@ -66,7 +66,7 @@ func (m *Model) Score(ctx context.Context, ids []int, stride, topN int) ([]Step,
 		ws := windows[w0:min(w0+scoreBatch, len(windows))]
 		for i, w := range ws {
 			// Positions from-b-1 .. to-b-2 of the window give the logits.
-			d.add(rowSeq{slot: i, ids: ids[w.b : w.to-1], t0: 0, t1: w.to - 1 - w.b, out0: w.from - 1 - w.b})
+			d.add(rowSeq{cache: d.kv.slot(i), ids: ids[w.b : w.to-1], t0: 0, t1: w.to - 1 - w.b, out0: w.from - 1 - w.b})
 		}
 		d.run(m)
 		for i, w := range ws {
