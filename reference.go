@@ -1,4 +1,4 @@
-// reference.go holds the reference model: the whole GPT, its training step included, written as the math. Read this first.
+// reference.go holds the reference model: the whole GPT and its training, written as the math. Read this first.
 //
 // # Read this first
 //
@@ -8,7 +8,7 @@
 // plain loops over flat []float64 slices, in the style of llm.c's
 // train_gpt2.c. There are no goroutines, no assembly, no scheduler and no
 // buffers kept for speed; every activation is a fresh slice with its shape
-// written beside it. The fast engine (forward.go, backward.go and the
+// written beside it. The fast engine (the Model's own passes over the
 // packages under internal/) computes exactly the same numbers with blocked
 // kernels, AVX-512 and several cores; reference_test.go proves that the
 // two give the same bits, for the logits of the embedded model, the loss
@@ -21,11 +21,14 @@
 //
 //  1. The orders of the sums. A float64 sum's bits depend on its order,
 //     so the engine fixes one order for every sum (internal/kernels'
-//     package doc states them all). The helpers dot8, dotChain and
-//     sumInOrder are those orders; the layers call them, or write an
-//     explicit chain of math.FMA in ascending index order (the engine's
-//     other order). Every product that feeds a sum is a math.FMA or an
-//     explicit float64(x*y), so that no compiler may fuse it differently.
+//     package doc states them all). Most sums are chains: each term is
+//     added to the running total of the terms before it, in ascending
+//     order. The helpers dot8, dotChain and sumInOrder are the orders the
+//     layers share; where a chain's terms lie apart in memory, a layer
+//     writes it as a loop of math.FMA instead. Every product that feeds
+//     a sum is a math.FMA (one rounding for the product and the sum) or
+//     an explicit float64(x*y), so that no compiler may fuse it
+//     differently on another machine.
 //  2. The parameters and the activations: named views into one slab, in
 //     the slab's order (docs/checkpoint-format.md), each field with its
 //     shape, as llm.c's ParameterTensors and ActivationTensors.
@@ -72,12 +75,12 @@ import (
 // lane k%8, each lane a chain of fused multiply-adds from +0 (the ragged
 // tail continuing the same lanes), and the lanes are added by the fixed
 // tree ((s0+s4)+(s2+s6)) + ((s1+s5)+(s3+s7)), the order in which a SIMD
-// register is reduced. It is the engine's order for a product whose two
-// operands are both contiguous rows (kernels.Dot, GemmNT): the attention
-// scores q·k, the gradient of the attention weights, and the head's input
-// gradient when the weights are stored as rows of C (the tied head's
-// logits, the untied head's dlnf). Its caller adds the result to its
-// output once.
+// register is reduced. It is the engine's order (kernels.Dot, GemmNT)
+// for the products that read both operands along rows: the attention
+// scores q·k and the gradient of the attention weights, the tied head's
+// logits (a row of lnf with a row of the token embedding) and the untied
+// head's input gradient (a row of dlogits with a row of the head's
+// weight). Its caller adds the result to its output once.
 func dot8(x, y []float64) float64 {
 	var s [8]float64
 	for k := range x {
@@ -89,8 +92,8 @@ func dot8(x, y []float64) float64 {
 // dotChain is acc + Σ_k x[k]·y[k] as one chain of fused multiply-adds in
 // index order, continuing from acc. It is the engine's other order
 // (kernels.GemmNN: every output one chain over k ascending), which the
-// layers' matrix products use; where the chain's operands are not both
-// contiguous, the layers write the same chain as a loop of math.FMA.
+// other matrix products use, and the order of the sums of products in
+// the softmax's backward and in the gradient's norm.
 func dotChain(acc float64, x, y []float64) float64 {
 	for k := range x {
 		acc = math.FMA(x[k], y[k], acc)
@@ -115,7 +118,7 @@ func sumInOrder(x []float64) float64 {
 
 // refParams is the model's parameters as named views into one slab: the
 // slab of a Model (Model.Params), of its gradients, or of Adam's moments.
-// The untied head's queries, keys and values share one (C, 3C) matrix:
+// A layer's queries, keys and values share one (C, 3C) matrix:
 // its columns [0, C) make the queries, [C, 2C) the keys, [2C, 3C) the
 // values, and within each, head h has the columns [h·hs, (h+1)·hs), hs =
 // C/NH. Weights are stored (in, out), so that a layer is x·W, as in the
@@ -231,18 +234,30 @@ type refActivations struct {
 func newRefActivations(c Config, B, T int) *refActivations {
 	C, NH, V, L := c.EmbedDim, c.Heads, c.VocabSize, c.Layers
 	N := B * T
-	f := func(n int) []float64 { return make([]float64, n) }
 	return &refActivations{
-		encoded: f(N * C),
-		ln1:     f(L * N * C), ln1Mean: f(L * N), ln1Rstd: f(L * N),
-		qkv:    f(L * N * 3 * C),
-		preatt: f(L * B * NH * T * T), att: f(L * B * NH * T * T),
-		attnOut: f(L * N * C), attnProj: f(L * N * C), resid2: f(L * N * C),
-		ln2: f(L * N * C), ln2Mean: f(L * N), ln2Rstd: f(L * N),
-		fc: f(L * N * 4 * C), fcRelu: f(L * N * 4 * C),
-		fcProj: f(L * N * C), resid3: f(L * N * C),
-		lnf: f(N * C), lnfMean: f(N), lnfRstd: f(N),
-		logits: f(N * V), probs: f(N * V), losses: f(N),
+		encoded:  make([]float64, N*C),
+		ln1:      make([]float64, L*N*C),
+		ln1Mean:  make([]float64, L*N),
+		ln1Rstd:  make([]float64, L*N),
+		qkv:      make([]float64, L*N*3*C),
+		preatt:   make([]float64, L*B*NH*T*T),
+		att:      make([]float64, L*B*NH*T*T),
+		attnOut:  make([]float64, L*N*C),
+		attnProj: make([]float64, L*N*C),
+		resid2:   make([]float64, L*N*C),
+		ln2:      make([]float64, L*N*C),
+		ln2Mean:  make([]float64, L*N),
+		ln2Rstd:  make([]float64, L*N),
+		fc:       make([]float64, L*N*4*C),
+		fcRelu:   make([]float64, L*N*4*C),
+		fcProj:   make([]float64, L*N*C),
+		resid3:   make([]float64, L*N*C),
+		lnf:      make([]float64, N*C),
+		lnfMean:  make([]float64, N),
+		lnfRstd:  make([]float64, N),
+		logits:   make([]float64, N*V),
+		probs:    make([]float64, N*V),
+		losses:   make([]float64, N),
 	}
 }
 
@@ -254,8 +269,8 @@ func layer(x []float64, l, n int) []float64 { return x[l*n : (l+1)*n] }
 // ---------------------------------------------------------------------
 
 // encoderForward is x = wte[token] + wpe[position]: each row is its
-// token's embedding plus its position's. The lessons' forward begins
-// with it (E[idx] + P[:T]).
+// token's embedding plus its position's. From the lessons: the first
+// step of MiniGPT.forward.
 func encoderForward(out []float64, inputs []int, wte, wpe []float64, B, T, C int) {
 	for b := 0; b < B; b++ {
 		for t := 0; t < T; t++ {
@@ -274,8 +289,9 @@ func encoderForward(out []float64, inputs []int, wte, wpe []float64, B, T, C int
 //	dwte[token] += dout;  dwpe[position] += dout
 //
 // row by row in order, so that every embedding's gradient is a chain
-// over the rows that use it (the lessons' np.add.at on E and the sum over
-// the batch for P).
+// over the rows that use it. From the lessons: the last step of
+// MiniGPT.backward (its scatter-add into the token table, its sum over
+// the batch for the positions).
 func encoderBackward(dwte, dwpe, dout []float64, inputs []int, B, T, C int) {
 	for b := 0; b < B; b++ {
 		for t := 0; t < T; t++ {
@@ -298,10 +314,10 @@ const refLayerNormEps = 1e-5
 //	mean = Σx/C;  rstd = 1/sqrt(Σ(x-mean)²/C + ε)
 //	xhat = (x - mean)·rstd;  out = xhat·weight + bias
 //
-// keeping mean and rstd for the backward pass (the lessons' _ln_f). The
-// sum is sumInOrder, the sum of squares a chain of fused multiply-adds in
-// column order; xhat is rounded before it meets the weight in one fused
-// multiply-add.
+// keeping mean and rstd for the backward pass (from the lessons:
+// MiniGPT._ln_f). The sum is sumInOrder, the sum of squares a chain of
+// fused multiply-adds in column order; xhat is rounded before it meets
+// the weight in one fused multiply-add.
 func layernormForward(out, mean, rstd, inp, weight, bias []float64, B, T, C int) {
 	fc := float64(C)
 	for n := 0; n < B*T; n++ {
@@ -322,7 +338,7 @@ func layernormForward(out, mean, rstd, inp, weight, bias []float64, B, T, C int)
 }
 
 // layernormBackward undoes out = xhat·weight + bias, xhat = (x-mean)·rstd
-// (the lessons' _ln_b):
+// (from the lessons: MiniGPT._ln_b):
 //
 //	dxhat = dout·weight
 //	dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat))
@@ -355,10 +371,12 @@ func layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []flo
 }
 
 // matmulForward is out = inp·weight + bias for every row (bias may be
-// nil): weight is (C, OC), stored (in, out) as the lessons' x @ W. Every
+// nil): weight is (C, OC), stored (in, out) as in the lessons. Every
 // output is a chain of fused multiply-adds over the C inputs in order,
 // starting from its bias (+0 without one): the engine's GemmNN order,
-// here as each input scaling a row of the weight.
+// here as each input scaling a row of the weight. From the lessons:
+// every projection of MiniGPT.forward (queries, keys and values, the
+// attention's output, the feed-forward network's two layers, the head).
 func matmulForward(out, inp, weight, bias []float64, B, T, C, OC int) {
 	for n := 0; n < B*T; n++ {
 		o := out[n*OC:][:OC]
@@ -414,11 +432,11 @@ func matmulParamsBackward(dweight, dbias, dout, inp []float64, B, T, C, OC int) 
 	}
 }
 
-// headBackward is matmulBackward for the untied head, logits = lnf·W +
+// untiedHeadBackward is matmulBackward for the untied head, logits = lnf·W +
 // b: the same formulas, but each input gradient is dot8 of dlogits's row
 // and the weight's row, since the engine multiplies by the head's weight
 // as it is stored (GemmNT) rather than by a transposed copy.
-func headBackward(dinp, dweight, dbias, dout, inp, weight []float64, B, T, C, V int) {
+func untiedHeadBackward(dinp, dweight, dbias, dout, inp, weight []float64, B, T, C, V int) {
 	for n := 0; n < B*T; n++ {
 		d, di := dout[n*V:][:V], dinp[n*C:][:C]
 		for c := range di {
@@ -431,7 +449,8 @@ func headBackward(dinp, dweight, dbias, dout, inp, weight []float64, B, T, C, V 
 // tiedHeadForward is the tied head, logits = lnf·wteᵀ: the token
 // embedding, (V, C), is the output head, so a token's logit is the dot
 // product of the row with its embedding, dot8 (llm.c's matmul_forward
-// layout; the greedy-decoding lesson's `tied` argument).
+// layout). From the lessons: the greedy-decoding lesson's forward pass
+// takes the tied head as an option; their MiniGPT has an untied one.
 func tiedHeadForward(out, inp, wte []float64, B, T, C, V int) {
 	for n := 0; n < B*T; n++ {
 		x, o := inp[n*C:][:C], out[n*V:][:V]
@@ -466,8 +485,8 @@ func tiedHeadBackward(dinp, dwte, dout, inp, wte []float64, B, T, C, V int) {
 // element (kernels.Exp, the module's deterministic exp: math.Exp is
 // assembly on some platforms and may round differently), the normaliser
 // sumInOrder, and one division per element. It returns the maximum and
-// the normaliser, from which the loss takes its logarithm (the lessons'
-// softmax, the max subtracted the same way).
+// the normaliser, from which the loss takes its logarithm. From the
+// lessons: softmax, which subtracts the maximum the same way.
 func softmaxInPlace(row []float64) (maxv, sum float64) {
 	maxv = math.Inf(-1)
 	for _, x := range row {
@@ -490,10 +509,12 @@ func softmaxInPlace(row []float64) (maxv, sum float64) {
 //	preatt[t,s] = q[t]·k[s];  att[t] = softmax_{s≤t}(preatt[t]/sqrt(hs))
 //	out[t] = Σ_{s≤t} att[t,s]·v[s]
 //
-// Position t sees only the keys s ≤ t (the lessons' causal mask, applied
-// by never computing the rest, which leaves their weights exactly 0). A
-// score is dot8; the scaling multiplies by 1/sqrt(hs), rounded; an output
-// is a chain of fused multiply-adds over s in order.
+// Position t sees only the keys s ≤ t: the causal mask, applied by never
+// computing the rest, which leaves their weights exactly 0 (the lessons
+// set those scores to -1e9 before the softmax). A score is dot8; the
+// scaling multiplies by 1/sqrt(hs), rounded; an output is a chain of
+// fused multiply-adds over s in order. From the lessons: the attention
+// of MiniGPT.forward, from the split into heads to their merge.
 func attentionForward(out, preatt, att, qkv []float64, B, T, C, NH int) {
 	hs := C / NH
 	scale := 1 / math.Sqrt(float64(hs))
@@ -528,13 +549,13 @@ func attentionForward(out, preatt, att, qkv []float64, B, T, C, NH int) {
 //	dpreatt[t,s] = att[t,s]·(datt[t,s] - Σ_s' att[t,s']·datt[t,s'])/sqrt(hs)
 //	dq[t] += Σ_s dpreatt[t,s]·k[s];  dk[s] += dpreatt[t,s]·q[t]
 //
-// over s ≤ t (the lessons' backward through A @ V, the softmax and
-// Q @ Kᵀ). datt is dot8; the sum inside the softmax's backward a chain of
-// fused multiply-adds in order; dpreatt rounds att·(datt - sum) before
-// the scaling; and every gradient of q, k and v is a chain of fused
-// multiply-adds, over s in order for a query, over t in order for a key
-// or a value. dpreatt, which nothing else reads, is set rather than
-// added to.
+// over s ≤ t (from the lessons: MiniGPT.backward through the weighted
+// sum of values, the softmax and the scores). datt is dot8; the sum
+// inside the softmax's backward is dotChain; dpreatt rounds
+// att·(datt - sum) before the scaling; and every gradient of q, k and v
+// is a chain of fused multiply-adds, over s in order for a query, over t
+// in order for a key or a value. dpreatt, which nothing else reads, is
+// set rather than added to.
 func attentionBackward(dqkv, dpreatt, datt, dout, qkv, att []float64, B, T, C, NH int) {
 	hs := C / NH
 	scale := 1 / math.Sqrt(float64(hs))
@@ -570,7 +591,8 @@ func attentionBackward(dqkv, dpreatt, datt, dout, qkv, att []float64, B, T, C, N
 }
 
 // reluForward is out = max(inp, 0) (Go's max: -0 becomes +0), the
-// feed-forward network's activation (the lessons' np.maximum(h, 0)).
+// feed-forward network's activation (from the lessons: MiniGPT.forward's
+// feed-forward network).
 func reluForward(out, inp []float64, n int) {
 	for i := range n {
 		out[i] = max(inp[i], 0)
@@ -578,7 +600,8 @@ func reluForward(out, inp []float64, n int) {
 }
 
 // reluBackward undoes out = max(inp, 0): dinp += dout where inp > 0,
-// nothing elsewhere (the lessons' dhr*(h > 0)).
+// nothing elsewhere (from the lessons: MiniGPT.backward's mask of the
+// feed-forward network's gradient).
 func reluBackward(dinp, inp, dout []float64, n int) {
 	for i := range n {
 		if inp[i] > 0 {
@@ -588,7 +611,8 @@ func reluBackward(dinp, inp, dout []float64, n int) {
 }
 
 // residualForward is out = inp1 + inp2: the residual stream adds a
-// layer's output to its input (the lessons' x2 = x + att, x = x2 + ff).
+// layer's output to its input, after the attention and after the
+// feed-forward network (from the lessons: MiniGPT.forward).
 func residualForward(out, inp1, inp2 []float64, n int) {
 	for i := range n {
 		out[i] = inp1[i] + inp2[i]
@@ -596,8 +620,8 @@ func residualForward(out, inp1, inp2 []float64, n int) {
 }
 
 // residualBackward undoes out = inp1 + inp2: the gradient flows to both,
-// dinp1 += dout and dinp2 += dout (the lessons' dx2 = dx.copy(); dff =
-// dx).
+// dinp1 += dout and dinp2 += dout (from the lessons: MiniGPT.backward,
+// where the stream's gradient is copied to both branches).
 func residualBackward(dinp1, dinp2, dout []float64, n int) {
 	for i := range n {
 		dinp1[i] += dout[i]
@@ -610,10 +634,11 @@ func residualBackward(dinp1, dinp2, dout []float64, n int) {
 //
 //	probs = softmax(logits);  loss = max + log(Σ exp(logits - max)) - logits[target]
 //
-// which is -log probs[target] by the log-sum-exp, exact where the log
-// of a probability would lose everything below 2⁻¹⁰²² (the lessons add
-// 1e-12 inside the log instead; docs/lessons.md). The logarithm is
-// kernels.Log, the module's deterministic log.
+// which is -log probs[target] by the log-sum-exp, never the log of a
+// probability that has underflowed to 0 (the lessons add 1e-12 inside
+// the log instead; docs/lessons.md). The logarithm is
+// kernels.Log, the module's deterministic log. From the lessons: the end
+// of MiniGPT.forward.
 func crossEntropyForward(losses, probs, logits []float64, targets []int, B, T, V int) {
 	for n := 0; n < B*T; n++ {
 		p := probs[n*V:][:V]
@@ -629,8 +654,8 @@ func crossEntropyForward(losses, probs, logits []float64, targets []int, B, T, V
 //
 //	dlogits += (probs - onehot(target)) / N
 //
-// (the lessons' p[target] -= 1; p/N). It divides by N rather than
-// multiplying by 1/N, as the engine does: the two round differently.
+// (from the lessons: the first step of MiniGPT.backward). It divides by
+// N, as the engine does; multiplying by 1/N would round differently.
 func crossEntropyBackward(dlogits, probs []float64, targets []int, B, T, V int) {
 	N := float64(B * T)
 	for n := 0; n < B*T; n++ {
@@ -685,7 +710,8 @@ func newRefModel(m *Model) *refModel {
 // forward runs the model on B sequences of T tokens (inputs, row-major,
 // T at most BlockSize) and keeps the activations; with targets (B·T ids,
 // each position's next token) it returns the mean loss, the loss of
-// every row summed in order and divided by N (the lessons' forward).
+// every row summed in order and divided by N (from the lessons:
+// MiniGPT.forward).
 func (r *refModel) forward(inputs, targets []int, B, T int) float64 {
 	c, p := r.cfg, r.p
 	C, NH, V, L := c.EmbedDim, c.Heads, c.VocabSize, c.Layers
@@ -740,8 +766,8 @@ func (r *refModel) forward(inputs, targets []int, B, T int) float64 {
 
 // backward sets r.grads to the gradient of the last forward pass's mean
 // loss with respect to every parameter: the forward pass's calls undone
-// in reverse order (the lessons' backward). It first zeroes the
-// gradients, then every backward function adds to them.
+// in reverse order (from the lessons: MiniGPT.backward). It first
+// zeroes the gradients, then every backward function adds to them.
 func (r *refModel) backward() {
 	c, p, g, a := r.cfg, r.p, r.g, r.acts
 	C, NH, V, L := c.EmbedDim, c.Heads, c.VocabSize, c.Layers
@@ -755,7 +781,7 @@ func (r *refModel) backward() {
 	if c.TiedHead {
 		tiedHeadBackward(d.lnf, g.tokenEmbedding, d.logits, a.lnf, p.tokenEmbedding, B, T, C, V)
 	} else {
-		headBackward(d.lnf, g.headWeight, g.headBias, d.logits, a.lnf, p.headWeight, B, T, C, V)
+		untiedHeadBackward(d.lnf, g.headWeight, g.headBias, d.logits, a.lnf, p.headWeight, B, T, C, V)
 	}
 	layernormBackward(layer(d.resid3, L-1, N*C), g.lnfGain, g.lnfBias, d.lnf, layer(a.resid3, L-1, N*C), p.lnfGain, a.lnfMean, a.lnfRstd, B, T, C)
 	for l := L - 1; l >= 0; l-- {
@@ -846,7 +872,7 @@ func powInt(b float64, n int) float64 {
 }
 
 // update applies one AdamW step with learning rate lr and decoupled
-// weight decay wd to every parameter (the lessons' Adam.step, with
+// weight decay wd to every parameter (from the lessons: Adam.step, with
 // nanoGPT's weight decay, 0 in the lessons' run):
 //
 //	m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²
@@ -897,12 +923,12 @@ func learningRate(tc TrainConfig, step int) float64 {
 	return tc.MinLR + float64(float64(0.5*(tc.LR-tc.MinLR))*(1+cosDeterministic(float64(math.Pi*progress))))
 }
 
-// cosDeterministic is cos(x) for x in [0, π], the same bits on every platform
-// (math.Cos promises no particular rounding): cos(x) = -sin(x - π/2),
-// by sin's Taylor series around 0 to 13 terms, every product rounded.
-// It is a copy of train.go's cosDet.
+// cosDeterministic is cos(x) for x in [0, π], the same bits on every
+// platform (math.Cos promises no particular rounding): cos(x) =
+// -sin(x - π/2), by sin's Taylor series around 0 to 13 terms, every
+// product rounded. It is a copy of train.go's cosDet.
 func cosDeterministic(x float64) float64 {
-	y := x - math.Pi/2
+	y := float64(x) - math.Pi/2 // x may be a product: keep it rounded
 	y2 := float64(y * y)
 	term, sum := y, y
 	for n := 1; n <= 12; n++ {
@@ -922,7 +948,8 @@ const refStreamBatch = 0x62617463
 
 // drawBatch fills inputs and targets with B windows of T tokens of
 // data and the tokens one step later, each window's start drawn
-// uniformly from [0, len(data)-T-1) (the lessons' get_batch).
+// uniformly from [0, len(data)-T-1) (from the lessons: get_batch). It
+// is a copy of train.go's sampleBatch.
 func drawBatch(inputs, targets []int, data []int32, B, T int, rng *rand.Rand) {
 	for b := 0; b < B; b++ {
 		start := rng.IntN(len(data) - T - 1)
@@ -936,7 +963,7 @@ func drawBatch(inputs, targets []int, data []int32, B, T int, rng *rand.Rand) {
 // train runs tc.Steps training steps on data (a Dataset's Train part)
 // as the Trainer does, with windows of BlockSize tokens and the batch
 // sampler seeded from tc.Seed, and returns every step's loss and
-// gradient norm before clipping (the lessons' train_model). A step:
+// gradient norm before clipping (from the lessons: train_model). A step:
 // draw a batch, forward, backward, clip, update.
 func (r *refModel) train(data []int32, tc TrainConfig) (losses, norms []float64) {
 	B, T := tc.BatchSize, r.cfg.BlockSize
