@@ -20,15 +20,13 @@ import (
 )
 
 var (
-	// ErrBadCheckpoint is returned (wrapped) for bytes that are not a valid
-	// checkpoint (of either format), and for a Checkpoint value that could
-	// not be read back if it were written. The message names the field or
-	// section at fault.
+	// ErrBadCheckpoint is returned (wrapped) for bytes that are not a
+	// valid checkpoint of either format, and for a Checkpoint that could
+	// not be read back if written; the message names the field at fault.
 	ErrBadCheckpoint = errors.New("bad checkpoint")
-	// ErrNotRegularFile is wrapped by SaveCheckpoint for a path that exists
-	// and is not a regular file (a directory, symbolic link, device, named
-	// pipe or socket), which is never replaced, and by LoadCheckpoint for
-	// an input that is not a regular file, which is never read.
+	// ErrNotRegularFile is wrapped by SaveCheckpoint and LoadCheckpoint for
+	// a path that is not a regular file (a directory, symbolic link,
+	// device, named pipe or socket): never replaced, never read.
 	ErrNotRegularFile = safefile.ErrNotRegular
 )
 
@@ -76,10 +74,10 @@ type Checkpoint struct {
 	// regenerates the fixed validation batches on resume; raise its Steps
 	// to extend the run.
 	Train *TrainConfig
-	// CorpusSHA256 is the fingerprint of the text the run trained on
-	// (the SHA-256 of the text given to NewDataset), which ResumeTrainer compares with the dataset it
-	// is given. nil when unknown: in a weights-only checkpoint, and in a
-	// full one of format version 1. Clear it to resume on another text.
+	// CorpusSHA256 is the SHA-256 of the text the run trained on (as given
+	// to NewDataset), which ResumeTrainer checks; nil when unknown (in a
+	// weights-only checkpoint, or a full one of format version 1). Clear
+	// it to resume on another text.
 	CorpusSHA256 []byte
 
 	// state is the optimizer, sampler and loss history; nil in a
@@ -87,20 +85,16 @@ type Checkpoint struct {
 	state *trainState
 }
 
-// WeightsOnly returns c without the training state: the model, its
-// vocabulary and the step, enough to generate or to fine-tune, about a
-// third of a full checkpoint's size. It shares the model with c.
+// WeightsOnly returns c without the training state (sharing its model):
+// enough to generate or to fine-tune, a third of the size.
 func (c *Checkpoint) WeightsOnly() *Checkpoint {
 	return &Checkpoint{Model: c.Model, Vocab: c.Vocab, Step: c.Step}
 }
 
-// Checkpoint returns a full checkpoint of the trainer's state: the model,
-// its vocabulary, the training config, the optimizer and sampler state,
-// the fingerprint of the training text and the loss history, everything
-// ResumeTrainer needs to continue bit for bit. It shares nothing with the
-// trainer, so training on does not change it:
-//
-//	err := minigpt.SaveCheckpoint("run.ckpt", tr.Checkpoint())
+// Checkpoint returns a full checkpoint of the trainer's state, everything
+// ResumeTrainer needs to continue bit for bit (the model, its vocabulary,
+// the training config, the optimizer and sampler, the text's fingerprint,
+// the loss history), sharing nothing with the trainer.
 func (t *Trainer) Checkpoint() *Checkpoint {
 	tc := t.config
 	sum := t.corpusSHA256()
@@ -108,17 +102,11 @@ func (t *Trainer) Checkpoint() *Checkpoint {
 }
 
 // ResumeTrainer returns a trainer that continues the full checkpoint c on
-// d exactly as the run that wrote it would have continued: same
-// parameters, optimizer moments, step, learning-rate schedule, batch
-// sampler state and validation batches. d must be encoded with c's
-// vocabulary (see NewDataset) and, if c records the fingerprint
-// of its text, be that same text: another one is an error wrapping
-// ErrDatasetMismatch (clear c.CorpusSHA256 to continue on it anyway). To
-// extend the run, raise c.Train.Steps before calling. The trainer carries
-// on c's loss history. It works on copies; c is not changed.
-//
-// To fine-tune instead (new data, fresh optimizer, step 0), pass c.Model
-// to NewTrainer.
+// d (a copy of c's model, optimizer, sampler and loss history) exactly as
+// the run that wrote it would have continued. d must be encoded with c's
+// vocabulary and, if c records the fingerprint of its text, be that text:
+// otherwise the error wraps ErrDatasetMismatch. To extend the run, raise
+// c.Train.Steps first. To fine-tune instead, pass c.Model to NewTrainer.
 func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if c.Train == nil || c.state == nil {
 		return nil, fmt.Errorf("resume: %w: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint (to fine-tune from it, use NewTrainer)", ErrBadCheckpoint)

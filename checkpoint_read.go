@@ -22,16 +22,12 @@ import (
 )
 
 // ReadCheckpoint reads one checkpoint from r, of either format, told by
-// its first bytes: minigpt's own (which begins with the 8 bytes
-// "\x89GPT\r\n\x1a\n"; docs/checkpoint-format.md), or a safetensors file
-// (an 8-byte little-endian header length, then the JSON header's '{';
-// docs/interop.md), which gives a weights-only checkpoint. It validates all
-// of it, the checksum of a minigpt checkpoint included. It reads exactly
-// a minigpt checkpoint's bytes and no further, and a safetensors file to
-// the end of r (nothing may follow its last tensor). Anything wrong with the bytes is
-// an error wrapping ErrBadCheckpoint that names the field or section; an
-// error of r itself is returned wrapped as is. Memory grows only with the
-// bytes actually read, whatever the header claims.
+// its first bytes: minigpt's own (docs/checkpoint-format.md, the magic
+// "\x89GPT\r\n\x1a\n"), read exactly to its checksum, or a safetensors
+// file (docs/interop.md, a header length then '{'), read to the end of r,
+// which gives a weights-only checkpoint. It checks everything; bad bytes
+// are an error wrapping ErrBadCheckpoint that names the field, and memory
+// grows only with the bytes actually read, whatever a header claims.
 func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	var head [9]byte
 	n, err := io.ReadFull(r, head[:len(checkpointMagic)])

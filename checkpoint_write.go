@@ -147,15 +147,13 @@ func (cw *ckptWriter) floats(xs []float64) {
 	}
 }
 
-// SaveCheckpoint writes c to path atomically, replacing a regular file
-// there: the checkpoint goes to a temporary file in path's directory
-// (.NAME.tmp-minigpt), which is synced and then renamed over path, so at
-// every moment path holds the old checkpoint (or nothing) or the complete
-// new one. A failure removes the temporary file; a save killed midway
-// leaves it, and the next save of path removes it. Anything at path that
-// is not a regular file is refused (ErrNotRegularFile), never replaced; a
-// replaced file keeps its permission bits. To write a checkpoint anywhere
-// else (or to refuse an existing file), use WriteCheckpoint.
+// SaveCheckpoint writes c to path atomically: to a temporary file in
+// path's directory (.NAME.tmp-minigpt), synced and renamed over path, so
+// path always holds the old checkpoint (or nothing) or the whole new one.
+// A regular file there is replaced (keeping its permission bits);
+// anything else is refused (ErrNotRegularFile). A failure removes the
+// temporary file, and a save killed midway leaves one that the next save
+// removes.
 func SaveCheckpoint(path string, c *Checkpoint) error {
 	return saveCheckpoint(path, c, WriteCheckpoint)
 }

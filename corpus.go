@@ -188,14 +188,11 @@ func (d *Dataset) textSHA256() [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-// NewDataset encodes text and splits it 90/10: with its own vocabulary
+// NewDataset encodes text and splits it 90/10, with its own vocabulary
 // when vocab is nil, else with vocab (a checkpoint's, to resume training
-// or to fine-tune its model on new text). blockSize is the context length
-// training will use: each part must hold at least blockSize+2 tokens so
-// that one window and its target fit. With vocab, every character of text
-// must be in it: the first one that is not is an error wrapping
-// ErrBadText that names the character and its byte offset (a model
-// cannot learn a token it has no embedding for).
+// or to fine-tune: a character outside it is an error wrapping ErrBadText
+// naming it). Each part must hold at least blockSize+2 tokens, so that
+// one window of the context length training uses and its target fit.
 func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if vocab == nil {
 		v, err := NewVocab(text)

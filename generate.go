@@ -31,106 +31,74 @@ import (
 // and 5 on log-probabilities. The repository's docs/sampling.md explains
 // each stage and how other engines order theirs.
 type GenerateOptions struct {
-	// MaxNewTokens is the number of tokens to append (>= 0); generation
-	// ends earlier only at a stop string or on cancellation.
+	// MaxNewTokens is the number of tokens to append (>= 0); a sample ends
+	// earlier only at a stop string or on cancellation.
 	MaxNewTokens int
-	// N is the number of samples to generate together, as one batch
-	// (0 means 1; at most 128). With beam search it is the number of
-	// best beams returned, at most NumBeams.
+	// N is the number of samples generated together (0 means 1; at most
+	// 128), or with beam search the best beams returned (at most NumBeams).
 	N int
 	// Seed seeds the sampling: sample i draws one Float64 per token from
-	// rand.New(rand.NewPCG(Seed+i, 0)) (the sum wrapping), so sample 0 is
-	// the text cmd/generate prints with -seed Seed, and every sample is the
-	// text a one-sample call with Seed+i gives. Greedy decoding and beam
-	// search draw nothing.
+	// rand.New(rand.NewPCG(Seed+i, 0)), so it is the text a one-sample
+	// call with Seed+i gives (cmd/generate -seed). Greedy decoding and
+	// beam search draw nothing.
 	Seed uint64
-	// Greedy takes the argmax of the raw logits at every step (ties to the
-	// lowest id), the lessons' greedy=True: it ignores every sampling knob
-	// and draws no random number. MaxNewTokens and Stop still apply.
+	// Greedy takes the argmax of the raw logits (ties to the lowest id),
+	// the lessons' greedy=True, ignoring every other knob but
+	// MaxNewTokens and Stop.
 	Greedy bool
-	// Temperature divides the logits before the filters; it must be
-	// finite and >= 0. 0 means 1 (neutral), not greedy.
-	Temperature float64
-	// RepetitionPenalty, applied after temperature to every token already
-	// in the sequence (prompt included): a positive logit is divided by
-	// it, a negative one multiplied. It must be finite and >= 0; 0 and 1
-	// mean off, values above 1 discourage repeats.
-	RepetitionPenalty float64
-	// PresencePenalty is subtracted once from the logit of every token
-	// that occurs in the generated text (the prompt does not count), as in
-	// OpenAI's API; it must be in [-2, 2]; 0 means off.
-	PresencePenalty float64
-	// FrequencyPenalty is subtracted from a token's logit once per
-	// occurrence in the generated text: logit -= presence·[count > 0] +
-	// frequency·count. It must be in [-2, 2]; 0 means off.
-	FrequencyPenalty float64
-	// LogitBias adds a bias in [-100, 100] to the raw logit of a token id
-	// (Vocab.Encode finds a character's id). As in OpenAI's API, -100 bans
-	// the token (its logit becomes -Inf) and +100 forces it: when any
-	// token has bias +100, only the tokens with +100 stay.
-	LogitBias map[int]float64
-	// NoRepeatNGramSize (Hugging Face's no_repeat_ngram_size) bans every
-	// token that would complete an n-gram already present in the sequence
-	// (prompt included); it must be >= 0; 0 means off.
-	NoRepeatNGramSize int
-	// TopK keeps exactly the K largest logits (ties at the boundary go to
-	// the lower id); 0 means off, and K >= vocabulary size keeps all.
-	TopK int
+	// Temperature divides the logits (finite, >= 0; 0 means 1, not
+	// greedy). TopK keeps the K largest logits (ties to the lower id).
 	// TopP keeps the smallest set of most probable tokens whose mass
-	// reaches TopP (the boundary token included, at least one token); it
-	// must be in [0, 1], and 0 and 1 mean off.
-	TopP float64
-	// MinP keeps the tokens whose probability is at least MinP times the
-	// most probable token's (after top-p, as in Hugging Face); it must be
-	// in [0, 1]; 0 means off.
-	MinP float64
-	// NumBeams > 1 runs beam search instead of sampling (Hugging Face's
-	// num_beams): deterministic, no random draws. As in Hugging Face, the
-	// logits processors (LogitBias, the penalties, NoRepeatNGramSize) act
-	// on each beam's log-probabilities and the sampling warpers
-	// (Temperature, TopK, TopP, MinP) are ignored. 0 and 1 mean off; at
-	// most 64.
-	NumBeams int
-	// LengthPenalty is beam search's exponent on the length (Hugging
-	// Face's length_penalty): a finished hypothesis scores
-	// sum(log p) / len^LengthPenalty, len counting generated tokens. It
-	// matters only when hypotheses end at different lengths (at a stop
-	// string). It must be finite; 0 means no length normalisation
-	// (Hugging Face's default is 1).
+	// reaches it (the token that crosses it included), MinP the tokens at
+	// least MinP times as probable as the most probable (both in [0, 1]).
+	Temperature float64
+	TopK        int
+	TopP, MinP  float64
+	// RepetitionPenalty (finite, >= 0; 0 and 1 off) divides the positive
+	// logits of every token already in the sequence, prompt included, and
+	// multiplies the negative ones. PresencePenalty and FrequencyPenalty
+	// (in [-2, 2]) are OpenAI's: logit -= presence·[count > 0] +
+	// frequency·count, counting the generated tokens.
+	RepetitionPenalty                 float64
+	PresencePenalty, FrequencyPenalty float64
+	// LogitBias adds a bias in [-100, 100] to a token id's raw logit
+	// (Vocab.Encode gives a character's id): -100 bans the token, and when
+	// any token has +100 only those stay, as in OpenAI's API.
+	LogitBias map[int]float64
+	// NoRepeatNGramSize (>= 0) bans every token that would complete an
+	// n-gram already in the sequence, prompt included (Hugging Face's
+	// no_repeat_ngram_size).
+	NoRepeatNGramSize int
+	// NumBeams > 1 (at most 64) runs Hugging Face's beam search instead of
+	// sampling: the logits processors (LogitBias, the penalties,
+	// NoRepeatNGramSize) act on each beam's log-probabilities, the
+	// sampling knobs do not apply. LengthPenalty (finite) is its exponent
+	// on the length: a finished beam scores sum(log p) / len^LengthPenalty.
+	NumBeams      int
 	LengthPenalty float64
-	// Stop lists up to 4 non-empty strings (Complete only: they need
-	// text): a sample ends before the first of them to appear in its
-	// generated text, which is left out of the result; streamed text holds
-	// back any characters that may begin one and releases them as soon as
-	// they cannot. With beam search a stop string plays the part of
-	// Hugging Face's end-of-sequence token.
+	// Stop lists up to 4 non-empty strings (Complete only): a sample ends
+	// before the first of them to appear in its text, which is left out;
+	// streamed text holds back what may begin one. For beam search a stop
+	// string is the end-of-sequence token.
 	Stop []string
 	// Stream, if not nil, receives each sample's tokens as they become
-	// final, as a Completion holding only them (IDs, Text with Complete,
-	// Steps with Trace; Index the sample's, Finish set on its last one,
-	// which may hold no tokens): with stop strings, once they cannot begin
-	// one. Beam search streams each beam whole at the end, best first. The
-	// Completion and its slices are valid only during the call. An error
-	// from Stream stops every sample and is returned.
+	// final (with stop strings, once they cannot begin one) as a
+	// Completion of those tokens alone, Finish set on the sample's last;
+	// beam search streams each beam whole at the end, best first. The
+	// Completion is valid only during the call; an error from Stream stops
+	// every sample and is returned.
 	Stream func(*Completion) error
-	// TraceTopN is the number of candidates a Step lists, in [0, vocabulary
-	// size]; it has an effect only with Trace.
-	TraceTopN int
-	// TraceAttention adds to every Step the attention weights, in every
-	// layer and head, of the position that chose its token (Step.Attention);
-	// it has an effect only with Trace, and costs nothing without.
+	// Trace gives every token its Step, with TraceTopN candidates (in [0,
+	// vocabulary size]) and with TraceAttention the attention weights: in
+	// the streamed parts when Stream is set (the returned Completions then
+	// keep none), else in the returned Completions. Beam search traces
+	// nothing.
+	Trace          bool
+	TraceTopN      int
 	TraceAttention bool
-	// Trace gives every token its Step, with TraceTopN candidates and,
-	// with TraceAttention, the attention weights: in the streamed parts'
-	// Steps when Stream is set (the Completions returned then hold none,
-	// so that a long stream keeps no trace it has delivered), else in the
-	// returned Completions' Steps. Beam search traces nothing.
-	Trace bool
 
-	// noCache recomputes the whole context window for every token instead
-	// of extending the KV cache. The result is identical to the bit; it is
-	// unexported because only the package's tests and benchmarks (cached
-	// against uncached) need it.
+	// noCache recomputes the whole window for every token instead of
+	// extending the KV cache: the same bits, for tests and benchmarks.
 	noCache bool
 }
 
@@ -264,18 +232,13 @@ type Completion struct {
 }
 
 // Generate continues prompt (token ids) with opts.N samples (or the N
-// best beams) generated together, and returns one Completion per sample
-// (their Text empty: the model has no vocabulary; see Complete). Each
-// step runs the model on the last BlockSize tokens of a sample (positions
-// counted from the window's start, as the lessons' ids[-block_size:]) and
-// chooses from the last position's logits: greedy argmax, beam search,
-// or the pipeline described at GenerateOptions and one draw from the
-// sample's generator. Cancelling ctx stops between tokens; the
-// completions so far are returned with ctx's error. Stop strings need
-// text: opts.Stop must be empty.
-//
-// Generate is safe for concurrent use on one Model, and a call gives the
-// same bits whether or not others run at the same time.
+// best beams) generated together, one Completion each, without text (see
+// Complete; opts.Stop must be empty). Each step runs the model on a
+// sample's last BlockSize tokens (positions counted from the window's
+// start, as the lessons' ids[-block_size:]) and chooses from the last
+// position's logits. Cancelling ctx stops between tokens, returning the
+// completions so far with ctx's error. A call gives the same bits
+// whether or not others run at the same time.
 func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]Completion, error) {
 	if len(opts.Stop) > 0 {
 		return nil, fmt.Errorf("%w: stop strings need text: use Complete", ErrBadOption)

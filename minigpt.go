@@ -26,7 +26,7 @@ type Config struct {
 // heads, 2 layers, untied head) for vocab: the config to train on a
 // corpus of one's own.
 //
-//	data, _ := minigpt.NewDataset(text, 32)
+//	data, _ := minigpt.NewDataset(text, nil, 32)
 //	m, _ := minigpt.NewModel(minigpt.ConfigFor(data.Vocab), seed)
 func ConfigFor(vocab *Vocab) Config {
 	c := defaultConfig()
@@ -219,18 +219,13 @@ func viewsOf(layout []tensorSpec, slab []float64) params {
 	return p
 }
 
-// Model is a MiniGPT: its config and its parameters in one flat slab.
-// Every Model is built by one constructor (NewModel, Clone, or reading a
-// checkpoint), so a loaded model trains exactly like a fresh one. Its
-// config and its slab are fixed for its life: Config returns a copy, and
-// Params and Tensors return views whose values may be changed but which
-// cannot replace or resize the slab the model computes with.
-//
-// Generation (Generate, Complete), Logits, Loss and Gradients only read
-// the model and are safe for concurrent use. A Trainer takes hold of the
-// model (see NewTrainer): its steps wait for calls that read the model to
-// finish and such calls wait for a step to finish, so a reader never sees
-// half-updated parameters; a second Trainer on the same model is refused.
+// Model is a MiniGPT: its config and its parameters in one flat slab,
+// both fixed for its life (Params is a view that cannot replace or resize
+// the slab). Every Model is built by one constructor (NewModel, Clone, or
+// reading a checkpoint), so a loaded model trains exactly like a fresh
+// one. Generation, Logits, Score and Gradients only read the model and
+// are safe for concurrent use; a Trainer's steps wait for them, and they
+// for a step, so none sees half-updated parameters.
 type Model struct {
 	cfg Config
 	// slab holds every parameter, tensor after tensor in layout order;
@@ -256,10 +251,8 @@ func (m *Model) Config() Config { return m.cfg }
 // Params returns the model's parameter slab: every parameter, tensor after
 // tensor in the order docs/checkpoint-format.md lists (token_embedding
 // (V, C), position_embedding (BlockSize, C), then each per-layer tensor
-// for all layers: ln1_gain (L, C), …), as one vector (Adam and
-// checkpoints treat it so). It is a view: writing its elements changes
-// the model (while no Trainer step or other call on the model runs), but
-// it cannot replace or resize the slab.
+// for all layers: ln1_gain (L, C), …). Writing its elements changes the
+// model (while no other call on the model runs).
 func (m *Model) Params() []float64 { return m.slab[:len(m.slab):len(m.slab)] }
 
 // NewModel returns a model with freshly initialised parameters: weights

@@ -857,20 +857,6 @@ const (
 	refAdamEps = 1e-8
 )
 
-// powInt is b^n by repeated squaring, low bits first (kernels.PowInt):
-// only exactly rounded multiplications, where math.Pow promises no
-// particular rounding.
-func powInt(b float64, n int) float64 {
-	p := 1.0
-	for ; n > 0; n >>= 1 {
-		if n&1 == 1 {
-			p *= b
-		}
-		b *= b
-	}
-	return p
-}
-
 // update applies one AdamW step with learning rate lr and decoupled
 // weight decay wd to every parameter (from the lessons: Adam.step, with
 // nanoGPT's weight decay, 0 in the lessons' run):
@@ -879,15 +865,17 @@ func powInt(b float64, n int) float64 {
 //	p = p·(1 - lr·wd) - lr·(m/(1-β1^t)) / (sqrt(v/(1-β2^t)) + ε)
 //
 // the decay only on matrices and embeddings, never on gains and biases.
-// Every product is rounded on its own; the bias corrections are powInt.
+// Every product is rounded on its own; the bias corrections are
+// kernels.PowInt's (repeated squaring, only exactly rounded products,
+// where math.Pow promises no particular rounding).
 func (r *refModel) update(lr, wd float64) {
 	// β1 and β2 as float64 values, not constants: Go evaluates constant
 	// expressions exactly, so 1-refBeta1 would be 0.1 rounded once, where
 	// the engine's 1-β1 of its float64 β1 is 0.09999999999999998.
 	b1, b2 := float64(refBeta1), float64(refBeta2)
 	r.step++
-	c1 := 1 - powInt(b1, r.step)
-	c2 := 1 - powInt(b2, r.step)
+	c1 := 1 - kernels.PowInt(b1, r.step)
+	c2 := 1 - kernels.PowInt(b2, r.step)
 	off := 0
 	for _, t := range refTensors(r.cfg, &refParams{}) {
 		shrink := 1.0
@@ -905,76 +893,27 @@ func (r *refModel) update(lr, wd float64) {
 	}
 }
 
-// learningRate is the learning rate of step (from 0), TrainConfig's
-// schedule (nanoGPT's; the lessons' run keeps LR throughout): a linear
-// warmup from LR/WarmupSteps to LR over the first WarmupSteps steps,
-// then LR, or with CosineDecay half a cosine from LR down to MinLR at
-// the last step:
-//
-//	lr = MinLR + (LR - MinLR)·(1 + cos(π·progress))/2,  progress = (step - warmup)/(Steps - 1 - warmup)
-func learningRate(tc TrainConfig, step int) float64 {
-	if step < tc.WarmupSteps {
-		return tc.LR * float64(step+1) / float64(tc.WarmupSteps)
-	}
-	if !tc.CosineDecay || tc.Steps <= tc.WarmupSteps+1 {
-		return tc.LR
-	}
-	progress := min(float64(step-tc.WarmupSteps)/float64(tc.Steps-1-tc.WarmupSteps), 1)
-	return tc.MinLR + float64(float64(0.5*(tc.LR-tc.MinLR))*(1+cosDeterministic(float64(math.Pi*progress))))
-}
-
-// cosDeterministic is cos(x) for x in [0, π], the same bits on every
-// platform (math.Cos promises no particular rounding): cos(x) =
-// -sin(x - π/2), by sin's Taylor series around 0 to 13 terms, every
-// product rounded. It is a copy of train.go's cosDet.
-func cosDeterministic(x float64) float64 {
-	y := float64(x) - math.Pi/2 // x may be a product: keep it rounded
-	y2 := float64(y * y)
-	term, sum := y, y
-	for n := 1; n <= 12; n++ {
-		term = float64(float64(-term*y2) / float64((2*n)*(2*n+1)))
-		sum += term
-	}
-	return -sum
-}
-
 // ---------------------------------------------------------------------
 // 6. Training
 // ---------------------------------------------------------------------
 
-// refStreamBatch is the PCG stream (the second seed word) of the
-// Trainer's batch sampler, "batc": a copy of minigpt.go's streamBatch.
-const refStreamBatch = 0x62617463
-
-// drawBatch fills inputs and targets with B windows of T tokens of
-// data and the tokens one step later, each window's start drawn
-// uniformly from [0, len(data)-T-1) (from the lessons: get_batch). It
-// is a copy of train.go's sampleBatch.
-func drawBatch(inputs, targets []int, data []int32, B, T int, rng *rand.Rand) {
-	for b := 0; b < B; b++ {
-		start := rng.IntN(len(data) - T - 1)
-		for t := 0; t < T; t++ {
-			inputs[b*T+t] = int(data[start+t])
-			targets[b*T+t] = int(data[start+t+1])
-		}
-	}
-}
-
 // train runs tc.Steps training steps on data (a Dataset's Train part)
-// as the Trainer does, with windows of BlockSize tokens and the batch
-// sampler seeded from tc.Seed, and returns every step's loss and
-// gradient norm before clipping (from the lessons: train_model). A step:
-// draw a batch, forward, backward, clip, update.
+// as the Trainer does, and returns every step's loss and gradient norm
+// before clipping (from the lessons: train_model). A step: draw a batch
+// (the Trainer's sampleBatch: B windows of BlockSize tokens and the
+// tokens one step later, from a PCG seeded with tc.Seed), forward,
+// backward, clip, update at the schedule's learning rate
+// (TrainConfig.LearningRate).
 func (r *refModel) train(data []int32, tc TrainConfig) (losses, norms []float64) {
 	B, T := tc.BatchSize, r.cfg.BlockSize
-	rng := rand.New(rand.NewPCG(tc.Seed, refStreamBatch))
+	rng := rand.New(rand.NewPCG(tc.Seed, streamBatch))
 	inputs, targets := make([]int, B*T), make([]int, B*T)
 	for step := 0; step < tc.Steps; step++ {
-		drawBatch(inputs, targets, data, B, T, rng)
+		sampleBatch(inputs, targets, data, B, T, rng)
 		losses = append(losses, r.forward(inputs, targets, B, T))
 		r.backward()
 		norms = append(norms, clipGradNorm(r.grads, tc.GradClip))
-		r.update(learningRate(tc, step), tc.WeightDecay)
+		r.update(tc.LearningRate(step), tc.WeightDecay)
 	}
 	return losses, norms
 }

@@ -132,17 +132,11 @@ var stDTypeSize = map[string]int{
 }
 
 // WriteSafetensors writes c's model to w as a safetensors file: every
-// parameter tensor (named as in docs/interop.md) as dtype, and in
-// __metadata__ the model config, the vocabulary and the step. Only the
-// weights are written: the optimizer and sampler state of a full
-// checkpoint are not, nor its training config.
-//
-// The header is padded with spaces so that the tensor data starts at a
-// multiple of 8 bytes, and the tensors follow each other in the order of
-// the header with no gaps. Everything is checked before the first byte
-// is written: a model value that is not finite, or (with F32) beyond the
-// range of float32, is refused with an error wrapping ErrBadCheckpoint
-// that names the tensor and the element.
+// parameter tensor (named as in docs/interop.md) as dtype, "F64" (or "")
+// or "F32", and in __metadata__ the model config, the vocabulary and the
+// step; not the training state. Everything is checked before the first
+// byte is written: a value that is not finite, or beyond float32's range
+// in F32, is an error wrapping ErrBadCheckpoint naming the element.
 func WriteSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
 	if err := writeSafetensors(w, c, dtype); err != nil {
 		return fmt.Errorf("write safetensors: %w", err)

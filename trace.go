@@ -43,11 +43,9 @@ type Candidate struct {
 	// Logprob is the natural log of the token's probability under the
 	// model's raw distribution at temperature 1.
 	Logprob float64
-	// Probs[s] is the token's probability after stage s: Probs[StageRaw]
-	// under the raw distribution at temperature 1, then after each stage
-	// in order (a stage that is off repeats the previous value; 0 once
-	// the token is removed). Its last element is the distribution the
-	// token was drawn from.
+	// Probs[s] is its probability after stage s (Probs[StageRaw] the raw
+	// distribution's; a stage that is off repeats the one before, 0 once
+	// the token is removed); the last is the distribution drawn from.
 	Probs [numStages]float64
 	// CutBy is the stage that removed the token, or StageRaw if it
 	// survived them all.
@@ -55,8 +53,8 @@ type Candidate struct {
 }
 
 // Step is the trace of one generated token, or of one scored one
-// (Model.Score: no stage runs). The values a Step's slices hold are
-// reused between calls of GenerateOptions.OnStep; Clone copies.
+// (Model.Score: no stage runs). A streamed Step's slices are valid only
+// during the Stream call; Clone copies.
 type Step struct {
 	// Pos is the token's index in the sequence, prompt included.
 	Pos int
@@ -69,18 +67,17 @@ type Step struct {
 	Logprob float64
 	// Active reports which stages ran (Active[StageRaw] is always true).
 	Active [numStages]bool
-	// Attention, with GenerateOptions.TraceAttention, holds the attention
-	// weights of the position whose logits chose ID, in every layer and
-	// head, over the Context positions of the window it saw (position 0
-	// is the window's first): Attention[(l*Heads+h)*Context+s] is layer
-	// l head h's weight on position s. The decoder's own weights, from
-	// the pass that computed the logits.
+	// Attention, with GenerateOptions.TraceAttention, holds the weights of
+	// the position that chose the token over the Context positions of the
+	// window it saw: Attention[(l*Heads+h)*Context+s] is layer l head h's
+	// weight on position s (0 the window's first).
 	Attention []float64
-	// Context is the number of positions the prediction saw: the length
-	// of the window Attention covers.
+	// Context is the number of positions the prediction saw: with
+	// TraceAttention in generation, and in scoring; 0 otherwise.
 	Context int
-	// Top lists the GenerateOptions.TraceTopN (or ScoreOptions.TopN) most probable tokens under
-	// the raw distribution, most probable first (ties to the lower id).
+	// Top lists the most probable tokens under the raw distribution
+	// (GenerateOptions.TraceTopN, Score's topN of them), most probable
+	// first (ties to the lower id).
 	Top []Candidate
 }
 

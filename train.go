@@ -77,18 +77,16 @@ var (
 	ErrModelInUse = errors.New("model in use")
 )
 
-// Trainer trains a model on a dataset: it owns the optimizer (Adam, the
-// lessons'), the step count, the batch sampler and the fixed validation
-// batches, all of which a full checkpoint saves and ResumeTrainer
-// restores exactly. Its state is read through accessors; nothing a caller
-// could change would keep the buffers sized for the config, or the step
-// matching the optimizer's.
+// Trainer trains a model on a dataset: it owns the optimizer (the
+// lessons' Adam), the step count, the batch sampler and the fixed
+// validation batches, all of which a full checkpoint saves and
+// ResumeTrainer restores exactly.
 //
-// A Trainer holds its model from NewTrainer until Close: a second
-// Trainer on the same model is refused, and each step waits for the calls
-// reading the model (generation, Logits, Loss) to finish, while those
-// wait for a step to finish; so they may run from other goroutines, and
-// from Run's progress callback, without changing a bit of the training.
+// A Trainer holds its model from NewTrainer until Close: a second Trainer
+// on the same model is refused, and each step waits for the calls reading
+// the model (generation, Logits, Score) to finish, and they for a step;
+// so they may run from other goroutines and from Run's progress callback
+// without changing a bit of the training.
 type Trainer struct {
 	model  *Model
 	opt    *adam
@@ -110,18 +108,14 @@ type Trainer struct {
 	closed bool         // Close was called
 }
 
-// NewTrainer prepares to train m on d with a fresh optimizer, from step 0;
-// the model's block size is the window length. m may be new (NewModel) or
-// loaded (a Checkpoint's Model, for fine-tuning): d must then be encoded
-// with the checkpoint's vocabulary (NewDataset with it). The batch
-// sampler and the validation batches are seeded from tc.Seed.
-//
-// The Trainer holds m until Close: NewTrainer on a model another Trainer
-// holds is refused (to train one model two ways, train a Clone).
-//
-// Errors wrap ErrBadConfig (also for a run that would need more than
-// 16 GiB), ErrDatasetMismatch, ErrBadText (a dataset too short for the
-// block size) or ErrModelInUse.
+// NewTrainer prepares to train m on d with a fresh optimizer, from step 0,
+// windows of the model's block size, the batch sampler and validation
+// batches seeded from tc.Seed. m may be new (NewModel) or loaded (to
+// fine-tune: d encoded with its checkpoint's vocabulary). Errors wrap
+// ErrBadConfig (also for a run that would need more than 16 GiB),
+// ErrDatasetMismatch, ErrBadText (a dataset too short for the block) or
+// ErrModelInUse (another Trainer holds m: to train one model two ways,
+// train a Clone).
 func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("new trainer: %w", err)
