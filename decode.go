@@ -45,10 +45,8 @@ type request struct {
 }
 
 // prefillChunk is the most prompt positions a request computes in one
-// step, so that a long prompt does not stall the other requests of a
-// batch for its whole length. Where the chunks fall moves no bit: a
-// position's keys and values are the same whether earlier ones were
-// computed in the same pass or cached.
+// step, so that a long prompt does not stall a batch's other requests.
+// Where the chunks fall moves no bit.
 const prefillChunk = 64
 
 // start readies r to run on slots (one per row): every row the prompt,
@@ -197,7 +195,7 @@ func (r *request) sample(logits func(b int) []float64) error {
 			if r.steps == 0 {
 				src = &r.rows[0] // the prompt's pass ran in the first row
 			}
-			r.traceAttention(src)
+			r.tr.setAttention(src.att, src.window, r.m.cfg.BlockSize)
 		}
 		row.seq = append(row.seq, id)
 		row.state.add(id)
@@ -248,19 +246,6 @@ func (r *request) followParents(kv *kvCache) {
 		for l := range kv.L {
 			copy(kv.rows(l, row.slot, 0, row.cached), r.swap.rows(l, b, 0, row.cached))
 		}
-	}
-}
-
-// traceAttention copies the attention weights of row's last pass into the
-// trace, compacted to the window it saw.
-func (r *request) traceAttention(row *reqRow) {
-	c := r.m.cfg
-	n, T := row.window, c.BlockSize
-	tr := r.tr
-	tr.Context = n
-	tr.Attention = tr.Attention[:0]
-	for lh := range c.Layers * c.Heads {
-		tr.Attention = append(tr.Attention, row.att[lh*T:lh*T+n]...)
 	}
 }
 

@@ -262,7 +262,7 @@ func newRefActivations(c Config, B, T int) *refActivations {
 }
 
 // layer returns layer l's part of a per-layer tensor of n values a layer.
-func layer(x []float64, l, n int) []float64 { return x[l*n : (l+1)*n] }
+func layerSlice(x []float64, l, n int) []float64 { return x[l*n : (l+1)*n] }
 
 // ---------------------------------------------------------------------
 // 3. The layers
@@ -723,20 +723,20 @@ func (r *refModel) forward(inputs, targets []int, B, T int) float64 {
 	residual := a.encoded
 	for l := 0; l < L; l++ {
 		// Layer l's parameters.
-		ln1w, ln1b := layer(p.ln1Gain, l, C), layer(p.ln1Bias, l, C)
-		qkvw := layer(p.qkvWeight, l, C*3*C)
-		attprojw := layer(p.attnProjWeight, l, C*C)
-		ln2w, ln2b := layer(p.ln2Gain, l, C), layer(p.ln2Bias, l, C)
-		fcw, fcb := layer(p.fcWeight, l, C*4*C), layer(p.fcBias, l, 4*C)
-		fcprojw, fcprojb := layer(p.fcProjWeight, l, 4*C*C), layer(p.fcProjBias, l, C)
+		ln1w, ln1b := layerSlice(p.ln1Gain, l, C), layerSlice(p.ln1Bias, l, C)
+		qkvw := layerSlice(p.qkvWeight, l, C*3*C)
+		attprojw := layerSlice(p.attnProjWeight, l, C*C)
+		ln2w, ln2b := layerSlice(p.ln2Gain, l, C), layerSlice(p.ln2Bias, l, C)
+		fcw, fcb := layerSlice(p.fcWeight, l, C*4*C), layerSlice(p.fcBias, l, 4*C)
+		fcprojw, fcprojb := layerSlice(p.fcProjWeight, l, 4*C*C), layerSlice(p.fcProjBias, l, C)
 		// Layer l's activations.
-		ln1, ln1Mean, ln1Rstd := layer(a.ln1, l, N*C), layer(a.ln1Mean, l, N), layer(a.ln1Rstd, l, N)
-		qkv := layer(a.qkv, l, N*3*C)
-		preatt, att := layer(a.preatt, l, B*NH*T*T), layer(a.att, l, B*NH*T*T)
-		attnOut, attnProj, resid2 := layer(a.attnOut, l, N*C), layer(a.attnProj, l, N*C), layer(a.resid2, l, N*C)
-		ln2, ln2Mean, ln2Rstd := layer(a.ln2, l, N*C), layer(a.ln2Mean, l, N), layer(a.ln2Rstd, l, N)
-		fc, fcRelu := layer(a.fc, l, N*4*C), layer(a.fcRelu, l, N*4*C)
-		fcProj, resid3 := layer(a.fcProj, l, N*C), layer(a.resid3, l, N*C)
+		ln1, ln1Mean, ln1Rstd := layerSlice(a.ln1, l, N*C), layerSlice(a.ln1Mean, l, N), layerSlice(a.ln1Rstd, l, N)
+		qkv := layerSlice(a.qkv, l, N*3*C)
+		preatt, att := layerSlice(a.preatt, l, B*NH*T*T), layerSlice(a.att, l, B*NH*T*T)
+		attnOut, attnProj, resid2 := layerSlice(a.attnOut, l, N*C), layerSlice(a.attnProj, l, N*C), layerSlice(a.resid2, l, N*C)
+		ln2, ln2Mean, ln2Rstd := layerSlice(a.ln2, l, N*C), layerSlice(a.ln2Mean, l, N), layerSlice(a.ln2Rstd, l, N)
+		fc, fcRelu := layerSlice(a.fc, l, N*4*C), layerSlice(a.fcRelu, l, N*4*C)
+		fcProj, resid3 := layerSlice(a.fcProj, l, N*C), layerSlice(a.resid3, l, N*C)
 
 		layernormForward(ln1, ln1Mean, ln1Rstd, residual, ln1w, ln1b, B, T, C)
 		matmulForward(qkv, ln1, qkvw, nil, B, T, C, 3*C)
@@ -783,33 +783,33 @@ func (r *refModel) backward() {
 	} else {
 		untiedHeadBackward(d.lnf, g.headWeight, g.headBias, d.logits, a.lnf, p.headWeight, B, T, C, V)
 	}
-	layernormBackward(layer(d.resid3, L-1, N*C), g.lnfGain, g.lnfBias, d.lnf, layer(a.resid3, L-1, N*C), p.lnfGain, a.lnfMean, a.lnfRstd, B, T, C)
+	layernormBackward(layerSlice(d.resid3, L-1, N*C), g.lnfGain, g.lnfBias, d.lnf, layerSlice(a.resid3, L-1, N*C), p.lnfGain, a.lnfMean, a.lnfRstd, B, T, C)
 	for l := L - 1; l >= 0; l-- {
 		residual, dresidual := a.encoded, d.encoded
 		if l > 0 {
-			residual, dresidual = layer(a.resid3, l-1, N*C), layer(d.resid3, l-1, N*C)
+			residual, dresidual = layerSlice(a.resid3, l-1, N*C), layerSlice(d.resid3, l-1, N*C)
 		}
 		// Layer l's parameters and their gradients.
-		ln1w := layer(p.ln1Gain, l, C)
-		dln1w, dln1b := layer(g.ln1Gain, l, C), layer(g.ln1Bias, l, C)
-		qkvw, dqkvw := layer(p.qkvWeight, l, C*3*C), layer(g.qkvWeight, l, C*3*C)
-		attprojw, dattprojw := layer(p.attnProjWeight, l, C*C), layer(g.attnProjWeight, l, C*C)
-		ln2w := layer(p.ln2Gain, l, C)
-		dln2w, dln2b := layer(g.ln2Gain, l, C), layer(g.ln2Bias, l, C)
-		fcw, dfcw, dfcb := layer(p.fcWeight, l, C*4*C), layer(g.fcWeight, l, C*4*C), layer(g.fcBias, l, 4*C)
-		fcprojw := layer(p.fcProjWeight, l, 4*C*C)
-		dfcprojw, dfcprojb := layer(g.fcProjWeight, l, 4*C*C), layer(g.fcProjBias, l, C)
+		ln1w := layerSlice(p.ln1Gain, l, C)
+		dln1w, dln1b := layerSlice(g.ln1Gain, l, C), layerSlice(g.ln1Bias, l, C)
+		qkvw, dqkvw := layerSlice(p.qkvWeight, l, C*3*C), layerSlice(g.qkvWeight, l, C*3*C)
+		attprojw, dattprojw := layerSlice(p.attnProjWeight, l, C*C), layerSlice(g.attnProjWeight, l, C*C)
+		ln2w := layerSlice(p.ln2Gain, l, C)
+		dln2w, dln2b := layerSlice(g.ln2Gain, l, C), layerSlice(g.ln2Bias, l, C)
+		fcw, dfcw, dfcb := layerSlice(p.fcWeight, l, C*4*C), layerSlice(g.fcWeight, l, C*4*C), layerSlice(g.fcBias, l, 4*C)
+		fcprojw := layerSlice(p.fcProjWeight, l, 4*C*C)
+		dfcprojw, dfcprojb := layerSlice(g.fcProjWeight, l, 4*C*C), layerSlice(g.fcProjBias, l, C)
 		// Layer l's activations and their gradients.
-		ln1, ln1Mean, ln1Rstd := layer(a.ln1, l, N*C), layer(a.ln1Mean, l, N), layer(a.ln1Rstd, l, N)
-		qkv, att := layer(a.qkv, l, N*3*C), layer(a.att, l, B*NH*T*T)
-		attnOut, resid2 := layer(a.attnOut, l, N*C), layer(a.resid2, l, N*C)
-		ln2, ln2Mean, ln2Rstd := layer(a.ln2, l, N*C), layer(a.ln2Mean, l, N), layer(a.ln2Rstd, l, N)
-		fc, fcRelu := layer(a.fc, l, N*4*C), layer(a.fcRelu, l, N*4*C)
-		dln1, dqkv := layer(d.ln1, l, N*C), layer(d.qkv, l, N*3*C)
-		dpreatt, datt := layer(d.preatt, l, B*NH*T*T), layer(d.att, l, B*NH*T*T)
-		dattnOut, dattnProj, dresid2 := layer(d.attnOut, l, N*C), layer(d.attnProj, l, N*C), layer(d.resid2, l, N*C)
-		dln2, dfc, dfcRelu := layer(d.ln2, l, N*C), layer(d.fc, l, N*4*C), layer(d.fcRelu, l, N*4*C)
-		dfcProj, dresid3 := layer(d.fcProj, l, N*C), layer(d.resid3, l, N*C)
+		ln1, ln1Mean, ln1Rstd := layerSlice(a.ln1, l, N*C), layerSlice(a.ln1Mean, l, N), layerSlice(a.ln1Rstd, l, N)
+		qkv, att := layerSlice(a.qkv, l, N*3*C), layerSlice(a.att, l, B*NH*T*T)
+		attnOut, resid2 := layerSlice(a.attnOut, l, N*C), layerSlice(a.resid2, l, N*C)
+		ln2, ln2Mean, ln2Rstd := layerSlice(a.ln2, l, N*C), layerSlice(a.ln2Mean, l, N), layerSlice(a.ln2Rstd, l, N)
+		fc, fcRelu := layerSlice(a.fc, l, N*4*C), layerSlice(a.fcRelu, l, N*4*C)
+		dln1, dqkv := layerSlice(d.ln1, l, N*C), layerSlice(d.qkv, l, N*3*C)
+		dpreatt, datt := layerSlice(d.preatt, l, B*NH*T*T), layerSlice(d.att, l, B*NH*T*T)
+		dattnOut, dattnProj, dresid2 := layerSlice(d.attnOut, l, N*C), layerSlice(d.attnProj, l, N*C), layerSlice(d.resid2, l, N*C)
+		dln2, dfc, dfcRelu := layerSlice(d.ln2, l, N*C), layerSlice(d.fc, l, N*4*C), layerSlice(d.fcRelu, l, N*4*C)
+		dfcProj, dresid3 := layerSlice(d.fcProj, l, N*C), layerSlice(d.resid3, l, N*C)
 
 		residualBackward(dresid2, dfcProj, dresid3, N*C)
 		matmulBackward(dfcRelu, dfcprojw, dfcprojb, dfcProj, fcRelu, fcprojw, B, T, 4*C, C)

@@ -81,6 +81,17 @@ type Step struct {
 	Top []Candidate
 }
 
+// setAttention sets s's attention weights to those of a pass over a
+// window of n positions: att holds, per layer and head, BlockSize (T)
+// weights of which the first n are the window's.
+func (s *Step) setAttention(att []float64, n, T int) {
+	s.Context = n
+	s.Attention = s.Attention[:0]
+	for lh := 0; lh*T < len(att); lh++ {
+		s.Attention = append(s.Attention, att[lh*T:lh*T+n]...)
+	}
+}
+
 // Clone returns a deep copy of s.
 func (s *Step) Clone() Step {
 	c := *s
