@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 func newCompletionID() string {
@@ -24,11 +26,11 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	req, aerr := s.parseCompletion(w, r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	if !s.admit() {
-		writeError(w, shuttingDown())
+		api.WriteError(w, api.ShuttingDown())
 		return
 	}
 	defer s.leave()
@@ -40,12 +42,12 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		case ctx.Err() != nil:
 			// The client went away while queued: nobody to answer.
 		case errors.Is(err, errClosed):
-			writeError(w, shuttingDown())
+			api.WriteError(w, api.ShuttingDown())
 		default:
-			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d bytes in flight, %d queued): retry later",
+			e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d bytes in flight, %d queued): retry later",
 				err, s.limits.Slots, s.limits.MaxInFlightBytes, max(s.limits.Queue, 0))
-			e.retryAfter = 1
-			writeError(w, e)
+			e.RetryAfter = 1
+			api.WriteError(w, e)
 		}
 		return
 	}
@@ -72,7 +74,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	w.Header().Set("Minigpt-Seed", strconv.FormatUint(req.seed, 10))
-	out := newClientWriter(w, s.limits.WriteTimeout, end.Add(s.limits.WriteTimeout))
+	out := api.NewClientWriter(w, s.limits.WriteTimeout, end.Add(s.limits.WriteTimeout))
 	h := head(newCompletionID(), time.Now().Unix(), req.model, req.seed)
 	choices := s.newChoices(req)
 	var cw completionWriter
@@ -178,9 +180,9 @@ func usageOf(req *completionRequest, choices []*choiceState) usage {
 
 // generationError turns a library error into an API error: a 400 naming
 // the field when the settings are at fault, a 500 otherwise.
-func generationError(req *completionRequest, err error) *apiError {
+func generationError(req *completionRequest, err error) *api.Error {
 	if param, ok := req.model.engine.errorParam(err, &req.sampling); ok {
-		return badParam(param, "invalid_value", "%v", err)
+		return api.BadParam(param, "invalid_value", "%v", err)
 	}
-	return errorWithStatus(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
+	return api.NewError(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
 }

@@ -15,7 +15,8 @@
 //	GET  /metrics              Prometheus text format
 //	GET  /                     the playground (and GET /playground/{file})
 //
-// With Config.Training, OpenAI's fine-tuning API too (training.go):
+// With Config.Training, OpenAI's fine-tuning API too (package
+// internal/finetune):
 //
 //	POST   /v1/files                             upload a training text (multipart, as OpenAI's clients send it, or JSON)
 //	GET    /v1/files, /v1/files/{file}[/content] list, describe, read; file-lanternbay is the built-in text
@@ -82,32 +83,32 @@
 // # Doors
 //
 // Before the mux routes a request, wrappers (each a
-// func(http.Handler) http.Handler in a file of its own) log and count it,
-// then, in this order:
+// func(http.Handler) http.Handler, in doors.go) log and count it, then,
+// in this order:
 //
-//   - Host (hosts.go): a request that arrives on a loopback address must
+//   - Host: a request that arrives on a loopback address must
 //     name localhost, a *.localhost name or a loopback address in its Host
 //     header, or one of Config.AllowedHosts; anything else is a 403. A web
 //     page can point a name it controls at 127.0.0.1 (DNS rebinding), but
 //     the browser still sends that name as Host, so the page cannot read
 //     this server's answers.
-//   - CORS (cors.go): with Config.CORSOrigin, every /v1/ response carries
+//   - CORS: with Config.CORSOrigin, every /v1/ response carries
 //     Access-Control-Allow-Origin and a preflight gets 204 with the methods
 //     the path is served with; without it, browsers on other origins
 //     cannot call the API.
-//   - Draining (drain.go): once Drain, Shutdown or Close is called, every
+//   - Draining: once Drain, Shutdown or Close is called, every
 //     /v1/ request gets 503 with Retry-After, on any connection, idle
 //     keep-alive ones included.
-//   - The API key (auth.go): with Config.APIKey, every /v1/ path (unknown
+//   - The API key: with Config.APIKey, every /v1/ path (unknown
 //     ones included) needs "Authorization: Bearer <key>", the scheme in
 //     any case (RFC 7235); 401 otherwise. The playground, /health and
 //     /metrics stay open.
-//   - Content-Type (mediatype.go): a POST body must be application/json
+//   - Content-Type (on each POST route): a POST body must be application/json
 //     (415 otherwise): a page on another site can send a form or
 //     text/plain anywhere without asking, but JSON needs a CORS preflight.
 //     The two exceptions, OpenAI's multipart upload to /v1/files and a
 //     bodiless cancel of a job, are refused with 403 when their Origin
-//     header names another site (files.go).
+//     header names another site.
 //
 // Together, Host and Content-Type keep a server on loopback without a key
 // out of reach of web pages; on any other address, set an API key.

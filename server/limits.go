@@ -5,8 +5,6 @@ package server
 import (
 	"fmt"
 	"time"
-
-	"example.org/minigpt"
 )
 
 // Limits bound what one request and the whole server may use. A zero field
@@ -123,8 +121,8 @@ func (l Limits) validate() error {
 		}
 	}
 	switch {
-	case l.MaxChoices > minigpt.MaxSamples:
-		return fmt.Errorf("server: limit MaxChoices %d is above the %d samples the library generates together", l.MaxChoices, minigpt.MaxSamples)
+	case l.MaxChoices > maxSamples:
+		return fmt.Errorf("server: limit MaxChoices %d is above the %d samples the library generates together", l.MaxChoices, maxSamples)
 	case l.MaxResponseBytes > l.MaxInFlightBytes:
 		return fmt.Errorf("server: limit MaxResponseBytes %d is above MaxInFlightBytes %d: such a request could never run", l.MaxResponseBytes, l.MaxInFlightBytes)
 	}

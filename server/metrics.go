@@ -185,7 +185,7 @@ func (m *metrics) write(w io.Writer, s *Server) {
 func writeBatchMetrics(w io.Writer, s *Server, head func(name, typ, help string)) {
 	var models []*servedModel
 	var stats []minigpt.BatchStats
-	for _, sm := range slices.Concat(s.models, s.jobs.tunedModels()) {
+	for _, sm := range s.servedModels() {
 		if st, ok := sm.engine.stats(); ok { // a fine-tuned model has none before its first request
 			models, stats = append(models, sm), append(stats, st)
 		}

@@ -8,9 +8,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
-	"net/http"
 	"strconv"
-	"time"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // usage is OpenAI's token count of a response.
@@ -43,6 +43,20 @@ type candidateJSON struct {
 	Chosen bool      `json:"chosen,omitempty"`
 }
 
+// token is one generated token as the client sees it.
+type token struct {
+	id      int
+	logprob float64    // natural log of its raw probability (with logprobs)
+	top     []altProb  // the most likely alternatives (with logprobs)
+	trace   *traceJSON // with trace
+}
+
+// altProb is a candidate token and its log-probability.
+type altProb struct {
+	id      int
+	logprob float64
+}
+
 // choiceState is one choice as generated so far.
 type choiceState struct {
 	index    int
@@ -68,7 +82,7 @@ type completionWriter interface {
 	end(u usage) error
 	// fail reports a generation error: with its status if nothing was
 	// sent yet, otherwise as the stream's last event.
-	fail(e *apiError)
+	fail(e *api.Error)
 	// broken reports whether a write to the client failed.
 	broken() bool
 }
@@ -262,54 +276,4 @@ func (e *encoder) float(x float64) {
 func (e *encoder) usage(u usage) {
 	b, _ := json.Marshal(u)
 	e.w.Write(b)
-}
-
-// clientWriter writes to the client under deadlines: each write must be
-// accepted within stall, and none may end after last. A client that
-// stops reading makes a write fail (and its request end) instead of
-// holding the server.
-type clientWriter struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	stall time.Duration
-	last  time.Time
-	err   error // the first failed write
-}
-
-func newClientWriter(w http.ResponseWriter, stall time.Duration, last time.Time) *clientWriter {
-	return &clientWriter{w: w, rc: http.NewResponseController(w), stall: stall, last: last}
-}
-
-// arm sets the connection's write deadline for the next write. Without a
-// connection (a test's ResponseRecorder) there is none to set.
-func (c *clientWriter) arm() {
-	d := time.Now().Add(c.stall)
-	if d.After(c.last) {
-		d = c.last
-	}
-	c.rc.SetWriteDeadline(d)
-}
-
-func (c *clientWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	c.arm()
-	n, err := c.w.Write(p)
-	if err != nil {
-		c.err = err
-	}
-	return n, err
-}
-
-// flush sends what the ResponseWriter buffers.
-func (c *clientWriter) flush() error {
-	if c.err != nil {
-		return c.err
-	}
-	c.arm()
-	if err := c.rc.Flush(); err != nil {
-		c.err = err
-	}
-	return c.err
 }

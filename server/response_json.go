@@ -6,6 +6,8 @@ package server
 import (
 	"bufio"
 	"net/http"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // jsonWriter answers a request without "stream": it keeps each choice's
@@ -14,14 +16,14 @@ import (
 // by choice through a small buffer, never holding its encoding whole.
 type jsonWriter struct {
 	w       http.ResponseWriter
-	out     *clientWriter
+	out     *api.ClientWriter
 	enc     encoder
 	head    []byte
 	keep    bool // keep whole tokens, not ids
 	choices []*choiceState
 }
 
-func newJSONWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
+func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
 	return &jsonWriter{
 		w: w, out: out, head: head, choices: choices,
 		keep: req.logprobs >= 0 || req.trace > 0,
@@ -57,8 +59,8 @@ func (j *jsonWriter) end(u usage) error {
 		}
 		j.enc.choice(c.index, span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}, finish, c.seed)
 		c.toks, c.ids = nil, nil // written: the memory can go
-		if j.out.err != nil {
-			return j.out.err
+		if j.out.Err() != nil {
+			return j.out.Err()
 		}
 	}
 	bw.WriteString(`],"usage":`)
@@ -67,9 +69,9 @@ func (j *jsonWriter) end(u usage) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	return j.out.err
+	return j.out.Err()
 }
 
-func (j *jsonWriter) fail(e *apiError) { writeError(j.w, e) }
+func (j *jsonWriter) fail(e *api.Error) { api.WriteError(j.w, e) }
 
-func (j *jsonWriter) broken() bool { return j.out.err != nil }
+func (j *jsonWriter) broken() bool { return j.out.Err() != nil }

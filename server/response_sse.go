@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // sseWriter answers a request with "stream": one event per released piece
@@ -19,7 +21,7 @@ import (
 // first token gets the same error status as without "stream".
 type sseWriter struct {
 	w            http.ResponseWriter
-	out          *clientWriter
+	out          *api.ClientWriter
 	enc          encoder
 	head         []byte
 	choices      []*choiceState
@@ -28,7 +30,7 @@ type sseWriter struct {
 	started      bool
 }
 
-func newSSEWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
+func newSSEWriter(w http.ResponseWriter, out *api.ClientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
 	return &sseWriter{
 		w: w, out: out, head: head, choices: choices, n: req.n, includeUsage: req.includeUsage,
 		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
@@ -70,7 +72,7 @@ func (s *sseWriter) flush() error {
 	if err := s.enc.w.Flush(); err != nil {
 		return err
 	}
-	return s.out.flush()
+	return s.out.Flush()
 }
 
 // sendEcho streams the echoed prompt of prompt p's choices, once.
@@ -131,13 +133,13 @@ func (s *sseWriter) done() error {
 // fail answers with e's status if nothing was sent yet; otherwise the
 // status line is gone, and e goes out as an event, as OpenAI-compatible
 // servers do, before the stream ends.
-func (s *sseWriter) fail(e *apiError) {
+func (s *sseWriter) fail(e *api.Error) {
 	if !s.started {
-		writeError(s.w, e)
+		api.WriteError(s.w, e)
 		return
 	}
 	b, _ := json.Marshal(struct {
-		Error *apiError `json:"error"`
+		Error *api.Error `json:"error"`
 	}{e})
 	s.enc.w.WriteString("data: ")
 	s.enc.w.Write(b)
@@ -147,4 +149,4 @@ func (s *sseWriter) fail(e *apiError) {
 	}
 }
 
-func (s *sseWriter) broken() bool { return s.out.err != nil }
+func (s *sseWriter) broken() bool { return s.out.Err() != nil }

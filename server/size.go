@@ -6,7 +6,7 @@ package server
 import (
 	"fmt"
 
-	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
 )
 
 // Upper bounds on the bytes a non-streamed response spends per character
@@ -36,7 +36,7 @@ func perChar(sp *sampling) int64 {
 		b += logprobBytes + altBytes*int64(sp.logprobs+1)
 	}
 	if sp.trace > 0 {
-		stages := int64(minigpt.NumStages)
+		stages := int64(numStages)
 		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
 		// Each weight, and the brackets: 2(layers × heads + layers + 1)
 		// of them, at most 6 per weight.
@@ -65,7 +65,7 @@ func responseSize(req *completionRequest, sp *sampling, echo bool) (size, chars 
 // checkSize sets req.size, or refuses a request whose response could
 // exceed Limits.MaxResponseBytes with a 400 that names every field in the
 // bound; its param is the field that alone shrinks it most.
-func (s *Server) checkSize(req *completionRequest) *apiError {
+func (s *Server) checkSize(req *completionRequest) *api.Error {
 	sp := &req.sampling
 	size, chars := responseSize(req, sp, req.echo)
 	req.size = size
@@ -95,7 +95,7 @@ func (s *Server) checkSize(req *completionRequest) *apiError {
 	if sp.logprobs >= 0 {
 		lp = fmt.Sprintf("logprobs %d", sp.logprobs)
 	}
-	e := badParam(param, "response_too_large",
+	e := api.BadParam(param, "response_too_large",
 		"this request's response could hold %d bytes, above this server's limit of %d per request: %d choices (prompts × n %d) × (echo %t: the prompt's characters, + max_tokens %d) = %d characters, at up to %d bytes each with %s and trace %d; ask for fewer (%s first)",
 		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp), lp, sp.trace, param)
 	return e

@@ -1,4 +1,4 @@
-package server
+package finetune
 
 // This file owns the training files: POST /v1/files (OpenAI's multipart
 // upload, or JSON), GET /v1/files, GET and DELETE /v1/files/{file}, GET
@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // builtinFileID is the built-in Lantern Bay text, always present.
@@ -61,7 +62,7 @@ func (f *fileObject) json() fileJSON {
 }
 
 // file returns the file called id (the built-in one included), or nil.
-func (js *jobs) file(id string) *fileObject {
+func (js *Jobs) file(id string) *fileObject {
 	if id == builtinFileID {
 		return js.builtin
 	}
@@ -73,10 +74,10 @@ func (js *jobs) file(id string) *fileObject {
 	return nil
 }
 
-func fileNotFound(id, param string) *apiError {
-	e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "file_not_found",
+func fileNotFound(id, param string) *api.Error {
+	e := api.NewError(http.StatusNotFound, "invalid_request_error", "file_not_found",
 		"file %q does not exist (GET /v1/files lists the files; %s is the built-in Lantern Bay text)", id, builtinFileID)
-	e.Param = strp(param)
+	e.Param = api.Ptr(param)
 	return e
 }
 
@@ -84,16 +85,11 @@ func fileNotFound(id, param string) *apiError {
 // multipart form (purpose "fine-tune" and the file), or as JSON
 // {"purpose": "fine-tune", "filename": ..., "content": the text} (an
 // extension for pages and curl).
-func (s *Server) servePostFile(w http.ResponseWriter, r *http.Request) {
-	js := s.jobs
-	if js == nil {
-		writeError(w, trainingOff())
-		return
-	}
+func (js *Jobs) servePostFile(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var name string
 	var raw []byte
-	var aerr *apiError
+	var aerr *api.Error
 	switch mt {
 	case "multipart/form-data":
 		if aerr = js.crossSite(r); aerr == nil {
@@ -102,43 +98,43 @@ func (s *Server) servePostFile(w http.ResponseWriter, r *http.Request) {
 	case "application/json":
 		name, raw, aerr = js.readJSONUpload(w, r)
 	default:
-		aerr = errorWithStatus(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+		aerr = api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 			"Content-Type %q is not supported: upload the file as multipart/form-data (purpose, file), as OpenAI's API takes it, or as JSON {\"purpose\": \"fine-tune\", \"filename\": ..., \"content\": ...}", r.Header.Get("Content-Type"))
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	text, jsonl, aerr := trainingText(raw, name)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
-	f := &fileObject{id: newID("file-"), filename: name, created: time.Now().Unix(), raw: string(raw), text: text, jsonl: jsonl}
+	f := &fileObject{id: api.NewID("file-"), filename: name, created: time.Now().Unix(), raw: string(raw), text: text, jsonl: jsonl}
 	if !jsonl {
 		f.raw = text // one copy: the text is the file without its byte-order mark
 	}
 	js.mu.Lock()
 	if len(js.files) >= js.cfg.MaxFiles {
 		js.mu.Unlock()
-		e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "too_many_files",
+		e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", "too_many_files",
 			"this server keeps at most %d uploaded files and has them all: delete one (DELETE /v1/files/{file}) first", js.cfg.MaxFiles)
-		writeError(w, e)
+		api.WriteError(w, e)
 		return
 	}
 	js.files = append(js.files, f)
 	js.mu.Unlock()
-	writeJSON(w, f.json())
+	api.WriteJSON(w, f.json())
 }
 
 // readMultipart reads OpenAI's upload form: the fields purpose and file,
 // nothing else, the file at most MaxFileBytes.
-func (js *jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, []byte, *apiError) {
+func (js *Jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, []byte, *api.Error) {
 	limit := js.cfg.MaxFileBytes
 	r.Body = http.MaxBytesReader(w, r.Body, limit+64<<10) // the form's own parts besides the file
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return "", nil, badParam("file", "invalid_multipart", "the multipart form cannot be read: %v", err)
+		return "", nil, api.BadParam("file", "invalid_multipart", "the multipart form cannot be read: %v", err)
 	}
 	var purpose, name string
 	var raw []byte
@@ -168,11 +164,11 @@ func (js *jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, [
 			}
 			name, raw, gotFile = p.FileName(), b, true
 		default:
-			return "", nil, badParam(p.FormName(), "unknown_parameter", "unknown form field %q: an upload has purpose and file", p.FormName())
+			return "", nil, api.BadParam(p.FormName(), "unknown_parameter", "unknown form field %q: an upload has purpose and file", p.FormName())
 		}
 	}
 	if !gotFile {
-		return "", nil, badParam("file", "missing_parameter", "file is required: the training text")
+		return "", nil, api.BadParam("file", "missing_parameter", "file is required: the training text")
 	}
 	if aerr := checkPurpose(purpose); aerr != nil {
 		return "", nil, aerr
@@ -181,15 +177,15 @@ func (js *jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, [
 }
 
 // readJSONUpload reads the JSON upload: purpose, filename and content.
-func (js *jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, []byte, *apiError) {
+func (js *Jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, []byte, *api.Error) {
 	limit := js.cfg.MaxFileBytes
 	// JSON escapes a newline in two bytes.
-	f, aerr := readObject(w, r, 2*limit+4<<10, []string{"purpose", "filename", "content"}, "a JSON upload has purpose, filename and content")
+	f, aerr := api.ReadObject(w, r, 2*limit+4<<10, []string{"purpose", "filename", "content"}, "a JSON upload has purpose, filename and content")
 	if aerr != nil {
 		return "", nil, aerr
 	}
 	var purpose, name, content string
-	for _, err := range []*apiError{f.str("purpose", &purpose), f.str("filename", &name), f.str("content", &content)} {
+	for _, err := range []*api.Error{f.Str("purpose", &purpose), f.Str("filename", &name), f.Str("content", &content)} {
 		if err != nil {
 			return "", nil, err
 		}
@@ -197,8 +193,8 @@ func (js *jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, 
 	if aerr := checkPurpose(purpose); aerr != nil {
 		return "", nil, aerr
 	}
-	if raw, ok := f["content"]; !ok || isNull(raw) {
-		return "", nil, badParam("content", "missing_parameter", "content is required: the training text")
+	if raw, ok := f["content"]; !ok || api.IsNull(raw) {
+		return "", nil, api.BadParam("content", "missing_parameter", "content is required: the training text")
 	}
 	if int64(len(content)) > limit {
 		return "", nil, fileTooLarge("content", limit)
@@ -209,24 +205,24 @@ func (js *jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, 
 	return cleanFilename(name), []byte(content), nil
 }
 
-func checkPurpose(p string) *apiError {
+func checkPurpose(p string) *api.Error {
 	if p != "fine-tune" {
-		return badParam("purpose", "invalid_value", "purpose %q is not supported: this server takes files for fine-tuning only (purpose \"fine-tune\")", p)
+		return api.BadParam("purpose", "invalid_value", "purpose %q is not supported: this server takes files for fine-tuning only (purpose \"fine-tune\")", p)
 	}
 	return nil
 }
 
 // fileTooLarge is the 400 of a training text above MaxFileBytes, naming
 // the field that holds it.
-func fileTooLarge(param string, limit int64) *apiError {
-	return badParam(param, "file_too_large", "the %s is larger than this server's limit of %d bytes for a training text", param, limit)
+func fileTooLarge(param string, limit int64) *api.Error {
+	return api.BadParam(param, "file_too_large", "the %s is larger than this server's limit of %d bytes for a training text", param, limit)
 }
 
-func uploadReadError(err error, limit int64) *apiError {
+func uploadReadError(err error, limit int64) *api.Error {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return fileTooLarge("file", limit)
 	}
-	return badParam("file", "invalid_multipart", "reading the multipart form: %v", err)
+	return api.BadParam("file", "invalid_multipart", "reading the multipart form: %v", err)
 }
 
 // cleanFilename keeps a file name's last path element, in valid UTF-8, at
@@ -250,15 +246,15 @@ func cleanFilename(name string) string {
 // browser sends a multipart form, or a POST without a body, to any server
 // without asking first (JSON needs a CORS preflight), and names the page
 // in Origin. Clients that are not browsers send no Origin.
-func (js *jobs) crossSite(r *http.Request) *apiError {
+func (js *Jobs) crossSite(r *http.Request) *api.Error {
 	o := r.Header.Get("Origin")
-	if o == "" || (js.corsOrigin != "" && o == js.corsOrigin) {
+	if o == "" || (js.opt.CORSOrigin != "" && o == js.opt.CORSOrigin) {
 		return nil
 	}
 	if u, err := url.Parse(o); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
 		return nil
 	}
-	return errorWithStatus(http.StatusForbidden, "invalid_request_error", "cross_origin",
+	return api.NewError(http.StatusForbidden, "invalid_request_error", "cross_origin",
 		"a form or a bodiless POST from the page at %s is refused: a page on another site could send one without asking; send JSON (Content-Type: application/json)", strconv.Quote(o))
 }
 
@@ -267,7 +263,7 @@ func (js *jobs) crossSite(r *http.Request) *apiError {
 // "completion"} per line; a file named .jsonl, or whose first line is
 // such an object) every line's prompt and completion, concatenated in
 // order.
-func trainingText(raw []byte, name string) (string, bool, *apiError) {
+func trainingText(raw []byte, name string) (string, bool, *api.Error) {
 	raw = bytes.TrimPrefix(raw, []byte("\uFEFF"))
 	if !utf8.Valid(raw) {
 		off := 0
@@ -278,10 +274,10 @@ func trainingText(raw []byte, name string) (string, bool, *apiError) {
 			}
 			off += n
 		}
-		return "", false, badParam("file", "invalid_text", "the file is not valid UTF-8: byte offset %d (line %d)", off, bytes.Count(raw[:off], []byte("\n"))+1)
+		return "", false, api.BadParam("file", "invalid_text", "the file is not valid UTF-8: byte offset %d (line %d)", off, bytes.Count(raw[:off], []byte("\n"))+1)
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return "", false, badParam("file", "invalid_text", "the file is empty: there is nothing to learn from")
+		return "", false, api.BadParam("file", "invalid_text", "the file is empty: there is nothing to learn from")
 	}
 	if !isJSONL(raw, name) {
 		return string(raw), false, nil
@@ -294,10 +290,10 @@ func trainingText(raw []byte, name string) (string, bool, *apiError) {
 		}
 		var rec map[string]json.RawMessage
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return "", false, badParam("file", "invalid_jsonl", "line %d is not a JSON object: %v (a JSONL file holds one {\"prompt\": ..., \"completion\": ...} per line)", i+1, err)
+			return "", false, api.BadParam("file", "invalid_jsonl", "line %d is not a JSON object: %v (a JSONL file holds one {\"prompt\": ..., \"completion\": ...} per line)", i+1, err)
 		}
 		if _, ok := rec["messages"]; ok {
-			return "", false, badParam("file", "invalid_jsonl", "line %d is in the chat format (\"messages\"): a character model has no roles; send {\"prompt\", \"completion\"} lines or plain text", i+1)
+			return "", false, api.BadParam("file", "invalid_jsonl", "line %d is in the chat format (\"messages\"): a character model has no roles; send {\"prompt\", \"completion\"} lines or plain text", i+1)
 		}
 		for _, key := range []string{"prompt", "completion"} {
 			v, ok := rec[key]
@@ -306,18 +302,18 @@ func trainingText(raw []byte, name string) (string, bool, *apiError) {
 			}
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return "", false, badParam("file", "invalid_jsonl", "line %d: %s must be a string", i+1, key)
+				return "", false, api.BadParam("file", "invalid_jsonl", "line %d: %s must be a string", i+1, key)
 			}
 			text.WriteString(s)
 		}
 		for key := range rec {
 			if key != "prompt" && key != "completion" {
-				return "", false, badParam("file", "invalid_jsonl", "line %d: unknown field %q: a line holds prompt and completion", i+1, key)
+				return "", false, api.BadParam("file", "invalid_jsonl", "line %d: unknown field %q: a line holds prompt and completion", i+1, key)
 			}
 		}
 	}
 	if text.Len() == 0 {
-		return "", false, badParam("file", "invalid_jsonl", "the JSONL file's prompts and completions are all empty: there is nothing to learn from")
+		return "", false, api.BadParam("file", "invalid_jsonl", "the JSONL file's prompts and completions are all empty: there is nothing to learn from")
 	}
 	return text.String(), true, nil
 }
@@ -334,19 +330,14 @@ func isJSONL(raw []byte, name string) bool {
 }
 
 // serveListFiles lists the files, newest first: GET /v1/files.
-func (s *Server) serveListFiles(w http.ResponseWriter, r *http.Request) {
-	js := s.jobs
-	if js == nil {
-		writeError(w, trainingOff())
-		return
-	}
+func (js *Jobs) serveListFiles(w http.ResponseWriter, r *http.Request) {
 	q, aerr := parseListQuery(r, 10000, "purpose", "order")
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	if p := r.URL.Query().Get("purpose"); p != "" && p != "fine-tune" {
-		writeJSON(w, listJSON[fileJSON]{Object: "list", Data: []fileJSON{}})
+		api.WriteJSON(w, listJSON[fileJSON]{Object: "list", Data: []fileJSON{}})
 		return
 	}
 	js.mu.Lock()
@@ -361,27 +352,27 @@ func (s *Server) serveListFiles(w http.ResponseWriter, r *http.Request) {
 	case "asc":
 		slices.Reverse(items)
 	default:
-		writeError(w, badParam("order", "invalid_value", "order %q must be asc or desc", r.URL.Query().Get("order")))
+		api.WriteError(w, api.BadParam("order", "invalid_value", "order %q must be asc or desc", r.URL.Query().Get("order")))
 		return
 	}
-	writeJSON(w, page(items, q, func(f fileJSON) string { return f.ID }))
+	api.WriteJSON(w, page(items, q, func(f fileJSON) string { return f.ID }))
 }
 
 // serveFile describes a file: GET /v1/files/{file}.
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	f, aerr := s.lookupFile(r)
+func (js *Jobs) serveFile(w http.ResponseWriter, r *http.Request) {
+	f, aerr := js.lookupFile(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
-	writeJSON(w, f.json())
+	api.WriteJSON(w, f.json())
 }
 
 // serveFileContent returns a file as uploaded: GET /v1/files/{file}/content.
-func (s *Server) serveFileContent(w http.ResponseWriter, r *http.Request) {
-	f, aerr := s.lookupFile(r)
+func (js *Jobs) serveFileContent(w http.ResponseWriter, r *http.Request) {
+	f, aerr := js.lookupFile(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	h := w.Header()
@@ -393,15 +384,10 @@ func (s *Server) serveFileContent(w http.ResponseWriter, r *http.Request) {
 
 // serveDeleteFile deletes an uploaded file: DELETE /v1/files/{file}. Jobs
 // made from it keep their text.
-func (s *Server) serveDeleteFile(w http.ResponseWriter, r *http.Request) {
-	js := s.jobs
-	if js == nil {
-		writeError(w, trainingOff())
-		return
-	}
+func (js *Jobs) serveDeleteFile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("file")
 	if id == builtinFileID {
-		writeError(w, errorWithStatus(http.StatusForbidden, "permission_error", "file_not_deletable", "%s is the built-in Lantern Bay text: it cannot be deleted", id))
+		api.WriteError(w, api.NewError(http.StatusForbidden, "permission_error", "file_not_deletable", "%s is the built-in Lantern Bay text: it cannot be deleted", id))
 		return
 	}
 	js.mu.Lock()
@@ -411,21 +397,17 @@ func (s *Server) serveDeleteFile(w http.ResponseWriter, r *http.Request) {
 	}
 	js.mu.Unlock()
 	if i < 0 {
-		writeError(w, fileNotFound(id, ""))
+		api.WriteError(w, fileNotFound(id, ""))
 		return
 	}
-	writeJSON(w, struct {
+	api.WriteJSON(w, struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
 		Deleted bool   `json:"deleted"`
 	}{id, "file", true})
 }
 
-func (s *Server) lookupFile(r *http.Request) (*fileObject, *apiError) {
-	js := s.jobs
-	if js == nil {
-		return nil, trainingOff()
-	}
+func (js *Jobs) lookupFile(r *http.Request) (*fileObject, *api.Error) {
 	id := r.PathValue("file")
 	js.mu.Lock()
 	f := js.file(id)
@@ -435,6 +417,3 @@ func (s *Server) lookupFile(r *http.Request) (*fileObject, *apiError) {
 	}
 	return f, nil
 }
-
-// quoteChar names a character for messages: 'Q' (U+0051).
-func quoteChar(r rune) string { return fmt.Sprintf("%q (%U)", r, r) }
