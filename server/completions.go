@@ -1,13 +1,12 @@
 package server
 
-// This file owns the POST /v1/completions handler: admission, the
-// request's deadlines, running its prompts through the engine, and how a
-// generation's end becomes an answer.
+// This file owns the POST /v1/completions handler and what it shares with
+// POST /v1/chat/completions: admission, the request's deadlines, running
+// its prompts through the engine, and how a generation's end becomes an
+// answer.
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
@@ -16,12 +15,7 @@ import (
 	"example.org/minigpt/server/internal/api"
 )
 
-func newCompletionID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "cmpl-" + hex.EncodeToString(b[:])
-}
-
+// serveCompletions answers POST /v1/completions.
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	req, aerr := s.parseCompletion(w, r)
@@ -29,6 +23,13 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, aerr)
 		return
 	}
+	s.serveGeneration(w, r, req, arrived)
+}
+
+// serveGeneration admits a parsed request (a completion or a chat
+// completion), generates it and answers, streamed or whole, in its
+// route's shape.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, req *completionRequest, arrived time.Time) {
 	if !s.admit() {
 		api.WriteError(w, api.ShuttingDown())
 		return
@@ -75,13 +76,13 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Minigpt-Seed", strconv.FormatUint(req.seed, 10))
 	out := api.NewClientWriter(w, s.limits.WriteTimeout, end.Add(s.limits.WriteTimeout))
-	h := head(newCompletionID(), time.Now().Unix(), req.model, req.seed)
+	h := head(req.object(), api.NewID(req.idPrefix()), time.Now().Unix(), req.model, req.seed)
 	choices := s.newChoices(req)
 	var cw completionWriter
 	if req.stream {
-		cw = newSSEWriter(w, out, req.model, h, req, choices)
+		cw = newSSEWriter(w, out, h, req, choices)
 	} else {
-		cw = newJSONWriter(w, out, req.model, h, req, choices)
+		cw = newJSONWriter(w, out, h, req, choices)
 	}
 	if s.generationStart != nil {
 		s.generationStart(gctx)

@@ -1,17 +1,18 @@
 // Package server serves minigpt models over HTTP in the shape of OpenAI's
-// legacy completions API, so that existing clients (the openai SDKs,
-// curl, LangChain) can sample from a checkpoint, and ships a playground
-// page that shows what each decoding knob does to the distribution.
+// completions and chat completions APIs, so that existing clients (the
+// openai SDKs, curl, LangChain, the Vercel AI SDK) can sample from a
+// checkpoint, and ships a playground page that shows what each decoding
+// knob does to the distribution.
 //
 // A Server is an http.Handler, an http.ServeMux with these patterns (a GET
 // route answers HEAD too; another method gets 405 with Allow):
 //
 //	POST /v1/completions       completions, streamed as Server-Sent Events with "stream": true
-//	POST /v1/chat/completions  400: a character model has no chat format
+//	POST /v1/chat/completions  chat completions, streamed with "stream": true: a completion of the messages' prompt (below)
 //	GET  /v1/models            the models, with their vocabularies
 //	GET  /v1/models/{model}    one model
 //	POST /v1/score             an extension: every character's log-probability and surprisal, the loss, perplexity and bits per character (score.go)
-//	GET  /health               {"status":"ok"}, 503 while draining
+//	GET  /health               {"status":"ok","slots":…,"busy":…,"queued":…}; "draining" with 503
 //	GET  /metrics              Prometheus text format
 //	GET  /                     the playground (and GET /playground/{file})
 //
@@ -48,6 +49,15 @@
 // the stage that cut them, and with trace_attention the attention weights
 // of every layer and head that chose it. A field the server does not know, or one the
 // chosen decoding would ignore, is refused by name, never ignored.
+//
+// A character model trained on plain text has no roles and no end of a
+// reply, so a chat completion is a completion of one prompt: the model's
+// chat template (Model.ChatTemplate; by default the messages' contents
+// concatenated) writes it, every character it holds must be in the
+// vocabulary (a 400 names the first that is not, with its character
+// index from 0), and the reply, in OpenAI's chat.completion or
+// chat.completion.chunk shape, is the text POST /v1/completions returns
+// for that prompt. Tools, images and audio are refused by name.
 //
 // Generation is reproducible: a request with a seed returns exactly the
 // text cmd/generate prints for the same settings and seed, whatever else
@@ -161,7 +171,7 @@
 // GET /metrics writes Prometheus' text format (version 0.0.4):
 //
 //	minigpt_http_requests_total{path,code}       counter    requests by route and status
-//	minigpt_completion_duration_seconds          histogram  a completion's latency, arrival to last byte
+//	minigpt_completion_duration_seconds          histogram  a completion's (or chat completion's) latency, arrival to last byte
 //	minigpt_queue_wait_seconds                   histogram  an admitted completion's wait for its rows and bytes
 //	minigpt_time_to_first_token_seconds          histogram  arrival to its first generated token released
 //	minigpt_generated_tokens_total{model}        counter    completion tokens returned (a prompt's, once it ends)

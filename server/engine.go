@@ -40,6 +40,8 @@ func newServedModel(m Model, created int64) *servedModel {
 		config: m.Model.Config(), params: m.Model.NumParams(), chars: chars,
 		fingerprint: fingerprint(m.Model, m.Vocab),
 		jsonChars:   jsonChars(chars),
+		jsonBytes:   jsonBytes(chars),
+		chat:        defaultChat,
 		engine:      newEngine(m.Model, m.Vocab),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"text/template"
 
 	"example.org/minigpt"
 	"example.org/minigpt/server/internal/api"
@@ -22,8 +23,10 @@ type servedModel struct {
 	params      int            // its parameters
 	chars       []rune         // token id -> its character
 	created     int64
-	fingerprint string   // system_fingerprint: a hash of the weights and vocabulary
-	jsonChars   []string // token id -> its character as JSON string content
+	fingerprint string             // system_fingerprint: a hash of the weights and vocabulary
+	jsonChars   []string           // token id -> its character as JSON string content
+	jsonBytes   []string           // token id -> its character's UTF-8 bytes as a JSON array
+	chat        *template.Template // makes a chat completion's prompt (chat.go)
 	engine      *engine
 	rows        modelRows // its batch's rows taken and waited for (Server.slots)
 }

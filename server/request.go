@@ -25,7 +25,28 @@ type completionRequest struct {
 	echo         bool
 	seedGiven    bool  // the client chose the seed
 	size         int64 // the response's size bound (size.go)
+	chat         bool  // POST /v1/chat/completions: a chat completion's shape
 	sampling
+}
+
+// object is the response's "object": OpenAI's name for its shape, whole
+// or as a stream's chunk.
+func (req *completionRequest) object() string {
+	switch {
+	case !req.chat:
+		return "text_completion"
+	case req.stream:
+		return "chat.completion.chunk"
+	}
+	return "chat.completion"
+}
+
+// idPrefix is the prefix of the response's id, as OpenAI's.
+func (req *completionRequest) idPrefix() string {
+	if req.chat {
+		return "chatcmpl-"
+	}
+	return "cmpl-"
 }
 
 // Field names, in one place, so that error messages and the parser agree.
@@ -57,9 +78,7 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	if aerr != nil {
 		return nil, aerr
 	}
-	req := &completionRequest{sampling: sampling{
-		maxTokens: 16, temperature: 1, topP: 1, repetitionPenalty: 1, n: 1, logprobs: -1,
-	}}
+	req := newRequest(16) // OpenAI's default max_tokens
 
 	// Fields that change what the request means come first: an
 	// unsupported one is refused rather than ignored.
@@ -79,81 +98,26 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	sp := &req.sampling
 	for _, err := range []*api.Error{
 		f.Integer("max_tokens", &sp.maxTokens, 0, s.limits.MaxTokens),
-		f.Number("temperature", &sp.temperature, 0, maxTemperature, "0 (greedy) or in [1e-6, 1e6]"),
-		f.Number("top_p", &sp.topP, math.SmallestNonzeroFloat64, 1, "in (0, 1]; 1 means off"),
-		f.Integer("n", &sp.n, 1, s.limits.MaxChoices),
-		f.Bool("stream", &req.stream),
 		f.Bool("echo", &req.echo),
-		f.Number("presence_penalty", &sp.presencePenalty, -2, 2, "in [-2, 2]"),
-		f.Number("frequency_penalty", &sp.frequencyPenalty, -2, 2, "in [-2, 2]"),
-		f.Number("min_p", &sp.minP, 0, 1, "in [0, 1]; 0 means off"),
-		f.Number("repetition_penalty", &sp.repetitionPenalty, math.SmallestNonzeroFloat64, maxTemperature, "> 0; 1 means off"),
-		f.Integer("no_repeat_ngram_size", &sp.noRepeatNgram, 0, 1<<10),
-		f.Integer("num_beams", &sp.numBeams, 0, maxBeams),
-		f.Number("length_penalty", &sp.lengthPenalty, -10, 10, "in [-10, 10]; 0 means no length normalisation"),
 		f.Integer("trace", &sp.trace, 0, V),
-		f.Str("user", new(string)),
+		s.parseKnobs(f, req),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
-	if sp.temperature > 0 && sp.temperature < minTemperature {
-		// As cmd/generate: dividing the logits by less overflows them long
-		// before it is anything but greedy in all but name.
-		return nil, api.BadParam("temperature", "invalid_value", "temperature %v is out of range: it must be 0 (greedy) or in [1e-6, 1e6]", sp.temperature)
-	}
-	if raw, ok := f["top_k"]; ok && !api.IsNull(raw) {
-		// vLLM and llama.cpp clients send -1 for "off"; so does 0 here.
-		if err := f.Integer("top_k", &sp.topK, -1, 1<<31-1); err != nil {
-			return nil, err
-		}
-		sp.topK = max(sp.topK, 0)
-	}
-	if raw, ok := f["logprobs"]; ok && !api.IsNull(raw) {
+	if f.Has("logprobs") {
 		if err := f.Integer("logprobs", &sp.logprobs, 0, min(maxLogprobs, V)); err != nil {
 			return nil, err
 		}
 	}
-	if raw, ok := f["best_of"]; ok && !api.IsNull(raw) {
+	if f.Has("best_of") {
 		var bestOf int
 		if err := f.Integer("best_of", &bestOf, 1, s.limits.MaxChoices); err != nil {
 			return nil, err
 		}
 		if bestOf != sp.n {
 			return nil, api.BadParam("best_of", "unsupported_parameter", "best_of %d is not supported: only best_of equal to n (%d) is; ask for n samples and choose yourself", bestOf, sp.n)
-		}
-	}
-	if n := len(req.prompts) * sp.n; n > s.limits.MaxChoices {
-		return nil, api.BadParam("n", "too_many_choices", "%d prompts × n %d = %d choices, above this server's limit of %d", len(req.prompts), sp.n, n, s.limits.MaxChoices)
-	}
-	var err *api.Error
-	if req.seed, req.seedGiven, err = f.Seed(); err != nil {
-		return nil, err
-	}
-	if err := parseStop(f, sp); err != nil {
-		return nil, err
-	}
-	if err := parseLogitBias(f, sp, V); err != nil {
-		return nil, err
-	}
-	if raw, ok := f["stream_options"]; ok && !api.IsNull(raw) {
-		if !req.stream {
-			return nil, api.BadParam("stream_options", "invalid_value", "stream_options is only allowed with stream: true")
-		}
-		so, err := api.DecodeObject(raw)
-		if err != nil {
-			err.Param, err.Message = api.Ptr("stream_options"), "stream_options: "+err.Message
-			return nil, err
-		}
-		for k := range so {
-			if k != "include_usage" {
-				return nil, api.BadParam("stream_options."+k, "unknown_parameter", "unknown parameter stream_options.%s: only include_usage is supported", k)
-			}
-		}
-		if err := so.Bool("include_usage", &req.includeUsage); err != nil {
-			err.Param = api.Ptr("stream_options.include_usage")
-			return nil, err
 		}
 	}
 	var attention bool
@@ -170,6 +134,95 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	if sp.trace > 0 && sp.n*len(req.prompts) > 1 {
 		return nil, api.BadParam("trace", "invalid_value", "trace %d needs a single choice (one prompt, n 1): it is for the playground", sp.trace)
 	}
+	if err := s.checkRequest(req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// newRequest is a request with every knob at its default, maxTokens
+// tokens at most.
+func newRequest(maxTokens int) *completionRequest {
+	return &completionRequest{sampling: sampling{
+		maxTokens: maxTokens, temperature: 1, topP: 1, repetitionPenalty: 1, n: 1, logprobs: -1,
+	}}
+}
+
+// parseKnobs reads the fields a completion and a chat completion share:
+// the sampler's knobs, n, the seed, stop, logit_bias, stream and its
+// options, and user.
+func (s *Server) parseKnobs(f api.Fields, req *completionRequest) *api.Error {
+	sp := &req.sampling
+	for _, err := range []*api.Error{
+		f.Number("temperature", &sp.temperature, 0, maxTemperature, "0 (greedy) or in [1e-6, 1e6]"),
+		f.Number("top_p", &sp.topP, math.SmallestNonzeroFloat64, 1, "in (0, 1]; 1 means off"),
+		f.Integer("n", &sp.n, 1, s.limits.MaxChoices),
+		f.Bool("stream", &req.stream),
+		f.Number("presence_penalty", &sp.presencePenalty, -2, 2, "in [-2, 2]"),
+		f.Number("frequency_penalty", &sp.frequencyPenalty, -2, 2, "in [-2, 2]"),
+		f.Number("min_p", &sp.minP, 0, 1, "in [0, 1]; 0 means off"),
+		f.Number("repetition_penalty", &sp.repetitionPenalty, math.SmallestNonzeroFloat64, maxTemperature, "> 0; 1 means off"),
+		f.Integer("no_repeat_ngram_size", &sp.noRepeatNgram, 0, 1<<10),
+		f.Integer("num_beams", &sp.numBeams, 0, maxBeams),
+		f.Number("length_penalty", &sp.lengthPenalty, -10, 10, "in [-10, 10]; 0 means no length normalisation"),
+		f.Str("user", new(string)),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if sp.temperature > 0 && sp.temperature < minTemperature {
+		// As cmd/generate: dividing the logits by less overflows them long
+		// before it is anything but greedy in all but name.
+		return api.BadParam("temperature", "invalid_value", "temperature %v is out of range: it must be 0 (greedy) or in [1e-6, 1e6]", sp.temperature)
+	}
+	if f.Has("top_k") {
+		// vLLM and llama.cpp clients send -1 for "off"; so does 0 here.
+		if err := f.Integer("top_k", &sp.topK, -1, 1<<31-1); err != nil {
+			return err
+		}
+		sp.topK = max(sp.topK, 0)
+	}
+	var err *api.Error
+	if req.seed, req.seedGiven, err = f.Seed(); err != nil {
+		return err
+	}
+	if err := parseStop(f, sp); err != nil {
+		return err
+	}
+	if err := parseLogitBias(f, sp, len(req.model.chars)); err != nil {
+		return err
+	}
+	if f.Has("stream_options") {
+		if !req.stream {
+			return api.BadParam("stream_options", "invalid_value", "stream_options is only allowed with stream: true")
+		}
+		so, err := api.DecodeObject(f["stream_options"])
+		if err != nil {
+			err.Param, err.Message = api.Ptr("stream_options"), "stream_options: "+err.Message
+			return err
+		}
+		for k := range so {
+			if k != "include_usage" {
+				return api.BadParam("stream_options."+k, "unknown_parameter", "unknown parameter stream_options.%s: only include_usage is supported", k)
+			}
+		}
+		if err := so.Bool("include_usage", &req.includeUsage); err != nil {
+			err.Param = api.Ptr("stream_options.include_usage")
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRequest makes the checks that need every field: the choices, the
+// rows, the combinations the library cannot honour, a first token to
+// choose, and the response's size.
+func (s *Server) checkRequest(req *completionRequest) *api.Error {
+	sp := &req.sampling
+	if n := len(req.prompts) * sp.n; n > s.limits.MaxChoices {
+		return api.BadParam("n", "too_many_choices", "%d prompts × n %d = %d choices, above this server's limit of %d", len(req.prompts), sp.n, n, s.limits.MaxChoices)
+	}
 	if need := rowsOf(sp); need > s.limits.Slots {
 		// A request's samples (or beams) decode together, one batch row
 		// each: one that needs more rows than there are could never run.
@@ -177,21 +230,18 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 		if sp.numBeams > 1 {
 			per = "beam"
 		}
-		return nil, api.BadParam(rowsParam(sp), "invalid_value", "%s %d needs one row of the model's batch per %s, more than the %d rows it has", rowsParam(sp), need, per, s.limits.Slots)
+		return api.BadParam(rowsParam(sp), "invalid_value", "%s %d needs one row of the model's batch per %s, more than the %d rows it has", rowsParam(sp), need, per, s.limits.Slots)
 	}
 	// What the library would refuse, or refuse only once it runs, is
 	// refused here, before the status line: a stream and a plain request
 	// get the same 400.
 	if err := unsupported(sp); err != nil {
-		return nil, err
+		return err
 	}
 	if err := req.model.engine.check(sp, req.promptIDs); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.checkSize(req); err != nil {
-		return nil, err
-	}
-	return req, nil
+	return s.checkSize(req)
 }
 
 // parsePrompt reads prompt (a string or an array of strings) and encodes each

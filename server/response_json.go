@@ -4,7 +4,6 @@ package server
 // once the generation ends.
 
 import (
-	"bufio"
 	"net/http"
 
 	"example.org/minigpt/server/internal/api"
@@ -23,13 +22,11 @@ type jsonWriter struct {
 	choices []*choiceState
 }
 
-func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
+func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
 	return &jsonWriter{
 		w: w, out: out, head: head, choices: choices,
 		keep: req.logprobs >= 0 || req.trace > 0,
-		// Small writes: each must be accepted within WriteTimeout, so a
-		// client reading slowly but steadily never misses one.
-		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+		enc:  newEncoder(out, req),
 	}
 }
 
@@ -57,7 +54,12 @@ func (j *jsonWriter) end(u usage) error {
 		if finish == "" {
 			finish = "length" // the request's time ran out
 		}
-		j.enc.choice(c.index, span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}, finish, c.seed)
+		sp := span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}
+		if j.enc.chat {
+			j.enc.chatChoice(c.index, sp, finish, c.seed, false, false)
+		} else {
+			j.enc.choice(c.index, sp, finish, c.seed)
+		}
 		c.toks, c.ids = nil, nil // written: the memory can go
 		if j.out.Err() != nil {
 			return j.out.Err()

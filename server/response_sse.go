@@ -4,7 +4,6 @@ package server
 // chunk format.
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 
@@ -30,10 +29,10 @@ type sseWriter struct {
 	started      bool
 }
 
-func newSSEWriter(w http.ResponseWriter, out *api.ClientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
+func newSSEWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
 	return &sseWriter{
 		w: w, out: out, head: head, choices: choices, n: req.n, includeUsage: req.includeUsage,
-		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+		enc: newEncoder(out, req),
 	}
 }
 
@@ -97,7 +96,18 @@ func (s *sseWriter) tokens(c *choiceState, toks []token, finish string) error {
 	if finish != "" {
 		seed = c.seed // with the sample's last chunk, as its finish_reason
 	}
-	return s.event(func() { s.enc.choice(c.index, span{toks: toks, offset: c.chars}, finish, seed) }, nil)
+	return s.choiceEvent(c, span{toks: toks, offset: c.chars}, finish, seed)
+}
+
+// choiceEvent sends one chunk of choice c: its span s, and its finish
+// reason and seed when they are given.
+func (s *sseWriter) choiceEvent(c *choiceState, sp span, finish string, seed *uint64) error {
+	if s.enc.chat {
+		role := !c.roleSent
+		c.roleSent = true
+		return s.event(func() { s.enc.chatChoice(c.index, sp, finish, seed, true, role) }, nil)
+	}
+	return s.event(func() { s.enc.choice(c.index, sp, finish, seed) }, nil)
 }
 
 func (s *sseWriter) end(u usage) error {
@@ -111,7 +121,7 @@ func (s *sseWriter) end(u usage) error {
 			continue
 		}
 		// The request's time ran out before the sample finished.
-		if err := s.event(func() { s.enc.choice(c.index, span{offset: c.chars}, "length", c.seed) }, nil); err != nil {
+		if err := s.choiceEvent(c, span{offset: c.chars}, "length", c.seed); err != nil {
 			return err
 		}
 	}

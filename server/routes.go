@@ -15,7 +15,7 @@ import (
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/completions", api.RequireJSON(http.HandlerFunc(s.serveCompletions)))
-	mux.Handle("POST /v1/chat/completions", api.RequireJSON(http.HandlerFunc(serveChat)))
+	mux.Handle("POST /v1/chat/completions", api.RequireJSON(http.HandlerFunc(s.serveChat)))
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /v1/models/{model}", s.serveModel)
 	mux.HandleFunc("GET /health", s.serveHealth)
@@ -73,7 +73,7 @@ func (m *muxErrorWriter) Write(b []byte) (int, error) {
 // notFound is the 404 for a path no route serves.
 func notFound(r *http.Request) *api.Error {
 	return api.NewError(http.StatusNotFound, "invalid_request_error", "unknown_url",
-		"unknown path %s %s: this server has POST /v1/completions, GET /v1/models, GET /v1/models/{model}, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
+		"unknown path %s %s: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /v1/models/{model}, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
 }
 
 // routeLabel names r's route for the metrics and the log: its pattern
@@ -86,9 +86,4 @@ func routeLabel(mux *http.ServeMux, r *http.Request) string {
 	}
 	_, path, _ := strings.Cut(pattern, " ")
 	return strings.TrimSuffix(path, "{$}")
-}
-
-func serveChat(w http.ResponseWriter, r *http.Request) {
-	api.WriteError(w, api.NewError(http.StatusBadRequest, "invalid_request_error", "chat_not_supported",
-		"/v1/chat/completions is not supported: a character-level model has no chat format (no roles, no template); send the text to continue to POST /v1/completions"))
 }

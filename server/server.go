@@ -24,6 +24,13 @@ type Model struct {
 	Name  string
 	Model *minigpt.Model
 	Vocab *minigpt.Vocab
+	// ChatTemplate is the text/template that makes the prompt of a chat
+	// completion from its messages: it executes on a value whose
+	// .Messages each have .Role, .Content and .Name, and every character
+	// it writes must be in the vocabulary. Empty is the default for a
+	// model trained on plain text: {{range .Messages}}{{.Content}}{{end}},
+	// the contents concatenated, which the reply continues.
+	ChatTemplate string
 }
 
 // Config configures a Server.
@@ -118,7 +125,12 @@ func New(cfg Config) (*Server, error) {
 		if s.model(m.Name) != nil {
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
+		tmpl, err := parseChatTemplate(m.Name, m.ChatTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("server: model %q: %w", m.Name, err)
+		}
 		sm := newServedModel(m, now)
+		sm.chat = tmpl
 		if _, err := sm.engine.batchFor(limits.Slots); err != nil {
 			return nil, fmt.Errorf("server: model %q with %d batch rows (Limits.Slots): %w", m.Name, limits.Slots, err)
 		}

@@ -2,7 +2,9 @@
 # End-to-end tests of cmd/serve with real clients, on loopback only:
 #
 #   1. the official openai npm package (client.test.mjs): completions,
-#      and the files and fine-tuning API of cmd/serve -training,
+#      chat completions, and the files and fine-tuning API of cmd/serve
+#      -training; LangChain's ChatOpenAI and the Vercel AI SDK's chat
+#      model (chat.test.mjs) on POST /v1/chat/completions,
 #   2. Debian's chromium driven by playwright-core on the playground
 #      (browser.test.mjs): generating, comparing, scoring, training in
 #      the page, at 1366×768 and 390×844; it saves screenshots,
@@ -93,16 +95,16 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null) || true
 fi
 if ! command -v npm >/dev/null 2>&1; then
-  loud "node/npm could not be installed (Debian registry unreachable?): the openai client and browser tests were NOT run"
+  loud "node/npm could not be installed (Debian registry unreachable?): the openai, LangChain, AI SDK and browser tests were NOT run"
   node_ok=0
 elif ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error); then
-  loud "npm ci failed (npm registry unreachable?): the openai client and browser tests were NOT run"
+  loud "npm ci failed (npm registry unreachable?): the openai, LangChain, AI SDK and browser tests were NOT run"
   node_ok=0
 fi
 
 if [ "$node_ok" = 1 ]; then
-  echo "== the official openai npm package against cmd/serve"
-  (cd "$here" && MINIGPT_URL="$url/v1" MINIGPT_KEY="$key" node --test client.test.mjs)
+  echo "== the official openai npm package, LangChain's ChatOpenAI and the Vercel AI SDK against cmd/serve"
+  (cd "$here" && MINIGPT_URL="$url/v1" MINIGPT_KEY="$key" node --test client.test.mjs chat.test.mjs)
 
   echo "== headless Chromium on the playground"
   if ! command -v chromium >/dev/null 2>&1; then
