@@ -152,7 +152,19 @@
 // failure is its last event, before "data: [DONE]".
 //
 // A client that disconnects frees its rows at once; one that stops
-// reading loses its request after Limits.WriteTimeout. A generation ends
+// reading loses its request after Limits.WriteTimeout once what its
+// connection can hold unread is full. The handler does not own the
+// listener: cmd/serve bounds each connection's send buffer (64 KiB), so
+// that takes about 200 KiB of a stream; a program serving the handler on
+// its own listener should do the same (net.TCPConn.SetWriteBuffer), or
+// the kernel's buffers (up to 4 MB on Linux) hold a whole long stream and
+// its rows stay taken until the generation ends.
+//
+// With Config.Training, an upload is admitted before its body is read:
+// charged a bound on what reading it holds (a few bytes per byte of its
+// declared length) against a budget of two uploads as large as
+// Training.MaxFileBytes allows; a declared length above the cap is a
+// 413, no room a 429 (internal/finetune/upload.go). A generation ends
 // at Limits.RequestTimeout with finish_reason "length" as far as it got,
 // and its response must be written within WriteTimeout more.
 //

@@ -63,12 +63,13 @@ var knownFields = []string{
 
 // Limits on single fields that do not depend on the server's Limits.
 const (
-	maxStops       = 4    // as OpenAI
-	maxStopChars   = 64   // a stop string longer than this is surely a mistake
-	maxLogprobs    = 20   // as vLLM; OpenAI allows 5
-	minTemperature = 1e-6 // as cmd/generate; 0 is greedy
-	maxTemperature = 1e6
-	maxBeams       = 64 // as the library's MaxBeams
+	maxStops             = 4    // as OpenAI
+	maxStopChars         = 64   // a stop string longer than this is surely a mistake
+	maxLogprobs          = 20   // as vLLM; OpenAI allows 5
+	minTemperature       = 1e-6 // as cmd/generate; 0 is greedy
+	maxTemperature       = 1e6
+	maxRepetitionPenalty = 1e6
+	maxBeams             = 64 // as the library's MaxBeams
 )
 
 // parseCompletion reads and validates a completion request. It never
@@ -161,7 +162,7 @@ func (s *Server) parseKnobs(f api.Fields, req *completionRequest) *api.Error {
 		f.Number("presence_penalty", &sp.presencePenalty, -2, 2, "in [-2, 2]"),
 		f.Number("frequency_penalty", &sp.frequencyPenalty, -2, 2, "in [-2, 2]"),
 		f.Number("min_p", &sp.minP, 0, 1, "in [0, 1]; 0 means off"),
-		f.Number("repetition_penalty", &sp.repetitionPenalty, math.SmallestNonzeroFloat64, maxTemperature, "> 0; 1 means off"),
+		f.Number("repetition_penalty", &sp.repetitionPenalty, math.SmallestNonzeroFloat64, maxRepetitionPenalty, "in (0, 1e6]; 1 means off"),
 		f.Integer("no_repeat_ngram_size", &sp.noRepeatNgram, 0, 1<<10),
 		f.Integer("num_beams", &sp.numBeams, 0, maxBeams),
 		f.Number("length_penalty", &sp.lengthPenalty, -10, 10, "in [-10, 10]; 0 means no length normalisation"),

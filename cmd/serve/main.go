@@ -242,6 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln = boundedListener{ln}
 	hs := &http.Server{
 		Handler: srv,
 		// Slow clients cannot hold a connection: the headers must arrive
@@ -304,6 +305,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "serve: stopped")
 	return nil
+}
+
+// sendBuffer is the socket send buffer of every connection the server
+// accepts. Left to the kernel, it grows to megabytes (4 MB on Linux), so
+// a client that never reads would leave a whole stream unread in it and
+// hold its rows until the generation ended; bounded, the server's writes
+// block once it and the client's receive window are full (about
+// 200 KiB on loopback, as measured by TestNonReaderLosesItsRows), and
+// the request ends after -write-timeout. Linux doubles the value asked
+// for.
+const sendBuffer = 64 << 10
+
+// boundedListener sets sendBuffer on each accepted TCP connection.
+type boundedListener struct{ net.Listener }
+
+func (l boundedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(sendBuffer)
+	}
+	return c, err
 }
 
 // silentConns are the connections that have sent no request yet (a

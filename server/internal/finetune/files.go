@@ -1,14 +1,11 @@
 package finetune
 
-// This file owns the training files: POST /v1/files (OpenAI's multipart
-// upload, or JSON), GET /v1/files, GET and DELETE /v1/files/{file}, GET
-// /v1/files/{file}/content, the text a file trains on, and the check that
-// keeps pages on other sites from posting forms here.
+// This file owns the training files: POST /v1/files (its body is read in
+// upload.go), GET /v1/files, GET and DELETE /v1/files/{file}, GET
+// /v1/files/{file}/content, and the check that keeps pages on other sites
+// from posting forms here.
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -84,22 +81,38 @@ func fileNotFound(id, param string) *api.Error {
 // servePostFile uploads a training file: POST /v1/files, as OpenAI's
 // multipart form (purpose "fine-tune" and the file), or as JSON
 // {"purpose": "fine-tune", "filename": ..., "content": the text} (an
-// extension for pages and curl).
+// extension for pages and curl). Before a byte of the body is read, the
+// upload is admitted (admitUpload): its declared length against its
+// shape's cap (413), the files kept and being uploaded against MaxFiles,
+// and its memory against the uploads' budget (429).
 func (js *Jobs) servePostFile(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	var name string
-	var raw []byte
-	var aerr *api.Error
+	var shape uploadShape
 	switch mt {
 	case "multipart/form-data":
-		if aerr = js.crossSite(r); aerr == nil {
-			name, raw, aerr = js.readMultipart(w, r)
+		if aerr := js.crossSite(r); aerr != nil {
+			api.WriteError(w, aerr)
+			return
 		}
+		shape = multipartUpload
 	case "application/json":
-		name, raw, aerr = js.readJSONUpload(w, r)
+		shape = jsonUpload
 	default:
-		aerr = api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
-			"Content-Type %q is not supported: upload the file as multipart/form-data (purpose, file), as OpenAI's API takes it, or as JSON {\"purpose\": \"fine-tune\", \"filename\": ..., \"content\": ...}", r.Header.Get("Content-Type"))
+		api.WriteError(w, api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			"Content-Type %q is not supported: upload the file as multipart/form-data (purpose, file), as OpenAI's API takes it, or as JSON {\"purpose\": \"fine-tune\", \"filename\": ..., \"content\": ...}", r.Header.Get("Content-Type")))
+		return
+	}
+	charge, aerr := js.admitUpload(shape, r.ContentLength)
+	if aerr != nil {
+		api.WriteError(w, aerr)
+		return
+	}
+	defer js.leaveUpload(charge)
+	var name, raw string
+	if shape == multipartUpload {
+		name, raw, aerr = js.readMultipart(w, r)
+	} else {
+		name, raw, aerr = js.readJSONUpload(w, r)
 	}
 	if aerr != nil {
 		api.WriteError(w, aerr)
@@ -110,136 +123,14 @@ func (js *Jobs) servePostFile(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, aerr)
 		return
 	}
-	f := &fileObject{id: api.NewID("file-"), filename: name, created: time.Now().Unix(), raw: string(raw), text: text, jsonl: jsonl}
+	f := &fileObject{id: api.NewID("file-"), filename: name, created: time.Now().Unix(), raw: raw, text: text, jsonl: jsonl}
 	if !jsonl {
-		f.raw = text // one copy: the text is the file without its byte-order mark
+		f.raw = text // the file without its byte-order mark: one copy
 	}
 	js.mu.Lock()
-	if len(js.files) >= js.cfg.MaxFiles {
-		js.mu.Unlock()
-		e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", "too_many_files",
-			"this server keeps at most %d uploaded files and has them all: delete one (DELETE /v1/files/{file}) first", js.cfg.MaxFiles)
-		api.WriteError(w, e)
-		return
-	}
-	js.files = append(js.files, f)
+	js.files = append(js.files, f) // admitUpload kept a place for it
 	js.mu.Unlock()
 	api.WriteJSON(w, f.json())
-}
-
-// readMultipart reads OpenAI's upload form: the fields purpose and file,
-// nothing else, the file at most MaxFileBytes.
-func (js *Jobs) readMultipart(w http.ResponseWriter, r *http.Request) (string, []byte, *api.Error) {
-	limit := js.cfg.MaxFileBytes
-	r.Body = http.MaxBytesReader(w, r.Body, limit+64<<10) // the form's own parts besides the file
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return "", nil, api.BadParam("file", "invalid_multipart", "the multipart form cannot be read: %v", err)
-	}
-	var purpose, name string
-	var raw []byte
-	gotFile := false
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", nil, uploadReadError(err, limit)
-		}
-		switch p.FormName() {
-		case "purpose":
-			b, err := io.ReadAll(io.LimitReader(p, 64))
-			if err != nil {
-				return "", nil, uploadReadError(err, limit)
-			}
-			purpose = string(b)
-		case "file":
-			b, err := io.ReadAll(io.LimitReader(p, limit+1))
-			if err != nil {
-				return "", nil, uploadReadError(err, limit)
-			}
-			if int64(len(b)) > limit {
-				return "", nil, fileTooLarge("file", limit)
-			}
-			name, raw, gotFile = p.FileName(), b, true
-		default:
-			return "", nil, api.BadParam(p.FormName(), "unknown_parameter", "unknown form field %q: an upload has purpose and file", p.FormName())
-		}
-	}
-	if !gotFile {
-		return "", nil, api.BadParam("file", "missing_parameter", "file is required: the training text")
-	}
-	if aerr := checkPurpose(purpose); aerr != nil {
-		return "", nil, aerr
-	}
-	return cleanFilename(name), raw, nil
-}
-
-// readJSONUpload reads the JSON upload: purpose, filename and content.
-func (js *Jobs) readJSONUpload(w http.ResponseWriter, r *http.Request) (string, []byte, *api.Error) {
-	limit := js.cfg.MaxFileBytes
-	// JSON escapes a newline in two bytes.
-	f, aerr := api.ReadObject(w, r, 2*limit+4<<10, []string{"purpose", "filename", "content"}, "a JSON upload has purpose, filename and content")
-	if aerr != nil {
-		return "", nil, aerr
-	}
-	var purpose, name, content string
-	for _, err := range []*api.Error{f.Str("purpose", &purpose), f.Str("filename", &name), f.Str("content", &content)} {
-		if err != nil {
-			return "", nil, err
-		}
-	}
-	if aerr := checkPurpose(purpose); aerr != nil {
-		return "", nil, aerr
-	}
-	if raw, ok := f["content"]; !ok || api.IsNull(raw) {
-		return "", nil, api.BadParam("content", "missing_parameter", "content is required: the training text")
-	}
-	if int64(len(content)) > limit {
-		return "", nil, fileTooLarge("content", limit)
-	}
-	if name == "" {
-		name = "upload.txt"
-	}
-	return cleanFilename(name), []byte(content), nil
-}
-
-func checkPurpose(p string) *api.Error {
-	if p != "fine-tune" {
-		return api.BadParam("purpose", "invalid_value", "purpose %q is not supported: this server takes files for fine-tuning only (purpose \"fine-tune\")", p)
-	}
-	return nil
-}
-
-// fileTooLarge is the 400 of a training text above MaxFileBytes, naming
-// the field that holds it.
-func fileTooLarge(param string, limit int64) *api.Error {
-	return api.BadParam(param, "file_too_large", "the %s is larger than this server's limit of %d bytes for a training text", param, limit)
-}
-
-func uploadReadError(err error, limit int64) *api.Error {
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return fileTooLarge("file", limit)
-	}
-	return api.BadParam("file", "invalid_multipart", "reading the multipart form: %v", err)
-}
-
-// cleanFilename keeps a file name's last path element, in valid UTF-8, at
-// most 256 bytes: it is only ever shown back.
-func cleanFilename(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.ToValidUTF8(name, "?")
-	for len(name) > 256 {
-		_, n := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-n]
-	}
-	if name == "" {
-		name = "upload"
-	}
-	return name
 }
 
 // crossSite refuses a request that a web page on another origin sent: a
@@ -256,77 +147,6 @@ func (js *Jobs) crossSite(r *http.Request) *api.Error {
 	}
 	return api.NewError(http.StatusForbidden, "invalid_request_error", "cross_origin",
 		"a form or a bodiless POST from the page at %s is refused: a page on another site could send one without asking; send JSON (Content-Type: application/json)", strconv.Quote(o))
-}
-
-// trainingText returns the text a file trains on: the file without a
-// leading byte-order mark, or for OpenAI's legacy JSONL ({"prompt",
-// "completion"} per line; a file named .jsonl, or whose first line is
-// such an object) every line's prompt and completion, concatenated in
-// order.
-func trainingText(raw []byte, name string) (string, bool, *api.Error) {
-	raw = bytes.TrimPrefix(raw, []byte("\uFEFF"))
-	if !utf8.Valid(raw) {
-		off := 0
-		for off < len(raw) {
-			r, n := utf8.DecodeRune(raw[off:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			off += n
-		}
-		return "", false, api.BadParam("file", "invalid_text", "the file is not valid UTF-8: byte offset %d (line %d)", off, bytes.Count(raw[:off], []byte("\n"))+1)
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "", false, api.BadParam("file", "invalid_text", "the file is empty: there is nothing to learn from")
-	}
-	if !isJSONL(raw, name) {
-		return string(raw), false, nil
-	}
-	var text strings.Builder
-	for i, line := range bytes.Split(raw, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return "", false, api.BadParam("file", "invalid_jsonl", "line %d is not a JSON object: %v (a JSONL file holds one {\"prompt\": ..., \"completion\": ...} per line)", i+1, err)
-		}
-		if _, ok := rec["messages"]; ok {
-			return "", false, api.BadParam("file", "invalid_jsonl", "line %d is in the chat format (\"messages\"): a character model has no roles; send {\"prompt\", \"completion\"} lines or plain text", i+1)
-		}
-		for _, key := range []string{"prompt", "completion"} {
-			v, ok := rec[key]
-			if !ok {
-				continue
-			}
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return "", false, api.BadParam("file", "invalid_jsonl", "line %d: %s must be a string", i+1, key)
-			}
-			text.WriteString(s)
-		}
-		for key := range rec {
-			if key != "prompt" && key != "completion" {
-				return "", false, api.BadParam("file", "invalid_jsonl", "line %d: unknown field %q: a line holds prompt and completion", i+1, key)
-			}
-		}
-	}
-	if text.Len() == 0 {
-		return "", false, api.BadParam("file", "invalid_jsonl", "the JSONL file's prompts and completions are all empty: there is nothing to learn from")
-	}
-	return text.String(), true, nil
-}
-
-// isJSONL reports whether a file is OpenAI's legacy JSONL: by its name, or
-// by a first line that is a JSON object.
-func isJSONL(raw []byte, name string) bool {
-	if strings.HasSuffix(strings.ToLower(name), ".jsonl") {
-		return true
-	}
-	first, _, _ := bytes.Cut(bytes.TrimLeft(raw, " \t\r\n"), []byte("\n"))
-	var rec map[string]json.RawMessage
-	return len(first) > 0 && first[0] == '{' && json.Unmarshal(bytes.TrimSpace(first), &rec) == nil
 }
 
 // serveListFiles lists the files, newest first: GET /v1/files.

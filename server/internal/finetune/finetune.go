@@ -136,9 +136,13 @@ type Jobs struct {
 	list    []*job        // remembered, oldest first
 	queue   []*job        // waiting, first come first served
 	running *job
-	tuned   []string      // the fine-tuned models served, oldest first
-	stopped bool          // draining: no new job runs, and streams end
-	done    chan struct{} // closed once stopped with no job running
+	tuned   []string // the fine-tuned models served, oldest first
+	// Uploads being read (upload.go): their number, and the memory they
+	// are charged.
+	uploading   int
+	uploadBytes int64
+	stopped     bool          // draining: no new job runs, and streams end
+	done        chan struct{} // closed once stopped with no job running
 }
 
 // New returns the jobs API for cfg (zero fields take DefaultConfig's),
