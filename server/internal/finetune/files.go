@@ -91,20 +91,21 @@ func (js *Jobs) servePostFile(w http.ResponseWriter, r *http.Request) {
 	switch mt {
 	case "multipart/form-data":
 		if aerr := js.crossSite(r); aerr != nil {
-			api.WriteError(w, aerr)
+			refuseUnread(w, r, aerr, bodyCap(multipartUpload, js.cfg.MaxFileBytes))
 			return
 		}
 		shape = multipartUpload
 	case "application/json":
 		shape = jsonUpload
 	default:
-		api.WriteError(w, api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
-			"Content-Type %q is not supported: upload the file as multipart/form-data (purpose, file), as OpenAI's API takes it, or as JSON {\"purpose\": \"fine-tune\", \"filename\": ..., \"content\": ...}", r.Header.Get("Content-Type")))
+		refuseUnread(w, r, api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			"Content-Type %q is not supported: upload the file as multipart/form-data (purpose, file), as OpenAI's API takes it, or as JSON {\"purpose\": \"fine-tune\", \"filename\": ..., \"content\": ...}", r.Header.Get("Content-Type")),
+			bodyCap(jsonUpload, js.cfg.MaxFileBytes))
 		return
 	}
 	charge, aerr := js.admitUpload(shape, r.ContentLength)
 	if aerr != nil {
-		api.WriteError(w, aerr)
+		refuseUnread(w, r, aerr, bodyCap(shape, js.cfg.MaxFileBytes))
 		return
 	}
 	defer js.leaveUpload(charge)

@@ -119,6 +119,23 @@ func (js *Jobs) admitUpload(shape uploadShape, length int64) (int64, *api.Error)
 	return charge, nil
 }
 
+// refuseUnread answers an upload with e before reading its body, then
+// reads the body into nothing (no memory held), at most 2 × bodyLimit
+// bytes: a client still sending it then reads the answer instead of a
+// connection reset. A body declared larger is not read: the connection
+// closes after the answer.
+func refuseUnread(w http.ResponseWriter, r *http.Request, e *api.Error, bodyLimit int64) {
+	drain := r.ContentLength <= 2*bodyLimit
+	if !drain {
+		w.Header().Set("Connection", "close")
+	}
+	api.WriteError(w, e)
+	if drain {
+		http.NewResponseController(w).Flush()
+		io.Copy(io.Discard, io.LimitReader(r.Body, 2*bodyLimit))
+	}
+}
+
 // leaveUpload gives back an upload's charge and its place among the files.
 func (js *Jobs) leaveUpload(charge int64) {
 	js.mu.Lock()
