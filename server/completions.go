@@ -1,34 +1,37 @@
 package server
 
-// This file owns the POST /v1/completions handler: admission, the
-// request's deadlines, running its prompts through the engine, and how a
-// generation's end becomes an answer.
+// This file owns the POST /v1/completions handler and what it shares with
+// POST /v1/chat/completions: admission, the request's deadlines, running
+// its prompts through the engine, and how a generation's end becomes an
+// answer.
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"example.org/minigpt/server/internal/api"
 )
 
-func newCompletionID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "cmpl-" + hex.EncodeToString(b[:])
-}
-
+// serveCompletions answers POST /v1/completions.
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	req, aerr := s.parseCompletion(w, r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
+	s.serveGeneration(w, r, req, arrived)
+}
+
+// serveGeneration admits a parsed request (a completion or a chat
+// completion), generates it and answers, streamed or whole, in its
+// route's shape.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, req *completionRequest, arrived time.Time) {
 	if !s.admit() {
-		writeError(w, shuttingDown())
+		api.WriteError(w, api.ShuttingDown())
 		return
 	}
 	defer s.leave()
@@ -40,12 +43,12 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		case ctx.Err() != nil:
 			// The client went away while queued: nobody to answer.
 		case errors.Is(err, errClosed):
-			writeError(w, shuttingDown())
+			api.WriteError(w, api.ShuttingDown())
 		default:
-			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d bytes in flight, %d queued): retry later",
+			e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d bytes in flight, %d queued): retry later",
 				err, s.limits.Slots, s.limits.MaxInFlightBytes, max(s.limits.Queue, 0))
-			e.retryAfter = 1
-			writeError(w, e)
+			e.RetryAfter = 1
+			api.WriteError(w, e)
 		}
 		return
 	}
@@ -72,14 +75,14 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	w.Header().Set("Minigpt-Seed", strconv.FormatUint(req.seed, 10))
-	out := newClientWriter(w, s.limits.WriteTimeout, end.Add(s.limits.WriteTimeout))
-	h := head(newCompletionID(), time.Now().Unix(), req.model, req.seed)
+	out := api.NewClientWriter(w, s.limits.WriteTimeout, end.Add(s.limits.WriteTimeout))
+	h := head(req.object(), api.NewID(req.idPrefix()), time.Now().Unix(), req.model, req.seed)
 	choices := s.newChoices(req)
 	var cw completionWriter
 	if req.stream {
-		cw = newSSEWriter(w, out, req.model, h, req, choices)
+		cw = newSSEWriter(w, out, h, req, choices)
 	} else {
-		cw = newJSONWriter(w, out, req.model, h, req, choices)
+		cw = newJSONWriter(w, out, h, req, choices)
 	}
 	if s.generationStart != nil {
 		s.generationStart(gctx)
@@ -178,9 +181,9 @@ func usageOf(req *completionRequest, choices []*choiceState) usage {
 
 // generationError turns a library error into an API error: a 400 naming
 // the field when the settings are at fault, a 500 otherwise.
-func generationError(req *completionRequest, err error) *apiError {
+func generationError(req *completionRequest, err error) *api.Error {
 	if param, ok := req.model.engine.errorParam(err, &req.sampling); ok {
-		return badParam(param, "invalid_value", "%v", err)
+		return api.BadParam(param, "invalid_value", "%v", err)
 	}
-	return errorWithStatus(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
+	return api.NewError(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
 }

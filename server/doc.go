@@ -1,21 +1,23 @@
 // Package server serves minigpt models over HTTP in the shape of OpenAI's
-// legacy completions API, so that existing clients (the openai SDKs,
-// curl, LangChain) can sample from a checkpoint, and ships a playground
-// page that shows what each decoding knob does to the distribution.
+// completions and chat completions APIs, so that existing clients (the
+// openai SDKs, curl, LangChain, the Vercel AI SDK) can sample from a
+// checkpoint, and ships a playground page that shows what each decoding
+// knob does to the distribution.
 //
 // A Server is an http.Handler, an http.ServeMux with these patterns (a GET
 // route answers HEAD too; another method gets 405 with Allow):
 //
 //	POST /v1/completions       completions, streamed as Server-Sent Events with "stream": true
-//	POST /v1/chat/completions  400: a character model has no chat format
+//	POST /v1/chat/completions  chat completions, streamed with "stream": true: a completion of the messages' prompt (below)
 //	GET  /v1/models            the models, with their vocabularies
 //	GET  /v1/models/{model}    one model
 //	POST /v1/score             an extension: every character's log-probability and surprisal, the loss, perplexity and bits per character (score.go)
-//	GET  /health               {"status":"ok"}, 503 while draining
+//	GET  /health               {"status":"ok","slots":…,"busy":…,"queued":…}; "draining" with 503
 //	GET  /metrics              Prometheus text format
 //	GET  /                     the playground (and GET /playground/{file})
 //
-// With Config.Training, OpenAI's fine-tuning API too (training.go):
+// With Config.Training, OpenAI's fine-tuning API too (package
+// internal/finetune):
 //
 //	POST   /v1/files                             upload a training text (multipart, as OpenAI's clients send it, or JSON)
 //	GET    /v1/files, /v1/files/{file}[/content] list, describe, read; file-lanternbay is the built-in text
@@ -47,6 +49,15 @@
 // the stage that cut them, and with trace_attention the attention weights
 // of every layer and head that chose it. A field the server does not know, or one the
 // chosen decoding would ignore, is refused by name, never ignored.
+//
+// A character model trained on plain text has no roles and no end of a
+// reply, so a chat completion is a completion of one prompt: the model's
+// chat template (Model.ChatTemplate; by default the messages' contents
+// concatenated) writes it, every character it holds must be in the
+// vocabulary (a 400 names the first that is not, with its character
+// index from 0), and the reply, in OpenAI's chat.completion or
+// chat.completion.chunk shape, is the text POST /v1/completions returns
+// for that prompt. Tools, images and audio are refused by name.
 //
 // Generation is reproducible: a request with a seed returns exactly the
 // text cmd/generate prints for the same settings and seed, whatever else
@@ -82,32 +93,32 @@
 // # Doors
 //
 // Before the mux routes a request, wrappers (each a
-// func(http.Handler) http.Handler in a file of its own) log and count it,
-// then, in this order:
+// func(http.Handler) http.Handler, in doors.go) log and count it, then,
+// in this order:
 //
-//   - Host (hosts.go): a request that arrives on a loopback address must
+//   - Host: a request that arrives on a loopback address must
 //     name localhost, a *.localhost name or a loopback address in its Host
 //     header, or one of Config.AllowedHosts; anything else is a 403. A web
 //     page can point a name it controls at 127.0.0.1 (DNS rebinding), but
 //     the browser still sends that name as Host, so the page cannot read
 //     this server's answers.
-//   - CORS (cors.go): with Config.CORSOrigin, every /v1/ response carries
+//   - CORS: with Config.CORSOrigin, every /v1/ response carries
 //     Access-Control-Allow-Origin and a preflight gets 204 with the methods
 //     the path is served with; without it, browsers on other origins
 //     cannot call the API.
-//   - Draining (drain.go): once Drain, Shutdown or Close is called, every
+//   - Draining: once Drain, Shutdown or Close is called, every
 //     /v1/ request gets 503 with Retry-After, on any connection, idle
 //     keep-alive ones included.
-//   - The API key (auth.go): with Config.APIKey, every /v1/ path (unknown
+//   - The API key: with Config.APIKey, every /v1/ path (unknown
 //     ones included) needs "Authorization: Bearer <key>", the scheme in
 //     any case (RFC 7235); 401 otherwise. The playground, /health and
 //     /metrics stay open.
-//   - Content-Type (mediatype.go): a POST body must be application/json
+//   - Content-Type (on each POST route): a POST body must be application/json
 //     (415 otherwise): a page on another site can send a form or
 //     text/plain anywhere without asking, but JSON needs a CORS preflight.
 //     The two exceptions, OpenAI's multipart upload to /v1/files and a
 //     bodiless cancel of a job, are refused with 403 when their Origin
-//     header names another site (files.go).
+//     header names another site.
 //
 // Together, Host and Content-Type keep a server on loopback without a key
 // out of reach of web pages; on any other address, set an API key.
@@ -141,7 +152,19 @@
 // failure is its last event, before "data: [DONE]".
 //
 // A client that disconnects frees its rows at once; one that stops
-// reading loses its request after Limits.WriteTimeout. A generation ends
+// reading loses its request after Limits.WriteTimeout once what its
+// connection can hold unread is full. The handler does not own the
+// listener: cmd/serve bounds each connection's send buffer (64 KiB), so
+// that takes about 200 KiB of a stream; a program serving the handler on
+// its own listener should do the same (net.TCPConn.SetWriteBuffer), or
+// the kernel's buffers (up to 4 MB on Linux) hold a whole long stream and
+// its rows stay taken until the generation ends.
+//
+// With Config.Training, an upload is admitted before its body is read:
+// charged a bound on what reading it holds (a few bytes per byte of its
+// declared length) against a budget of two uploads as large as
+// Training.MaxFileBytes allows; a declared length above the cap is a
+// 413, no room a 429 (internal/finetune/upload.go). A generation ends
 // at Limits.RequestTimeout with finish_reason "length" as far as it got,
 // and its response must be written within WriteTimeout more.
 //
@@ -160,7 +183,7 @@
 // GET /metrics writes Prometheus' text format (version 0.0.4):
 //
 //	minigpt_http_requests_total{path,code}       counter    requests by route and status
-//	minigpt_completion_duration_seconds          histogram  a completion's latency, arrival to last byte
+//	minigpt_completion_duration_seconds          histogram  a completion's (or chat completion's) latency, arrival to last byte
 //	minigpt_queue_wait_seconds                   histogram  an admitted completion's wait for its rows and bytes
 //	minigpt_time_to_first_token_seconds          histogram  arrival to its first generated token released
 //	minigpt_generated_tokens_total{model}        counter    completion tokens returned (a prompt's, once it ends)

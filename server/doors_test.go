@@ -231,7 +231,11 @@ func TestPostNeedsJSON(t *testing.T) {
 		{"Application/JSON", 200},
 	} {
 		for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
-			req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(`{"prompt":"the ","max_tokens":1}`))
+			body := `{"prompt":"the ","max_tokens":1}`
+			if path == "/v1/chat/completions" {
+				body = `{"messages":[{"role":"user","content":"the "}],"max_tokens":1}`
+			}
+			req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
 			if tc.ct != "" {
 				req.Header.Set("Content-Type", tc.ct)
 			}
@@ -240,12 +244,8 @@ func TestPostNeedsJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			want := tc.status
-			if want == 200 && path == "/v1/chat/completions" {
-				want = 400 // no chat format: past the door
-			}
-			if resp.StatusCode != want {
-				t.Errorf("POST %s with Content-Type %q: %d, want %d", path, tc.ct, resp.StatusCode, want)
+			if resp.StatusCode != tc.status {
+				t.Errorf("POST %s with Content-Type %q: %d, want %d", path, tc.ct, resp.StatusCode, tc.status)
 			}
 		}
 	}

@@ -84,8 +84,8 @@ func TestHealth(t *testing.T) {
 	_, ts := newTestServer(t, func(c *Config) { c.Limits.Slots = 3 })
 	r := do(t, "GET", ts.URL+"/health", "")
 	h := r.json(t)
-	if r.status != 200 || h["status"] != "ok" || h["slots"] != 3.0 || h["busy"] != 0.0 {
-		t.Errorf("health %d %v", r.status, h)
+	if r.status != 200 || h["status"] != "ok" || h["slots"] != 3.0 || h["busy"] != 0.0 || h["queued"] != 0.0 || len(h) != 4 {
+		t.Errorf("health %d %v: docs/serving.md lists status, slots, busy and queued", r.status, h)
 	}
 }
 

@@ -1,18 +1,69 @@
 package server
 
-// This file is the only one that calls the minigpt library's generation
-// API: everything else in the package speaks in terms of sampling,
-// released tokens and results.
+// This file is the only one in the package that calls the minigpt
+// library: what the server derives from a model once (its shape,
+// fingerprint and batch), encoding, generation through the batch,
+// echo's and /v1/score's scoring, and the steps' traces. The rest of the
+// package speaks in terms of sampling, released tokens and results, and
+// holds library values only to hand them back here.
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
+	"math"
 	"strings"
 	"sync"
 
 	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
+)
+
+// checkVocab refuses a model whose vocabulary does not match it.
+func checkVocab(m Model) error {
+	if v, c := m.Vocab.Size(), m.Model.Config().VocabSize; v != c {
+		return fmt.Errorf("vocabulary has %d characters, the model %d", v, c)
+	}
+	return nil
+}
+
+// newServedModel derives what the server needs of m (also for the models
+// training jobs make).
+func newServedModel(m Model, created int64) *servedModel {
+	chars := m.Vocab.Chars()
+	return &servedModel{
+		name: m.Name, model: m.Model, vocab: m.Vocab, created: created,
+		config: m.Model.Config(), params: m.Model.Config().NumParams(), chars: chars,
+		fingerprint: fingerprint(m.Model, m.Vocab),
+		jsonChars:   jsonChars(chars),
+		jsonBytes:   jsonBytes(chars),
+		chat:        defaultChat,
+		engine:      newEngine(m.Model, m.Vocab),
+	}
+}
+
+// fingerprint hashes a model's configuration, weights and vocabulary: two
+// servers with the same fingerprint and seed return the same text.
+func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
+	h := sha256.New()
+	c := m.Config()
+	fmt.Fprintf(h, "%d %d %d %d %d %t\n", c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, c.TiedHead)
+	var b [8]byte
+	for _, x := range m.Params() {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+		h.Write(b[:])
+	}
+	h.Write([]byte(string(v.Chars())))
+	return "fp_" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Library constants the rest of the package bounds its fields with.
+const (
+	maxSamples = 128                            // samples (and choices) generated together: GenerateOptions.N's limit
+	numStages  = len(minigpt.Candidate{}.Probs) // the sampler's stages a trace reports
 )
 
 // engine generates for one model, through one continuous batch: every
@@ -63,37 +114,6 @@ func (e *engine) stats() (minigpt.BatchStats, bool) {
 	return b.Stats(), true
 }
 
-// rowsOf is the number of batch rows a generation with sp takes: one per
-// beam, or per sample.
-func rowsOf(sp *sampling) int {
-	if sp.numBeams > 1 {
-		return sp.numBeams
-	}
-	return sp.n
-}
-
-// rowsParam is the field that sets rowsOf(sp).
-func rowsParam(sp *sampling) string {
-	if sp.numBeams > 1 {
-		return "num_beams"
-	}
-	return "n"
-}
-
-// token is one generated token as the client sees it.
-type token struct {
-	id      int
-	logprob float64    // natural log of its raw probability (with logprobs)
-	top     []altProb  // the most likely alternatives (with logprobs)
-	trace   *traceJSON // with trace
-}
-
-// altProb is a candidate token and its log-probability.
-type altProb struct {
-	id      int
-	logprob float64
-}
-
 // sampleSeed is sample i's own seed when tokens are drawn at random
 // (seed + i, GenerateOptions.Seed's rule: a request with n = 1 and that
 // seed gives the same text), or nil for greedy decoding and beam search,
@@ -104,64 +124,6 @@ func (e *engine) sampleSeed(sp *sampling, i int) *uint64 {
 	}
 	seed := sp.seed + uint64(i)
 	return &seed
-}
-
-// unsupported returns a 400 for a combination of fields the library
-// cannot honour, naming the field, or nil. A knob that would change the
-// result but that the chosen decoding skips is refused rather than
-// silently ignored: greedy decoding (temperature 0, as cmd/generate
-// -greedy) takes the argmax of the raw logits, so the logits processors
-// (bias, penalties, no-repeat n-gram) would be lost; beam search applies
-// those processors to each beam, as Hugging Face does, but no warper
-// (temperature, top-k, top-p, min-p). (The warpers are no-ops for greedy
-// decoding: the most likely token always survives them.)
-func (e *engine) unsupported(sp *sampling) *apiError {
-	logitKnob := func() string {
-		switch {
-		case len(sp.logitBias) > 0:
-			return "logit_bias"
-		case sp.presencePenalty != 0:
-			return "presence_penalty"
-		case sp.frequencyPenalty != 0:
-			return "frequency_penalty"
-		case sp.repetitionPenalty != 1:
-			return "repetition_penalty"
-		case sp.noRepeatNgram > 0:
-			return "no_repeat_ngram_size"
-		}
-		return ""
-	}
-	if sp.numBeams > 1 {
-		knob := ""
-		switch {
-		case sp.temperature != 1:
-			knob = "temperature"
-		case sp.topK > 0:
-			knob = "top_k"
-		case sp.topP < 1:
-			knob = "top_p"
-		case sp.minP > 0:
-			knob = "min_p"
-		}
-		switch {
-		case knob != "":
-			return badParam(knob, "unsupported_parameter", "%s has no effect with beam search (num_beams %d), which keeps the most likely sequences of the (biased and penalised) log-probabilities instead of sampling: leave it out", knob, sp.numBeams)
-		case sp.logprobs >= 0 && sp.maxTokens > 0:
-			return badParam("logprobs", "unsupported_parameter", "logprobs %d is not available with beam search (num_beams %d): beams are scored as a whole", sp.logprobs, sp.numBeams)
-		case sp.trace > 0:
-			return badParam("trace", "unsupported_parameter", "trace is not available with beam search (num_beams %d)", sp.numBeams)
-		case sp.n > sp.numBeams:
-			return badParam("n", "invalid_value", "n %d is more than num_beams %d: beam search returns at most one sequence per beam", sp.n, sp.numBeams)
-		}
-		return nil
-	}
-	if sp.lengthPenalty != 0 {
-		return badParam("length_penalty", "unsupported_parameter", "length_penalty %v has no effect without beam search (num_beams > 1): leave it out", sp.lengthPenalty)
-	}
-	if knob := logitKnob(); knob != "" && sp.temperature == 0 {
-		return badParam(knob, "unsupported_parameter", "%s has no effect with temperature 0, which is greedy decoding of the raw logits (as cmd/generate -greedy); for the most likely character after %s, send temperature 1 with top_k 1", knob, knob)
-	}
-	return nil
 }
 
 // options maps a request's knobs onto the library's.
@@ -205,58 +167,11 @@ func traced(sp *sampling) bool { return (sp.logprobs >= 0 || sp.trace > 0) && sp
 // should leave none), and a first token with nothing left to choose
 // (every id banned by logit_bias, or by it and no_repeat_ngram_size on
 // some prompt), which would fail only once generating.
-func (e *engine) check(sp *sampling, prompts [][]int) *apiError {
+func (e *engine) check(sp *sampling, prompts [][]int) *api.Error {
 	if err := e.options(sp).Validate(); err != nil {
-		return badParam("", "invalid_value", "%v", err)
+		return api.BadParam("", "invalid_value", "%v", err)
 	}
-	V := e.model.Config().VocabSize
-	left := make([]bool, V) // the ids logit_bias leaves, as the library applies it
-	forced := false
-	for _, b := range sp.logitBias {
-		forced = forced || b >= 100
-	}
-	n := 0
-	for id := range left {
-		b, ok := sp.logitBias[id]
-		left[id] = !(forced && (!ok || b < 100)) && !(ok && b <= -100)
-		if left[id] {
-			n++
-		}
-	}
-	if n == 0 {
-		return badParam("logit_bias", "invalid_value", "logit_bias bans every token of the vocabulary (%d with -100): nothing is left to generate", V)
-	}
-	if sp.noRepeatNgram == 0 {
-		return nil
-	}
-	for p, ids := range prompts {
-		if noRepeatLeavesNone(left, ids, sp.noRepeatNgram) {
-			return badParam("no_repeat_ngram_size", "invalid_value", "no_repeat_ngram_size %d leaves no first token after prompt %d: every token (that logit_bias leaves) would repeat one of its %d-grams", sp.noRepeatNgram, p, sp.noRepeatNgram)
-		}
-	}
-	return nil
-}
-
-// noRepeatLeavesNone reports whether the no-repeat n-gram rule bans every
-// id left after seq: as the library, the ids that follow an earlier
-// occurrence of seq's last n-1 ids (every id of seq for n = 1).
-func noRepeatLeavesNone(left []bool, seq []int, n int) bool {
-	if len(seq) < n {
-		return false
-	}
-	banned := make([]bool, len(left))
-	prefix := seq[len(seq)-(n-1):]
-	for i := 0; i+n-1 < len(seq); i++ {
-		if slices.Equal(seq[i:i+n-1], prefix) {
-			banned[seq[i+n-1]] = true
-		}
-	}
-	for id, ok := range left {
-		if ok && !banned[id] {
-			return false
-		}
-	}
-	return true
+	return checkFirstToken(sp, prompts, e.vocab.Size())
 }
 
 // errorParam reports whether a generation error is the request's fault,
@@ -387,11 +302,6 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 	}
 }
 
-// scoreBatch is the number of context windows scored together: enough to
-// amortise a forward pass, few enough that a scorer's activations stay
-// small for larger models.
-const scoreBatch = 8
-
 // promptLogprobs scores a prompt for echo with logprobs: token j (j >= 1)
 // gets its log-probability under the model's raw distribution (temperature
 // 1, no filter) given the BlockSize tokens before it, as the generator
@@ -408,4 +318,49 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 		}
 	}
 	return out, err
+}
+
+// encode returns text's token ids.
+func (e *engine) encode(text string) ([]int, error) { return e.vocab.Encode(text) }
+
+// score scores a text (minigpt.Model.Score with stride and top
+// predictions per character), and sums it up as cmd/eval does: the mean
+// of -Logprob in nats, summed in order, its perplexity exp(loss) and bits
+// per character loss/ln 2.
+func (e *engine) score(ctx context.Context, ids []int, stride, top int) ([]minigpt.Step, scoreSummaryJSON, error) {
+	scores, err := e.model.Score(ctx, ids, stride, top)
+	if err != nil {
+		return nil, scoreSummaryJSON{}, err
+	}
+	s := scoreSummaryJSON{Tokens: len(scores)}
+	if s.Tokens > 0 {
+		total := 0.0
+		for _, t := range scores {
+			total -= t.Logprob
+		}
+		s.Loss = total / float64(s.Tokens)
+		s.Perplexity = math.Exp(s.Loss)
+		s.BitsPerChar = s.Loss / math.Ln2
+	}
+	return scores, s, nil
+}
+
+// nestAttention returns st's attention weights as [layer][head][s], or nil
+// when the step carries none. The rows alias one array: a step's weights
+// are copied once.
+func nestAttention(st *minigpt.Step, c minigpt.Config) [][][]float64 {
+	n := st.Context
+	if n == 0 || len(st.Attention) != c.Layers*c.Heads*n {
+		return nil
+	}
+	flat := append([]float64(nil), st.Attention...) // the Step's buffer is reused
+	out := make([][][]float64, c.Layers)
+	for l := range out {
+		out[l] = make([][]float64, c.Heads)
+		for h := range out[l] {
+			i := (l*c.Heads + h) * n
+			out[l][h] = flat[i : i+n : i+n]
+		}
+	}
+	return out
 }

@@ -33,7 +33,8 @@ func TestBadRequests(t *testing.T) {
 		{"top_k negative", `{"prompt":"the ","top_k":-2}`, 400, "top_k", "invalid_value", []string{"top_k -2"}},
 		{"top_k fraction", `{"prompt":"the ","top_k":2.5}`, 400, "top_k", "invalid_type", []string{"top_k must be an integer", "2.5"}},
 		{"min_p", `{"prompt":"the ","min_p":1.2}`, 400, "min_p", "invalid_value", []string{"min_p 1.2"}},
-		{"repetition_penalty", `{"prompt":"the ","repetition_penalty":0}`, 400, "repetition_penalty", "invalid_value", []string{"repetition_penalty 0"}},
+		{"repetition_penalty", `{"prompt":"the ","repetition_penalty":0}`, 400, "repetition_penalty", "invalid_value", []string{"repetition_penalty 0", "in (0, 1e6]"}},
+		{"repetition_penalty above its limit", `{"prompt":"the ","repetition_penalty":1e7}`, 400, "repetition_penalty", "invalid_value", []string{"repetition_penalty 1e7", "in (0, 1e6]"}},
 		{"presence_penalty", `{"prompt":"the ","presence_penalty":3}`, 400, "presence_penalty", "invalid_value", []string{"presence_penalty 3", "[-2, 2]"}},
 		{"frequency_penalty", `{"prompt":"the ","frequency_penalty":-2.5}`, 400, "frequency_penalty", "invalid_value", []string{"frequency_penalty -2.5"}},
 		{"max_tokens over the cap", `{"prompt":"the ","max_tokens":501}`, 400, "max_tokens", "invalid_value", []string{"max_tokens 501", "[0, 500]"}},
@@ -139,7 +140,8 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/v1/models/gpt-4", 404, "model_not_found", ""},
 		{"GET", "/playground/missing.js", 404, "unknown_url", ""},
 		{"GET", "/playground/../server.go", 404, "unknown_url", ""},
-		{"POST", "/v1/chat/completions", 400, "chat_not_supported", ""},
+		{"POST", "/v1/chat/completions", 400, "invalid_value", ""}, // messages is empty
+		{"GET", "/v1/chat/completions", 405, "method_not_allowed", "POST"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			r := do(t, tc.method, ts.URL+tc.path, `{"model":"lanternbay","messages":[]}`)
@@ -154,10 +156,6 @@ func TestRoutes(t *testing.T) {
 				t.Errorf("Allow %q, want %q", got, tc.allow)
 			}
 		})
-	}
-	r := do(t, "POST", ts.URL+"/v1/chat/completions", `{}`)
-	if msg := r.apiError(t).Error.Message; !strings.Contains(msg, "no chat format") || !strings.Contains(msg, "/v1/completions") {
-		t.Errorf("chat message %q should say there is no chat format and where to go", msg)
 	}
 }
 

@@ -32,7 +32,7 @@ type Limits struct {
 	// MaxPromptChars caps each prompt's length in characters.
 	MaxPromptChars int
 	// MaxChoices caps the choices of one request: prompts × n. It may not
-	// exceed 128, the samples the library generates together.
+	// exceed minigpt.MaxSamples.
 	MaxChoices int
 	// MaxResponseBytes caps one request's size: an upper bound, computed
 	// from its fields before it runs, on the bytes of its response's
@@ -121,14 +121,10 @@ func (l Limits) validate() error {
 		}
 	}
 	switch {
-	case l.MaxChoices > librarySamples:
-		return fmt.Errorf("server: limit MaxChoices %d is above the %d samples the library generates together", l.MaxChoices, librarySamples)
+	case l.MaxChoices > maxSamples:
+		return fmt.Errorf("server: limit MaxChoices %d is above the %d samples the library generates together", l.MaxChoices, maxSamples)
 	case l.MaxResponseBytes > l.MaxInFlightBytes:
 		return fmt.Errorf("server: limit MaxResponseBytes %d is above MaxInFlightBytes %d: such a request could never run", l.MaxResponseBytes, l.MaxInFlightBytes)
 	}
 	return nil
 }
-
-// librarySamples is the most samples minigpt generates together
-// (GenerateOptions.N's limit).
-const librarySamples = 128

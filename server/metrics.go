@@ -89,7 +89,7 @@ func (m *metrics) request(path string, code int, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests[requestKey{path, code}]++
-	if path == "/v1/completions" {
+	if path == "/v1/completions" || path == "/v1/chat/completions" {
 		m.latency.observe(d)
 	}
 }
@@ -147,7 +147,7 @@ func (m *metrics) write(w io.Writer, s *Server) {
 		fmt.Fprintf(w, "minigpt_http_requests_total{path=%q,code=\"%d\"} %d\n", k.path, k.code, m.requests[k])
 	}
 
-	head("minigpt_completion_duration_seconds", "histogram", "Latency of POST /v1/completions, from arrival to the last byte, queueing included.")
+	head("minigpt_completion_duration_seconds", "histogram", "Latency of POST /v1/completions and /v1/chat/completions, from arrival to the last byte, queueing included.")
 	m.latency.write(w, "minigpt_completion_duration_seconds")
 	head("minigpt_queue_wait_seconds", "histogram", "Time an admitted completion waited in the queue for its batch rows and its in-flight bytes (0 when both were free).")
 	m.queueWait.write(w, "minigpt_queue_wait_seconds")
@@ -185,7 +185,7 @@ func (m *metrics) write(w io.Writer, s *Server) {
 func writeBatchMetrics(w io.Writer, s *Server, head func(name, typ, help string)) {
 	var models []*servedModel
 	var stats []minigpt.BatchStats
-	for _, sm := range slices.Concat(s.models, s.jobs.tunedModels()) {
+	for _, sm := range s.servedModels() {
 		if st, ok := sm.engine.stats(); ok { // a fine-tuned model has none before its first request
 			models, stats = append(models, sm), append(stats, st)
 		}

@@ -1,13 +1,88 @@
 package server
 
-// This file owns the model list: GET /v1/models and /v1/models/{model}.
+// This file owns the served models: what the server keeps of each, the
+// models given and the fine-tuned ones, the "model" of a request, and
+// GET /v1/models and /v1/models/{model}.
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"text/template"
+
+	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
 )
+
+// servedModel is a Model with what the server derives from it once.
+type servedModel struct {
+	name        string
+	model       *minigpt.Model
+	vocab       *minigpt.Vocab
+	config      minigpt.Config // the model's shape
+	params      int            // its parameters
+	chars       []rune         // token id -> its character
+	created     int64
+	fingerprint string             // system_fingerprint: a hash of the weights and vocabulary
+	jsonChars   []string           // token id -> its character as JSON string content
+	jsonBytes   []string           // token id -> its character's UTF-8 bytes as a JSON array
+	chat        *template.Template // makes a chat completion's prompt (chat.go)
+	engine      *engine
+	rows        modelRows // its batch's rows taken and waited for (Server.slots)
+}
+
+// model returns the served model called name, given or fine-tuned, or
+// nil.
+func (s *Server) model(name string) *servedModel {
+	for _, m := range s.models {
+		if m.name == name {
+			return m
+		}
+	}
+	s.tunedMu.Lock()
+	defer s.tunedMu.Unlock()
+	for _, m := range s.tuned {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// servedModels returns every model served: those given, then the
+// fine-tuned ones, oldest first.
+func (s *Server) servedModels() []*servedModel {
+	s.tunedMu.Lock()
+	defer s.tunedMu.Unlock()
+	return slices.Concat(s.models, s.tuned)
+}
+
+// requestModel is the served model a request's "model" field names, the
+// first model when it names none, or a 404 that lists the models there are.
+func (s *Server) requestModel(f api.Fields) (*servedModel, *api.Error) {
+	name := ""
+	if err := f.Str("model", &name); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return s.models[0], nil
+	}
+	if m := s.model(name); m != nil {
+		return m, nil
+	}
+	e := api.NewError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
+	e.Param = api.Ptr("model")
+	return nil, e
+}
+
+func (s *Server) modelNames() []string {
+	var names []string
+	for _, m := range s.servedModels() {
+		names = append(names, m.name)
+	}
+	return names
+}
 
 // modelJSON is OpenAI's model object, with minigpt's shape and vocabulary
 // as extensions (a client needs the vocabulary for logit_bias, whose keys
@@ -27,22 +102,17 @@ type modelJSON struct {
 }
 
 func (m *servedModel) json() modelJSON {
-	c := m.model.Config()
+	c := m.config
 	vocab := make([]string, 0, c.VocabSize)
-	for _, r := range m.vocab.Chars() {
+	for _, r := range m.chars {
 		vocab = append(vocab, string(r))
 	}
 	return modelJSON{
 		ID: m.name, Object: "model", Created: m.created, OwnedBy: "minigpt",
 		SystemFingerprint: m.fingerprint, ContextLength: c.BlockSize,
-		Parameters: m.model.Config().NumParams(), Layers: c.Layers, EmbedDim: c.EmbedDim, Heads: c.Heads,
+		Parameters: m.params, Layers: c.Layers, EmbedDim: c.EmbedDim, Heads: c.Heads,
 		Vocab: vocab,
 	}
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
 }
 
 // serveModels lists the models: GET /v1/models.
@@ -51,10 +121,10 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		Object string      `json:"object"`
 		Data   []modelJSON `json:"data"`
 	}{Object: "list", Data: []modelJSON{}}
-	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
+	for _, m := range s.servedModels() {
 		list.Data = append(list.Data, m.json())
 	}
-	writeJSON(w, list)
+	api.WriteJSON(w, list)
 }
 
 // serveModel describes one model: GET /v1/models/{model}.
@@ -62,11 +132,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
 	m := s.model(name)
 	if m == nil {
-		e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		e := api.NewError(http.StatusNotFound, "invalid_request_error", "model_not_found",
 			"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
-		e.Param = strp("model")
-		writeError(w, e)
+		e.Param = api.Ptr("model")
+		api.WriteError(w, e)
 		return
 	}
-	writeJSON(w, m.json())
+	api.WriteJSON(w, m.json())
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // playgroundFiles is the playground: plain HTML, CSS and JavaScript with
@@ -29,7 +31,7 @@ func servePlayground(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := fs.ReadFile(playgroundFS, name)
 	if err != nil {
-		writeError(w, errorWithStatus(http.StatusNotFound, "invalid_request_error", "unknown_url", "no playground file %q", name))
+		api.WriteError(w, api.NewError(http.StatusNotFound, "invalid_request_error", "unknown_url", "no playground file %q", name))
 		return
 	}
 	h := w.Header()

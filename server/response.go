@@ -8,9 +8,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
-	"net/http"
 	"strconv"
-	"time"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // usage is OpenAI's token count of a response.
@@ -43,6 +43,20 @@ type candidateJSON struct {
 	Chosen bool      `json:"chosen,omitempty"`
 }
 
+// token is one generated token as the client sees it.
+type token struct {
+	id      int
+	logprob float64    // natural log of its raw probability (with logprobs)
+	top     []altProb  // the most likely alternatives (with logprobs)
+	trace   *traceJSON // with trace
+}
+
+// altProb is a candidate token and its log-probability.
+type altProb struct {
+	id      int
+	logprob float64
+}
+
 // choiceState is one choice as generated so far.
 type choiceState struct {
 	index    int
@@ -51,6 +65,7 @@ type choiceState struct {
 	echo     []int   // the echoed prompt's ids (with echo)
 	scored   []token // with echo and logprobs, scored[j-1] scores echo[j]; shorter if time ran out
 	echoSent bool    // its echo has been streamed
+	roleSent bool    // a chat stream: its first chunk, with the role, has been sent
 	chars    int     // characters of its text so far, the echo included
 	nTokens  int     // generated tokens released
 	finish   string  // "" until the library's last chunk of the sample
@@ -68,7 +83,7 @@ type completionWriter interface {
 	end(u usage) error
 	// fail reports a generation error: with its status if nothing was
 	// sent yet, otherwise as the stream's last event.
-	fail(e *apiError)
+	fail(e *api.Error)
 	// broken reports whether a write to the client failed.
 	broken() bool
 }
@@ -85,12 +100,29 @@ func jsonChars(chars []rune) []string {
 	return out
 }
 
+// jsonBytes returns each character's UTF-8 bytes as a JSON array
+// ("[195,169]"), the "bytes" of chat logprobs.
+func jsonBytes(chars []rune) []string {
+	out := make([]string, len(chars))
+	for i, r := range chars {
+		b := []byte("[")
+		for j, c := range []byte(string(r)) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, uint64(c), 10)
+		}
+		out[i] = string(append(b, ']'))
+	}
+	return out
+}
+
 // head returns a completion object's opening up to its choices array:
-// `{"id":…,"seed":…,"choices":[`.
-func head(id string, created int64, m *servedModel, seed uint64) []byte {
+// `{"id":…,"object":object,…,"seed":…,"choices":[`.
+func head(object, id string, created int64, m *servedModel, seed uint64) []byte {
 	b := []byte(`{"id":`)
 	b = strconv.AppendQuote(b, id) // hex: no escape needed
-	b = append(b, `,"object":"text_completion","created":`...)
+	b = append(b, `,"object":"`+object+`","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	name, _ := json.Marshal(m.name)
 	fp, _ := json.Marshal(m.fingerprint)
@@ -111,12 +143,26 @@ type span struct {
 	offset int // text_offset of the span's first character
 }
 
-// encoder writes a model's choices as JSON to a buffered writer.
+// encoder writes a model's choices as JSON to a buffered writer, in the
+// legacy completion's shape (choice) or the chat completion's
+// (chatChoice, response_chat.go).
 type encoder struct {
 	w        *bufio.Writer
 	chars    []string // token id -> JSON string content
+	bytes    []string // token id -> its UTF-8 bytes as a JSON array
+	chat     bool     // a chat completion
 	logprobs bool     // the request asked for logprobs
+	top      int      // with logprobs, the alternatives per token
 	scratch  []byte
+}
+
+// newEncoder returns req's encoder, writing to out through a small
+// buffer: each write must be accepted within WriteTimeout, so a client
+// reading slowly but steadily never misses one.
+func newEncoder(out *api.ClientWriter, req *completionRequest) encoder {
+	m := req.model
+	return encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, bytes: m.jsonBytes,
+		chat: req.chat, logprobs: req.logprobs >= 0, top: req.logprobs}
 }
 
 // choice writes one choice object: OpenAI's text, index, logprobs (null
@@ -148,11 +194,7 @@ func (e *encoder) choice(index int, s span, finish string, seed *uint64) {
 	} else {
 		w.WriteString(`"` + finish + `"`) // "length" or "stop"
 	}
-	if seed != nil {
-		w.WriteString(`,"seed":`)
-		e.scratch = strconv.AppendUint(e.scratch[:0], *seed, 10)
-		w.Write(e.scratch)
-	}
+	e.seed(seed)
 	if len(s.toks) > 0 && s.toks[0].trace != nil {
 		w.WriteString(`,"trace":[`)
 		for i, t := range s.toks {
@@ -228,6 +270,15 @@ func (e *encoder) logprobsObject(s span) {
 	w.WriteString("]}")
 }
 
+// seed writes a choice's "seed" field, if it has one.
+func (e *encoder) seed(seed *uint64) {
+	if seed != nil {
+		e.w.WriteString(`,"seed":`)
+		e.scratch = strconv.AppendUint(e.scratch[:0], *seed, 10)
+		e.w.Write(e.scratch)
+	}
+}
+
 func (e *encoder) int(v int) {
 	e.scratch = strconv.AppendInt(e.scratch[:0], int64(v), 10)
 	e.w.Write(e.scratch)
@@ -262,54 +313,4 @@ func (e *encoder) float(x float64) {
 func (e *encoder) usage(u usage) {
 	b, _ := json.Marshal(u)
 	e.w.Write(b)
-}
-
-// clientWriter writes to the client under deadlines: each write must be
-// accepted within stall, and none may end after last. A client that
-// stops reading makes a write fail (and its request end) instead of
-// holding the server.
-type clientWriter struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	stall time.Duration
-	last  time.Time
-	err   error // the first failed write
-}
-
-func newClientWriter(w http.ResponseWriter, stall time.Duration, last time.Time) *clientWriter {
-	return &clientWriter{w: w, rc: http.NewResponseController(w), stall: stall, last: last}
-}
-
-// arm sets the connection's write deadline for the next write. Without a
-// connection (a test's ResponseRecorder) there is none to set.
-func (c *clientWriter) arm() {
-	d := time.Now().Add(c.stall)
-	if d.After(c.last) {
-		d = c.last
-	}
-	c.rc.SetWriteDeadline(d)
-}
-
-func (c *clientWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	c.arm()
-	n, err := c.w.Write(p)
-	if err != nil {
-		c.err = err
-	}
-	return n, err
-}
-
-// flush sends what the ResponseWriter buffers.
-func (c *clientWriter) flush() error {
-	if c.err != nil {
-		return c.err
-	}
-	c.arm()
-	if err := c.rc.Flush(); err != nil {
-		c.err = err
-	}
-	return c.err
 }

@@ -4,8 +4,9 @@ package server
 // once the generation ends.
 
 import (
-	"bufio"
 	"net/http"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // jsonWriter answers a request without "stream": it keeps each choice's
@@ -14,20 +15,18 @@ import (
 // by choice through a small buffer, never holding its encoding whole.
 type jsonWriter struct {
 	w       http.ResponseWriter
-	out     *clientWriter
+	out     *api.ClientWriter
 	enc     encoder
 	head    []byte
 	keep    bool // keep whole tokens, not ids
 	choices []*choiceState
 }
 
-func newJSONWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
+func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, req *completionRequest, choices []*choiceState) *jsonWriter {
 	return &jsonWriter{
 		w: w, out: out, head: head, choices: choices,
 		keep: req.logprobs >= 0 || req.trace > 0,
-		// Small writes: each must be accepted within WriteTimeout, so a
-		// client reading slowly but steadily never misses one.
-		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+		enc:  newEncoder(out, req),
 	}
 }
 
@@ -55,10 +54,15 @@ func (j *jsonWriter) end(u usage) error {
 		if finish == "" {
 			finish = "length" // the request's time ran out
 		}
-		j.enc.choice(c.index, span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}, finish, c.seed)
+		sp := span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}
+		if j.enc.chat {
+			j.enc.chatChoice(c.index, sp, finish, c.seed, false, false)
+		} else {
+			j.enc.choice(c.index, sp, finish, c.seed)
+		}
 		c.toks, c.ids = nil, nil // written: the memory can go
-		if j.out.err != nil {
-			return j.out.err
+		if j.out.Err() != nil {
+			return j.out.Err()
 		}
 	}
 	bw.WriteString(`],"usage":`)
@@ -67,9 +71,9 @@ func (j *jsonWriter) end(u usage) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	return j.out.err
+	return j.out.Err()
 }
 
-func (j *jsonWriter) fail(e *apiError) { writeError(j.w, e) }
+func (j *jsonWriter) fail(e *api.Error) { api.WriteError(j.w, e) }
 
-func (j *jsonWriter) broken() bool { return j.out.err != nil }
+func (j *jsonWriter) broken() bool { return j.out.Err() != nil }

@@ -4,9 +4,10 @@ package server
 // chunk format.
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // sseWriter answers a request with "stream": one event per released piece
@@ -19,7 +20,7 @@ import (
 // first token gets the same error status as without "stream".
 type sseWriter struct {
 	w            http.ResponseWriter
-	out          *clientWriter
+	out          *api.ClientWriter
 	enc          encoder
 	head         []byte
 	choices      []*choiceState
@@ -28,10 +29,10 @@ type sseWriter struct {
 	started      bool
 }
 
-func newSSEWriter(w http.ResponseWriter, out *clientWriter, m *servedModel, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
+func newSSEWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, req *completionRequest, choices []*choiceState) *sseWriter {
 	return &sseWriter{
 		w: w, out: out, head: head, choices: choices, n: req.n, includeUsage: req.includeUsage,
-		enc: encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, logprobs: req.logprobs >= 0},
+		enc: newEncoder(out, req),
 	}
 }
 
@@ -70,7 +71,7 @@ func (s *sseWriter) flush() error {
 	if err := s.enc.w.Flush(); err != nil {
 		return err
 	}
-	return s.out.flush()
+	return s.out.Flush()
 }
 
 // sendEcho streams the echoed prompt of prompt p's choices, once.
@@ -95,7 +96,18 @@ func (s *sseWriter) tokens(c *choiceState, toks []token, finish string) error {
 	if finish != "" {
 		seed = c.seed // with the sample's last chunk, as its finish_reason
 	}
-	return s.event(func() { s.enc.choice(c.index, span{toks: toks, offset: c.chars}, finish, seed) }, nil)
+	return s.choiceEvent(c, span{toks: toks, offset: c.chars}, finish, seed)
+}
+
+// choiceEvent sends one chunk of choice c: its span s, and its finish
+// reason and seed when they are given.
+func (s *sseWriter) choiceEvent(c *choiceState, sp span, finish string, seed *uint64) error {
+	if s.enc.chat {
+		role := !c.roleSent
+		c.roleSent = true
+		return s.event(func() { s.enc.chatChoice(c.index, sp, finish, seed, true, role) }, nil)
+	}
+	return s.event(func() { s.enc.choice(c.index, sp, finish, seed) }, nil)
 }
 
 func (s *sseWriter) end(u usage) error {
@@ -109,7 +121,7 @@ func (s *sseWriter) end(u usage) error {
 			continue
 		}
 		// The request's time ran out before the sample finished.
-		if err := s.event(func() { s.enc.choice(c.index, span{offset: c.chars}, "length", c.seed) }, nil); err != nil {
+		if err := s.choiceEvent(c, span{offset: c.chars}, "length", c.seed); err != nil {
 			return err
 		}
 	}
@@ -131,13 +143,13 @@ func (s *sseWriter) done() error {
 // fail answers with e's status if nothing was sent yet; otherwise the
 // status line is gone, and e goes out as an event, as OpenAI-compatible
 // servers do, before the stream ends.
-func (s *sseWriter) fail(e *apiError) {
+func (s *sseWriter) fail(e *api.Error) {
 	if !s.started {
-		writeError(s.w, e)
+		api.WriteError(s.w, e)
 		return
 	}
 	b, _ := json.Marshal(struct {
-		Error *apiError `json:"error"`
+		Error *api.Error `json:"error"`
 	}{e})
 	s.enc.w.WriteString("data: ")
 	s.enc.w.Write(b)
@@ -147,4 +159,4 @@ func (s *sseWriter) fail(e *apiError) {
 	}
 }
 
-func (s *sseWriter) broken() bool { return s.out.err != nil }
+func (s *sseWriter) broken() bool { return s.out.Err() != nil }

@@ -6,20 +6,22 @@ package server
 import (
 	"net/http"
 	"strings"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // routes returns the mux: GET patterns match HEAD too, and a path served
 // under other methods gets the mux's 405 with Allow.
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/completions", requireJSON(http.HandlerFunc(s.serveCompletions)))
-	mux.Handle("POST /v1/chat/completions", requireJSON(http.HandlerFunc(serveChat)))
+	mux.Handle("POST /v1/completions", api.RequireJSON(http.HandlerFunc(s.serveCompletions)))
+	mux.Handle("POST /v1/chat/completions", api.RequireJSON(http.HandlerFunc(s.serveChat)))
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /v1/models/{model}", s.serveModel)
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
-	mux.Handle("POST /v1/score", requireJSON(http.HandlerFunc(s.serveScore)))
-	s.trainingRoutes(mux)
+	mux.Handle("POST /v1/score", api.RequireJSON(http.HandlerFunc(s.serveScore)))
+	s.jobs.Routes(mux)
 	mux.HandleFunc("GET /{$}", servePlayground)
 	mux.HandleFunc("GET /playground/{file}", servePlayground)
 	return mux
@@ -50,11 +52,11 @@ func (m *muxErrorWriter) WriteHeader(code int) {
 	switch code {
 	case http.StatusNotFound:
 		m.rewritten = true
-		writeError(m.ResponseWriter, notFound(m.r))
+		api.WriteError(m.ResponseWriter, notFound(m.r))
 	case http.StatusMethodNotAllowed:
 		m.rewritten = true
 		allow := m.Header().Get("Allow")
-		writeError(m.ResponseWriter, errorWithStatus(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+		api.WriteError(m.ResponseWriter, api.NewError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			"method %s is not allowed on %s: use %s", m.r.Method, m.r.URL.Path, strings.ReplaceAll(allow, ", ", " or ")))
 	default:
 		m.ResponseWriter.WriteHeader(code)
@@ -69,9 +71,9 @@ func (m *muxErrorWriter) Write(b []byte) (int, error) {
 }
 
 // notFound is the 404 for a path no route serves.
-func notFound(r *http.Request) *apiError {
-	return errorWithStatus(http.StatusNotFound, "invalid_request_error", "unknown_url",
-		"unknown path %s %s: this server has POST /v1/completions, GET /v1/models, GET /v1/models/{model}, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
+func notFound(r *http.Request) *api.Error {
+	return api.NewError(http.StatusNotFound, "invalid_request_error", "unknown_url",
+		"unknown path %s %s: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /v1/models/{model}, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
 }
 
 // routeLabel names r's route for the metrics and the log: its pattern
@@ -84,9 +86,4 @@ func routeLabel(mux *http.ServeMux, r *http.Request) string {
 	}
 	_, path, _ := strings.Cut(pattern, " ")
 	return strings.TrimSuffix(path, "{$}")
-}
-
-func serveChat(w http.ResponseWriter, r *http.Request) {
-	writeError(w, errorWithStatus(http.StatusBadRequest, "invalid_request_error", "chat_not_supported",
-		"/v1/chat/completions is not supported: a character-level model has no chat format (no roles, no template); send the text to continue to POST /v1/completions"))
 }

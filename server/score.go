@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
 )
 
 // scoreFields are the fields POST /v1/score accepts.
@@ -64,8 +65,8 @@ type scoreSummaryJSON struct {
 	BitsPerChar float64 `json:"bits_per_char"`
 }
 
-func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreRequest, *apiError) {
-	f, aerr := readObject(w, r, s.limits.MaxBodyBytes, scoreFields, "POST /v1/score accepts "+strings.Join(scoreFields, ", "))
+func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreRequest, *api.Error) {
+	f, aerr := api.ReadObject(w, r, s.limits.MaxBodyBytes, scoreFields, "POST /v1/score accepts "+strings.Join(scoreFields, ", "))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -74,28 +75,28 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 		return nil, aerr
 	}
 	raw, ok := f["text"]
-	if !ok || isNull(raw) {
-		return nil, badParam("text", "missing_parameter", "text is required: the text to score")
+	if !ok || api.IsNull(raw) {
+		return nil, api.BadParam("text", "missing_parameter", "text is required: the text to score")
 	}
 	var text string
-	if err := f.str("text", &text); err != nil {
+	if err := f.Str("text", &text); err != nil {
 		return nil, err
 	}
 	switch n := utf8.RuneCountInString(text); {
 	case n < 2:
-		return nil, badParam("text", "invalid_value", "text has %d characters: scoring needs at least 2 (the first has nothing to be predicted from)", n)
+		return nil, api.BadParam("text", "invalid_value", "text has %d characters: scoring needs at least 2 (the first has nothing to be predicted from)", n)
 	case n > s.limits.MaxPromptChars:
-		return nil, badParam("text", "invalid_value", "text has %d characters, above this server's limit of %d", n, s.limits.MaxPromptChars)
+		return nil, api.BadParam("text", "invalid_value", "text has %d characters, above this server's limit of %d", n, s.limits.MaxPromptChars)
 	}
-	ids, err := req.model.vocab.Encode(text)
+	ids, err := req.model.engine.encode(text)
 	if err != nil {
-		return nil, badParam("text", "unknown_character", "text: %v (model %s knows only %q)", err, req.model.name, string(req.model.vocab.Chars()))
+		return nil, api.BadParam("text", "unknown_character", "text: %v (model %s knows only %q)", err, req.model.name, string(req.model.chars))
 	}
 	req.ids = ids
-	c := req.model.model.Config()
-	for _, err := range []*apiError{
-		f.integer("stride", &req.stride, 0, c.BlockSize),
-		f.integer("top_n", &req.top, 0, min(maxScoreTop, c.VocabSize)),
+	c := req.model.config
+	for _, err := range []*api.Error{
+		f.Integer("stride", &req.stride, 0, c.BlockSize),
+		f.Integer("top_n", &req.top, 0, min(maxScoreTop, c.VocabSize)),
 	} {
 		if err != nil {
 			return nil, err
@@ -103,7 +104,7 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 	}
 	req.size = scoreHeadBytes + int64(len(ids))*(scoreTokenBytes+int64(req.top)*scoreTopBytes)
 	if req.size > s.limits.MaxResponseBytes {
-		return nil, badParam("top_n", "response_too_large", "this score's response could hold %d bytes, above this server's limit of %d per request: %d characters at up to %d bytes each with top_n %d; ask for fewer (top_n first)",
+		return nil, api.BadParam("top_n", "response_too_large", "this score's response could hold %d bytes, above this server's limit of %d per request: %d characters at up to %d bytes each with top_n %d; ask for fewer (top_n first)",
 			req.size, s.limits.MaxResponseBytes, len(ids), scoreTokenBytes+req.top*scoreTopBytes, req.top)
 	}
 	return req, nil
@@ -116,11 +117,11 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 	req, aerr := s.parseScore(w, r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	if !s.admit() {
-		writeError(w, shuttingDown())
+		api.WriteError(w, api.ShuttingDown())
 		return
 	}
 	defer s.leave()
@@ -129,11 +130,11 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, errClosed):
-			writeError(w, shuttingDown())
+			api.WriteError(w, api.ShuttingDown())
 		default:
-			e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d queued): retry later", err, s.limits.Slots, max(s.limits.Queue, 0))
-			e.retryAfter = 1
-			writeError(w, e)
+			e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", "server_busy", "%v (%d rows per model, %d queued): retry later", err, s.limits.Slots, max(s.limits.Queue, 0))
+			e.RetryAfter = 1
+			api.WriteError(w, e)
 		}
 		return
 	}
@@ -144,25 +145,24 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	sctx, cancel := context.WithTimeout(cctx, s.limits.RequestTimeout)
 	defer cancel()
-	scores, err := req.model.model.Score(sctx, req.ids, req.stride, req.top)
+	scores, sum, err := req.model.engine.score(sctx, req.ids, req.stride, req.top)
 	s.slots.releaseRows(&req.model.rows, 1)
 	switch {
 	case ctx.Err() != nil:
 		return // the client went away
 	case context.Cause(cctx) == errClosed:
-		writeError(w, shuttingDown())
+		api.WriteError(w, api.ShuttingDown())
 		return
 	case errors.Is(err, context.DeadlineExceeded):
-		writeError(w, errorWithStatus(http.StatusServiceUnavailable, "service_unavailable", "timeout",
+		api.WriteError(w, api.NewError(http.StatusServiceUnavailable, "service_unavailable", "timeout",
 			"scoring %d characters took longer than this server's request timeout (%v): send a shorter text or a larger stride", len(req.ids), s.limits.RequestTimeout))
 		return
 	case err != nil:
-		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "scoring failed: %v", err))
+		api.WriteError(w, api.NewError(http.StatusInternalServerError, "server_error", "scoring_failed", "scoring failed: %v", err))
 		return
 	}
-	sum := summarize(scores)
 	if math.IsNaN(sum.Loss) || math.IsInf(sum.Loss, 0) {
-		writeError(w, errorWithStatus(http.StatusInternalServerError, "server_error", "scoring_failed", "the model gave a non-finite loss (%v)", sum.Loss))
+		api.WriteError(w, api.NewError(http.StatusInternalServerError, "server_error", "scoring_failed", "the model gave a non-finite loss (%v)", sum.Loss))
 		return
 	}
 	s.writeScore(w, req, scores, sum)
@@ -171,14 +171,14 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 // writeScore writes the response character by character through a small
 // buffer, under the write deadlines a completion has.
 func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []minigpt.Step, sum scoreSummaryJSON) {
-	out := newClientWriter(w, s.limits.WriteTimeout, time.Now().Add(s.limits.WriteTimeout+s.limits.RequestTimeout))
+	out := api.NewClientWriter(w, s.limits.WriteTimeout, time.Now().Add(s.limits.WriteTimeout+s.limits.RequestTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(out, 4<<10)
 	m := req.model
 	stride := req.stride
 	if stride == 0 {
-		stride = m.model.Config().BlockSize
+		stride = m.config.BlockSize
 	}
 	head, _ := json.Marshal(struct {
 		Object            string           `json:"object"`
@@ -187,11 +187,11 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 		ContextLength     int              `json:"context_length"`
 		Stride            int              `json:"stride"`
 		Summary           scoreSummaryJSON `json:"summary"`
-	}{"score", m.name, m.fingerprint, m.model.Config().BlockSize, stride,
+	}{"score", m.name, m.fingerprint, m.config.BlockSize, stride,
 		sum})
 	bw.Write(head[:len(head)-1]) // without its closing brace
 	bw.WriteString(`,"tokens":[`)
-	chars := m.vocab.Chars()
+	chars := m.chars
 	for i, sc := range scores {
 		if i > 0 {
 			bw.WriteByte(',')
@@ -202,28 +202,10 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 		}
 		b, _ := json.Marshal(t) // finite: the loss was
 		bw.Write(b)
-		if out.err != nil {
+		if out.Err() != nil {
 			return
 		}
 	}
 	bw.WriteString("]}\n")
 	bw.Flush()
-}
-
-// summarize is the summary of scores: their number, the mean of -Logprob
-// (in nats, summed in order), its perplexity exp(loss), and bits per
-// character, loss/ln 2.
-func summarize(scores []minigpt.Step) scoreSummaryJSON {
-	s := scoreSummaryJSON{Tokens: len(scores)}
-	if s.Tokens == 0 {
-		return s
-	}
-	total := 0.0
-	for _, t := range scores {
-		total -= t.Logprob
-	}
-	s.Loss = total / float64(s.Tokens)
-	s.Perplexity = math.Exp(s.Loss)
-	s.BitsPerChar = s.Loss / math.Ln2
-	return s
 }

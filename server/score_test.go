@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,5 +202,29 @@ func TestTraceAttention(t *testing.T) {
 		if r := post(t, ts, b); r.status != 400 || *r.apiError(t).Error.Param != "trace_attention" || !strings.Contains(string(r.body), want) {
 			t.Errorf("%s: %d %s", b, r.status, r.body)
 		}
+	}
+}
+
+// TestScoreFieldsAsDocumented: the fields docs/serving.md lists for
+// POST /v1/score are the ones the server takes, and each is accepted.
+func TestScoreFieldsAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/serving.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`POST /v1/score` \\(an extension\\) takes `\\{([^}]*)\\}`").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/serving.md does not list the fields of POST /v1/score")
+	}
+	var listed []string
+	for _, f := range strings.Split(string(m[1]), ",") {
+		listed = append(listed, strings.Trim(strings.TrimSpace(f), `"`))
+	}
+	if !slices.Equal(listed, scoreFields) {
+		t.Errorf("docs/serving.md lists %q, the server takes %q", listed, scoreFields)
+	}
+	_, ts := newTestServer(t, nil)
+	if r := do(t, "POST", ts.URL+"/v1/score", `{"model":"lanternbay","text":"the lamp","stride":4,"top_n":2}`); r.status != 200 {
+		t.Errorf("the documented fields: %d %s", r.status, r.body)
 	}
 }

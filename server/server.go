@@ -5,22 +5,17 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/server/internal/finetune"
 )
 
 // Model is one model the server offers, under a name clients send as
@@ -29,6 +24,13 @@ type Model struct {
 	Name  string
 	Model *minigpt.Model
 	Vocab *minigpt.Vocab
+	// ChatTemplate is the text/template that makes the prompt of a chat
+	// completion from its messages: it executes on a value whose
+	// .Messages each have .Role, .Content and .Name, and every character
+	// it writes must be in the vocabulary. Empty is the default for a
+	// model trained on plain text: {{range .Messages}}{{.Content}}{{end}},
+	// the contents concatenated, which the reply continues.
+	ChatTemplate string
 }
 
 // Config configures a Server.
@@ -69,8 +71,11 @@ type Server struct {
 	limits  Limits
 	slots   *slots
 	metrics *metrics
-	jobs    *jobs        // the fine-tuning jobs API; nil when off
-	handler http.Handler // the wrapped mux
+	jobs    *finetune.Jobs // the fine-tuning jobs API; nil when off
+	handler http.Handler   // the wrapped mux
+
+	tunedMu sync.Mutex
+	tuned   []*servedModel // the fine-tuned models the jobs made, oldest first
 
 	draining atomic.Bool // Drain was called: the API answers 503
 	// base is the parent of every generation's context: Close cancels it
@@ -86,18 +91,6 @@ type Server struct {
 	// there); generationDone when its generation returns, with its error.
 	generationStart func(context.Context)
 	generationDone  func(error)
-}
-
-// servedModel is a Model with what the server derives from it once.
-type servedModel struct {
-	name        string
-	model       *minigpt.Model
-	vocab       *minigpt.Vocab
-	created     int64
-	fingerprint string   // system_fingerprint: a hash of the weights and vocabulary
-	jsonChars   []string // token id -> its character as JSON string content
-	engine      *engine
-	rows        modelRows // its batch's rows taken and waited for (Server.slots)
 }
 
 // New returns a Server for cfg.
@@ -125,12 +118,19 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: model %d: name %q must be non-empty, without spaces or slashes", i, m.Name)
 		case m.Model == nil || m.Vocab == nil:
 			return nil, fmt.Errorf("server: model %q: no model or no vocabulary", m.Name)
-		case m.Vocab.Size() != m.Model.Config().VocabSize:
-			return nil, fmt.Errorf("server: model %q: vocabulary has %d characters, the model %d", m.Name, m.Vocab.Size(), m.Model.Config().VocabSize)
-		case s.model(m.Name) != nil:
+		}
+		if err := checkVocab(m); err != nil {
+			return nil, fmt.Errorf("server: model %q: %w", m.Name, err)
+		}
+		if s.model(m.Name) != nil {
 			return nil, fmt.Errorf("server: model name %q given twice", m.Name)
 		}
+		tmpl, err := parseChatTemplate(m.Name, m.ChatTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("server: model %q: %w", m.Name, err)
+		}
 		sm := newServedModel(m, now)
+		sm.chat = tmpl
 		if _, err := sm.engine.batchFor(limits.Slots); err != nil {
 			return nil, fmt.Errorf("server: model %q with %d batch rows (Limits.Slots): %w", m.Name, limits.Slots, err)
 		}
@@ -159,17 +159,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// newServedModel derives what the server needs of m (also for the models
-// training jobs make).
-func newServedModel(m Model, created int64) *servedModel {
-	return &servedModel{
-		name: m.Name, model: m.Model, vocab: m.Vocab, created: created,
-		fingerprint: fingerprint(m.Model, m.Vocab),
-		jsonChars:   jsonChars(m.Vocab.Chars()),
-		engine:      newEngine(m.Model, m.Vocab),
-	}
-}
-
 // chain wraps h in the wrappers, the first outermost.
 func chain(h http.Handler, wrappers ...func(http.Handler) http.Handler) http.Handler {
 	for i := len(wrappers) - 1; i >= 0; i-- {
@@ -181,65 +170,6 @@ func chain(h http.Handler, wrappers ...func(http.Handler) http.Handler) http.Han
 // ServeHTTP serves a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-func (s *Server) model(name string) *servedModel {
-	for _, m := range s.models {
-		if m.name == name {
-			return m
-		}
-	}
-	return s.jobs.tunedModel(name)
-}
-
-// requestModel is the served model a request's "model" field names, the
-// first model when it names none, or a 404 that lists the models there are.
-func (s *Server) requestModel(f fields) (*servedModel, *apiError) {
-	name := ""
-	if err := f.str("model", &name); err != nil {
-		return nil, err
-	}
-	if name == "" {
-		return s.models[0], nil
-	}
-	if m := s.model(name); m != nil {
-		return m, nil
-	}
-	e := errorWithStatus(http.StatusNotFound, "invalid_request_error", "model_not_found",
-		"model %q does not exist: this server has %s", name, strings.Join(s.modelNames(), ", "))
-	e.Param = strp("model")
-	return nil, e
-}
-
-func (s *Server) modelNames() []string {
-	var names []string
-	for _, m := range slices.Concat(s.models, s.jobs.tunedModels()) {
-		names = append(names, m.name)
-	}
-	return names
-}
-
-// fingerprint hashes a model's configuration, weights and vocabulary: two
-// servers with the same fingerprint and seed return the same text.
-func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
-	h := sha256.New()
-	c := m.Config()
-	fmt.Fprintf(h, "%d %d %d %d %d %t\n", c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, c.TiedHead)
-	var b [8]byte
-	for _, x := range m.Params() {
-		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
-		h.Write(b[:])
-	}
-	h.Write([]byte(string(v.Chars())))
-	return "fp_" + hex.EncodeToString(h.Sum(nil)[:8])
-}
-
-// randomSeed returns a seed for a request that gave none: 53 random bits,
-// so that a JavaScript client can send it back without rounding.
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:]) & maxSeed
-}
-
 // Drain makes the server refuse new API requests with 503 (and ask each
 // client to close its connection) while the ones in progress, and in the
 // queue, finish. The server keeps answering on every connection, idle
@@ -247,7 +177,7 @@ func randomSeed() uint64 {
 // returns.
 func (s *Server) Drain() {
 	s.draining.Store(true)
-	s.jobs.shutdown() // a training job stops at the end of its step
+	s.jobs.Shutdown() // a training job stops at the end of its step
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noteIdle()
@@ -258,7 +188,7 @@ func (s *Server) Drain() {
 // ctx's error. Call it on SIGTERM, before http.Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
-	for _, done := range []<-chan struct{}{s.idle, s.jobs.ended()} {
+	for _, done := range []<-chan struct{}{s.idle, s.jobs.Ended()} {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -279,7 +209,7 @@ func (s *Server) Close() {
 	s.Drain()
 	s.cancel(errClosed)
 	<-s.idle
-	<-s.jobs.ended()
+	<-s.jobs.Ended()
 }
 
 // admit registers a completion request, unless the server is draining.
@@ -310,13 +240,6 @@ func (s *Server) noteIdle() {
 			close(s.idle)
 		}
 	}
-}
-
-// shuttingDown is the 503 of a draining server.
-func shuttingDown() *apiError {
-	e := errorWithStatus(http.StatusServiceUnavailable, "service_unavailable", "shutting_down", "the server is shutting down and takes no new requests")
-	e.retryAfter = 1
-	return e
 }
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {

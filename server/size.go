@@ -6,7 +6,7 @@ package server
 import (
 	"fmt"
 
-	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
 )
 
 // Upper bounds on the bytes a non-streamed response spends per character
@@ -23,20 +23,32 @@ const (
 	attnBytes    = 16 // a trace step's "attention" key
 	choiceBytes  = 160
 	headBytes    = 512
+
+	// A chat completion's character with logprobs: its entry in
+	// logprobs.content, {"token", "logprob", "bytes" (up to 4 bytes),
+	// "top_logprobs"}, and each of at most top_logprobs alternatives
+	// with the same keys but the last; and a chat choice's own keys
+	// (message, role, refusal, the logprobs object).
+	chatLogprobBytes = 100
+	chatAltBytes     = 80
+	chatChoiceBytes  = 64
 )
 
 // perChar bounds the bytes of one character of a choice with sp's
-// logprobs and trace: every top_logprobs object lists at most logprobs+1
-// alternatives (the chosen token is added when it is not among them),
-// every trace step at most trace+1 candidates over at most len(Candidate.Probs)
-// stages.
-func perChar(sp *sampling) int64 {
+// logprobs and trace: every legacy top_logprobs object lists at most
+// logprobs+1 alternatives (the chosen token is added when it is not among
+// them), a chat one at most logprobs; every trace step at most trace+1
+// candidates over at most NumStages stages.
+func perChar(sp *sampling, chat bool) int64 {
 	b := int64(textBytes)
-	if sp.logprobs >= 0 {
+	switch {
+	case sp.logprobs >= 0 && chat:
+		b += chatLogprobBytes + chatAltBytes*int64(sp.logprobs)
+	case sp.logprobs >= 0:
 		b += logprobBytes + altBytes*int64(sp.logprobs+1)
 	}
 	if sp.trace > 0 {
-		stages := int64(len(minigpt.Candidate{}.Probs))
+		stages := int64(numStages)
 		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
 		// Each weight, and the brackets: 2(layers × heads + layers + 1)
 		// of them, at most 6 per weight.
@@ -59,13 +71,17 @@ func responseSize(req *completionRequest, sp *sampling, echo bool) (size, chars 
 		chars += int64(sp.n) * c
 	}
 	choices := int64(len(req.promptIDs) * sp.n)
-	return headBytes + choices*choiceBytes + chars*perChar(sp), chars
+	per := int64(choiceBytes)
+	if req.chat {
+		per += chatChoiceBytes
+	}
+	return headBytes + choices*per + chars*perChar(sp, req.chat), chars
 }
 
 // checkSize sets req.size, or refuses a request whose response could
 // exceed Limits.MaxResponseBytes with a 400 that names every field in the
 // bound; its param is the field that alone shrinks it most.
-func (s *Server) checkSize(req *completionRequest) *apiError {
+func (s *Server) checkSize(req *completionRequest) *api.Error {
 	sp := &req.sampling
 	size, chars := responseSize(req, sp, req.echo)
 	req.size = size
@@ -91,12 +107,24 @@ func (s *Server) checkSize(req *completionRequest) *apiError {
 	if param == "" {
 		param = "prompt" // a single long echoed prompt, nothing else to cut
 	}
+	if req.chat {
+		if param == "logprobs" && sp.logprobs > 0 {
+			param = "top_logprobs"
+		}
+		lp := "no logprobs"
+		if sp.logprobs >= 0 {
+			lp = fmt.Sprintf("logprobs and top_logprobs %d", sp.logprobs)
+		}
+		return api.BadParam(param, "response_too_large",
+			"this chat completion's response could hold %d bytes, above this server's limit of %d per request: n %d × max_tokens %d (or max_completion_tokens; the server's limit when neither is given) = %d characters, at up to %d bytes each with %s; ask for fewer (%s first)",
+			size, limit, sp.n, sp.maxTokens, chars, perChar(sp, true), lp, param)
+	}
 	lp := "no logprobs"
 	if sp.logprobs >= 0 {
 		lp = fmt.Sprintf("logprobs %d", sp.logprobs)
 	}
-	e := badParam(param, "response_too_large",
+	e := api.BadParam(param, "response_too_large",
 		"this request's response could hold %d bytes, above this server's limit of %d per request: %d choices (prompts × n %d) × (echo %t: the prompt's characters, + max_tokens %d) = %d characters, at up to %d bytes each with %s and trace %d; ask for fewer (%s first)",
-		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp), lp, sp.trace, param)
+		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp, req.chat), lp, sp.trace, param)
 	return e
 }

@@ -98,3 +98,37 @@ func TestTextOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamErrorIsFollowedByDone: once a stream has begun, a failure is
+// its last event, an OpenAI error object, and "data: [DONE]" follows it,
+// as the package documentation and docs/serving.md promise. Here the
+// only characters logit_bias leaves are 'a' and 'b', and
+// no_repeat_ngram_size 1 bans each once it is written: the third
+// character has nothing left to choose, after two have been streamed.
+func TestStreamErrorIsFollowedByDone(t *testing.T) {
+	_, ts := newTestServer(t, nil)
+	body := `{"prompt":"the ","max_tokens":10,"stream":true,"no_repeat_ngram_size":1,"logit_bias":{"` + id(t, "a") + `":100,"` + id(t, "b") + `":100}}`
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
+		if path != "/v1/completions" {
+			body = strings.Replace(body, `"prompt":"the "`, `"messages":[{"role":"user","content":"the "}]`, 1)
+		}
+		r := do(t, "POST", ts.URL+path, body)
+		if r.status != 200 {
+			t.Fatalf("%s: status %d: %s", path, r.status, r.body)
+		}
+		events := sseEvents(t, r.body)
+		n := len(events)
+		if n < 4 || events[n-1] != "[DONE]" {
+			t.Fatalf("%s: the stream does not end with [DONE]: %q", path, events)
+		}
+		var e errorJSON
+		if err := json.Unmarshal([]byte(events[n-2]), &e); err != nil || e.Error.Param == nil || *e.Error.Param != "no_repeat_ngram_size" {
+			t.Errorf("%s: the event before [DONE] is not the error: %q", path, events[n-2])
+		}
+		for _, ev := range events[:n-2] {
+			if strings.Contains(ev, `"error"`) {
+				t.Errorf("%s: an error before the last event: %q", path, ev)
+			}
+		}
+	}
+}

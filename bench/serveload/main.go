@@ -1,8 +1,10 @@
 // Command serveload is the load generator of bench/serve.sh: closed-loop
 // clients that each send completion requests back to back to a running
-// cmd/serve, and one line of results (key=value) on stdout.
+// cmd/serve, and one line of results (key=value) on stdout; with
+// -hostile, the hostile load test (hostile.go) that e2e.sh runs.
 //
 //	go run ./bench/serveload -url http://127.0.0.1:8080 -clients 32 -requests 4 -tokens 200
+//	go run ./bench/serveload -hostile -url http://127.0.0.1:8080 -pid 1234 -clients 64 -requests 2000 -max-rss 600
 //
 // Request r of client c has seed c*requests+r, so two servers of the
 // same model that answer every request with the same text print the
@@ -42,6 +44,14 @@ type options struct {
 	stream                    bool
 	prompt                    string
 	timeout                   time.Duration
+
+	// -hostile (hostile.go)
+	hostile    bool
+	nonReaders int
+	storm      int
+	pid        int
+	maxRSS     int64 // bytes
+	drain      time.Duration
 }
 
 // result is one request's outcome.
@@ -62,14 +72,24 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.stream, "stream", false, "stream the responses (Server-Sent Events)")
 	fs.StringVar(&o.prompt, "prompt", "the ", "the prompt of every request")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	fs.BoolVar(&o.hostile, "hostile", false, "the hostile load test against a cmd/serve -training: -requests in all (completions, chat, scores, uploads up to beyond the file limit, jobs, bad requests), -non-readers streams never read, then SIGTERM to -pid; every answer is checked")
+	fs.IntVar(&o.nonReaders, "non-readers", 8, "with -hostile, clients that ask for a long stream and never read it")
+	fs.IntVar(&o.storm, "upload-storm", 64, "with -hostile, after the mixed load: this many forms of an almost 4 MiB file sent at once, then 3/4 as many in JSON")
+	fs.IntVar(&o.pid, "pid", 0, "with -hostile, the server's process id: its peak RSS is read, and it gets SIGTERM at the end")
+	maxRSS := fs.Int64("max-rss", 0, "with -hostile and -pid, fail if the server's peak RSS passes this many `MiB` (0: report only)")
+	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -hostile and -pid, the server's -drain-timeout")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.maxRSS = *maxRSS << 20
 	if o.clients < 1 || o.requests < 1 || o.tokens < 1 {
 		return errors.New("-clients, -requests and -tokens must be at least 1")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
+	if o.hostile {
+		return runHostile(ctx, &o, stdout)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.clients}}
 	results := make([]result, o.clients*o.requests)
 	var busy, failures int

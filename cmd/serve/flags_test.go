@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,6 +91,11 @@ func TestEveryFlagAndVariable(t *testing.T) {
 	if err := minigpt.SaveCheckpoint(ckpt, &minigpt.Checkpoint{Model: m, Vocab: v}); err != nil {
 		t.Fatal(err)
 	}
+	// Chat templates: each message's content twice; each followed by a
+	// space.
+	twice, spaced := filepath.Join(dir, "twice.tmpl"), filepath.Join(dir, "spaced.tmpl")
+	os.WriteFile(twice, []byte("{{range .Messages}}{{.Content}}{{.Content}}{{end}}"), 0o644)
+	os.WriteFile(spaced, []byte("{{range .Messages}}{{.Content}} {{end}}"), 0o644)
 	expect := func(p probe, status int, got int, body string, contains ...string) {
 		p.t.Helper()
 		if got != status {
@@ -112,14 +118,24 @@ func TestEveryFlagAndVariable(t *testing.T) {
 				p.t.Errorf("listening on %s", p.s.url)
 			}
 		}},
-		{"model", []string{"-model", "tiny=" + ckpt}, nil, func(p probe) {
+		{"model", []string{"-model", ckpt, "-model", "named=" + ckpt}, nil, func(p probe) {
+			// A bare path names the model after its file; name=path
+			// names it.
 			st, body := p.do("GET", "/v1/models", "")
-			expect(p, 200, st, body, `"id":"tiny"`, `"id":"lanternbay"`)
+			expect(p, 200, st, body, `"id":"tiny"`, `"id":"named"`, `"id":"lanternbay"`)
 			if strings.Index(body, `"tiny"`) > strings.Index(body, `"lanternbay"`) {
 				p.t.Error("the -model checkpoint is not the first (default) model")
 			}
 			st, body = p.post(`{"prompt":"xy","max_tokens":4,"seed":1}`)
 			expect(p, 200, st, body) // the default model is tiny: "the " would be refused
+		}},
+		{"chat-template", []string{"-model", ckpt, "-chat-template", twice, "-chat-template", "lanternbay=" + spaced}, nil, func(p probe) {
+			// The bare file is every model's template but the one
+			// named: the prompt's length shows which made it.
+			st, body := p.do("POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}],"max_tokens":1}`)
+			expect(p, 200, st, body, `"prompt_tokens":4,`) // "xxyy"
+			st, body = p.do("POST", "/v1/chat/completions", `{"model":"lanternbay","messages":[{"role":"user","content":"the"},{"role":"user","content":"keeper"}],"max_tokens":1}`)
+			expect(p, 200, st, body, `"prompt_tokens":11,`) // "the keeper "
 		}},
 		{"api-key", []string{"-api-key", "k1"}, nil, func(p probe) {
 			st, body := p.post(`{"prompt":"the ","max_tokens":1}`)

@@ -1,14 +1,15 @@
 // Command serve serves MiniGPT models over HTTP: OpenAI's legacy
-// completions API (POST /v1/completions, streaming included), the model
-// list, health, Prometheus metrics, and a playground page at /; with
+// completions API (POST /v1/completions) and its chat completions (POST
+// /v1/chat/completions), streaming included, the model list, health,
+// Prometheus metrics, and a playground page at /; with
 // -training, also OpenAI's fine-tuning jobs API (POST /v1/files,
 // /v1/fine_tuning/jobs), whose models are served as soon as they are
 // trained.
 //
-//	go run ./cmd/serve                                   # the embedded Lantern Bay model on 127.0.0.1:8080
-//	go run ./cmd/serve -model shakespeare=shakespeare.ckpt
-//	go run ./cmd/serve -addr :8080 -api-key secret       # every interface: set a key
-//	go run ./cmd/serve -training -train-dir tuned        # train in the playground; keep the models in tuned/
+//	go run ./cmd/serve                                # the embedded Lantern Bay model on 127.0.0.1:8080
+//	go run ./cmd/serve -model shakespeare.ckpt        # served as "shakespeare"
+//	go run ./cmd/serve -addr :8080 -api-key secret    # every interface: set a key
+//	go run ./cmd/serve -training -train-dir tuned     # train in the playground; keep the models in tuned/
 //
 // SIGINT or SIGTERM drains: new API requests get 503 (on every connection,
 // idle keep-alive ones included) while those in progress finish, for up
@@ -28,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +44,8 @@ func main() { cli.Main("serve", run) }
 // embeddedName is the name the embedded Lantern Bay model is served under.
 const embeddedName = "lanternbay"
 
-// modelFlags collects repeated -model name=path flags.
+// modelFlags collects repeated -model flags: name=path, or a bare path
+// that names the model after its file.
 type modelFlags []struct{ name, path string }
 
 func (m *modelFlags) String() string {
@@ -55,13 +58,26 @@ func (m *modelFlags) String() string {
 
 func (m *modelFlags) Set(v string) error {
 	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return fmt.Errorf("want name=path, got %q", v)
+	fromFile := !ok
+	if fromFile {
+		// A bare path: the model is named after the file, without its
+		// extension (models/shakespeare.ckpt serves as "shakespeare").
+		path = v
+		name = strings.TrimSuffix(filepath.Base(v), filepath.Ext(v))
+	}
+	if name == "" || path == "" {
+		return fmt.Errorf("want a path or name=path, got %q", v)
 	}
 	if strings.ContainsAny(name, "/ \t") {
+		if fromFile {
+			return fmt.Errorf("the file name %q cannot name a model (it holds spaces): give -model name=%s", name, v)
+		}
 		return fmt.Errorf("model name %q must not hold spaces or slashes", name)
 	}
 	if name == embeddedName {
+		if fromFile {
+			return fmt.Errorf("model name %q (the file's name) is the embedded model's: give -model name=%s", name, v)
+		}
 		return fmt.Errorf("model name %q is the embedded model's", name)
 	}
 	for _, f := range *m {
@@ -77,6 +93,7 @@ type options struct {
 	addr, apiKey, cors string
 	allowedHosts       hostList
 	models             modelFlags
+	chatTemplates      templateFlags
 	limits             server.Limits
 	drain              time.Duration
 	headerTimeout      time.Duration
@@ -106,7 +123,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	d := server.DefaultLimits()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on (loopback by default; \":8080\" listens on every interface)")
-	fs.Var(&o.models, "model", "serve a checkpoint as `name=path` (repeatable; the first is the default; the embedded model is always served as \"lanternbay\")")
+	fs.Var(&o.models, "model", "serve a checkpoint, as `path` (named after the file: shakespeare.ckpt serves as \"shakespeare\") or name=path (repeatable; the first is the default; the embedded model is always served as \"lanternbay\")")
+	fs.Var(&o.chatTemplates, "chat-template", "make chat completions' prompts with the Go text/template in `file` (for every model), or name=file (for one; repeatable), instead of the messages' contents concatenated (docs/serving.md)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require \"Authorization: Bearer `key`\" on /v1/ (default: $MINIGPT_API_KEY, or no key)")
 	fs.StringVar(&o.cors, "cors-origin", "", "send Access-Control-Allow-Origin: `origin` on /v1/ (default: no CORS)")
 	fs.Var(&o.allowedHosts, "allowed-hosts", "comma-separated host `names` also accepted in the Host header of requests arriving on loopback (default: only localhost, *.localhost and loopback addresses, against DNS rebinding)")
@@ -202,6 +220,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	models = append(models, server.Model{Name: embeddedName, Model: m, Vocab: vocab})
+	if err := o.chatTemplates.apply(models); err != nil {
+		return cli.UsageError{Err: err}
+	}
 	cfg := server.Config{Models: models, APIKey: o.apiKey, CORSOrigin: o.cors, AllowedHosts: o.allowedHosts, Limits: o.limits}
 	if o.training {
 		if o.train.Queue == 0 {
@@ -221,6 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln = boundedListener{ln}
 	hs := &http.Server{
 		Handler: srv,
 		// Slow clients cannot hold a connection: the headers must arrive
@@ -283,6 +305,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "serve: stopped")
 	return nil
+}
+
+// sendBuffer is the socket send buffer of every connection the server
+// accepts. Left to the kernel, it grows to megabytes (4 MB on Linux), so
+// a client that never reads would leave a whole stream unread in it and
+// hold its rows until the generation ended; bounded, the server's writes
+// block once it and the client's receive window are full (about
+// 200 KiB on loopback, as measured by TestNonReaderLosesItsRows), and
+// the request ends after -write-timeout. Linux doubles the value asked
+// for.
+const sendBuffer = 64 << 10
+
+// boundedListener sets sendBuffer on each accepted TCP connection.
+type boundedListener struct{ net.Listener }
+
+func (l boundedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(sendBuffer)
+	}
+	return c, err
 }
 
 // silentConns are the connections that have sent no request yet (a

@@ -325,6 +325,11 @@ func TestFlagRefusals(t *testing.T) {
 	}
 	corrupt := filepath.Join(t.TempDir(), "corrupt.ckpt")
 	os.WriteFile(corrupt, []byte("MGPT not a checkpoint"), 0o644)
+	tmpl := t.TempDir()
+	badTemplate, emptyTemplate, goodTemplate := filepath.Join(tmpl, "bad.tmpl"), filepath.Join(tmpl, "empty.tmpl"), filepath.Join(tmpl, "good.tmpl")
+	os.WriteFile(badTemplate, []byte("{{range .Messages}"), 0o644)
+	os.WriteFile(emptyTemplate, []byte("\n"), 0o644)
+	os.WriteFile(goodTemplate, []byte("{{range .Messages}}{{.Content}}{{end}}"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -336,7 +341,15 @@ func TestFlagRefusals(t *testing.T) {
 		{[]string{"-max-tokens", "0"}, 2, "-max-tokens"},
 		{[]string{"-drain-timeout", "0s"}, 2, "-drain-timeout"},
 		{[]string{"-addr", "nocolon"}, 2, "-addr"},
-		{[]string{"-model", "justapath.ckpt"}, 2, "name=path"},
+		{[]string{"-model", "justapath.ckpt"}, 2, "-model justapath: "}, // named after the file, then not found
+		{[]string{"-model", "dir/lanternbay.ckpt"}, 2, "the file's name) is the embedded model's: give -model name=dir/lanternbay.ckpt"},
+		{[]string{"-model", "my model.ckpt"}, 2, "give -model name=my model.ckpt"},
+		{[]string{"-chat-template", filepath.Join(t.TempDir(), "missing.tmpl")}, 2, "-chat-template: open"},
+		{[]string{"-chat-template", badTemplate}, 2, "-chat-template " + badTemplate + ": template:"},
+		{[]string{"-chat-template", emptyTemplate}, 2, "the file is empty"},
+		{[]string{"-chat-template", goodTemplate, "-chat-template", goodTemplate}, 2, "given twice"},
+		{[]string{"-chat-template", "lanternbay=" + goodTemplate, "-chat-template", "lanternbay=" + goodTemplate}, 2, "model lanternbay has a template already"},
+		{[]string{"-chat-template", "lanternbay=" + badTemplate}, 2, ": template:"},
 		{[]string{"-model", "lanternbay=x.ckpt"}, 2, "embedded"},
 		{[]string{"-model", "a=x", "-model", "a=y"}, 2, "twice"},
 		{[]string{"-model", "a b=x"}, 2, "spaces"},

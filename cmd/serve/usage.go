@@ -8,16 +8,17 @@ import "example.org/minigpt/cmd/internal/cli"
 // command is serve's -h and -version.
 var command = cli.Command{
 	Name: "serve",
-	Summary: `Serves MiniGPT models over HTTP: OpenAI's legacy completions API under /v1/
-(streaming included), the model list, health, Prometheus metrics, and the
-playground at /. Every model generates through one batch: requests join and
-leave it between tokens, and each gets exactly the text it would get alone.
+	Summary: `Serves MiniGPT models over HTTP: OpenAI's completions and chat completions
+APIs under /v1/ (streaming included), the model list, health, Prometheus
+metrics, and the playground at /. Every model generates through one batch:
+requests join and leave it between tokens, and each gets exactly the text it
+would get alone.
 SIGINT or SIGTERM drains: requests in progress may finish for up to
 -drain-timeout, then end as -request-timeout ends them.`,
 	Groups: []cli.Group{{
 		Title:   "What to serve, and where",
-		Flags:   []string{"model", "addr"},
-		Example: []string{"-model", "shakespeare=shakespeare.ckpt", "-addr", "127.0.0.1:8081"},
+		Flags:   []string{"model", "chat-template", "addr"},
+		Example: []string{"-model", "shakespeare.ckpt", "-addr", "127.0.0.1:8081"},
 	}, {
 		Title:   "Who may call it",
 		Flags:   []string{"api-key", "cors-origin", "allowed-hosts"},

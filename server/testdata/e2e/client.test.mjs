@@ -157,8 +157,8 @@ test("errors: the SDK raises its own classes for 400, 401 and 404", async () => 
     (e) => e instanceof OpenAI.BadRequestError && e.param === "suffix",
   );
   await assert.rejects(
-    client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }),
-    (e) => e instanceof OpenAI.BadRequestError && /no chat format/.test(e.message),
+    client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "unknown_character" && /'H' \(U\+0048\) at character index 0/.test(e.message),
   );
   const wrongKey = new OpenAI({ baseURL, apiKey: "wrong", maxRetries: 0 });
   await assert.rejects(
@@ -168,6 +168,84 @@ test("errors: the SDK raises its own classes for 400, 401 and 404", async () => 
   await assert.rejects(
     client.completions.create({ model: "gpt-4", prompt: "the " }),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === "model_not_found",
+  );
+});
+
+// The default chat template concatenates the messages' contents: the
+// reply continues "the ", as cmd/generate does (SEEDED, GREEDY).
+test("chat.completions.create: the chat.completion shape, the reply cmd/generate writes after the messages' contents", async () => {
+  const r = await client.chat.completions.create({
+    model, messages: [{ role: "system", content: "th" }, { role: "user", content: "e " }],
+    max_completion_tokens: 60, temperature: 0.8, seed: 42,
+  });
+  assert.equal(r.object, "chat.completion");
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.equal("the " + r.choices[0].message.content, SEEDED);
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.deepEqual(r.usage, { prompt_tokens: 4, completion_tokens: 60, total_tokens: 64 });
+
+  const g = await client.chat.completions.create({ model, messages: [{ role: "user", content: "the " }], max_tokens: 40, temperature: 0 });
+  assert.equal("the " + g.choices[0].message.content, GREEDY);
+  const stop = await client.chat.completions.create({ model, messages: [{ role: "user", content: "the " }], max_tokens: 40, temperature: 0, stop: ["lantern"] });
+  assert.equal(stop.choices[0].message.content, "boats come home when the ");
+  assert.equal(stop.choices[0].finish_reason, "stop");
+});
+
+test("chat.completions.create: streaming, n, and logprobs in the chat format", async () => {
+  const params = { model, messages: [{ role: "user", content: "the keeper " }], max_tokens: 50, temperature: 1.1, seed: 7, n: 2 };
+  const whole = await client.chat.completions.create(params);
+  const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  const text = ["", ""], finish = [null, null];
+  let usage = null, roles = 0;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, "chat.completion.chunk");
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) roles++;
+      text[c.index] += c.delta.content ?? "";
+      if (c.finish_reason) finish[c.index] = c.finish_reason;
+    }
+  }
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content));
+  assert.deepEqual(finish, ["length", "length"]);
+  assert.equal(roles, 2);
+  assert.deepEqual(usage, whole.usage);
+  // The SDK's own stream helper puts the message together.
+  const helper = client.chat.completions.stream({ ...params, n: 1 });
+  const done = await helper.finalChatCompletion();
+  assert.equal(done.choices[0].message.content, whole.choices[0].message.content);
+
+  const lp = await client.chat.completions.create({ model, messages: [{ role: "user", content: "the " }], max_tokens: 20, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = lp.choices[0].logprobs.content;
+  assert.equal(content.map((e) => e.token).join(""), lp.choices[0].message.content);
+  for (const e of content) {
+    assert.ok(e.logprob <= 0);
+    assert.deepEqual(e.bytes, [...Buffer.from(e.token)]);
+    assert.equal(e.top_logprobs.length, 3);
+    // Greedy takes the most likely character.
+    assert.equal(e.top_logprobs[0].token, e.token);
+  }
+});
+
+test("chat.completions.create: tools, images and audio are refused by name", async () => {
+  const messages = [{ role: "user", content: "the " }];
+  await assert.rejects(
+    client.chat.completions.create({ model, messages, tools: [{ type: "function", function: { name: "f", parameters: {} } }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "tools",
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64," } }] }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "messages[0].content[0]" && /images are not supported/.test(e.message),
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model, messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }] }] }),
+    (e) => e instanceof OpenAI.BadRequestError && /audio is not supported/.test(e.message),
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model, messages, modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }),
+    (e) => e instanceof OpenAI.BadRequestError && (e.param === "audio" || e.param === "modalities"),
   );
 });
 

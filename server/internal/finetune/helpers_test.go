@@ -1,7 +1,7 @@
-package server
+package finetune
 
-// Helpers of the training tests: servers with training on, files, jobs
-// and their events as a client sees them.
+// Helpers of the jobs API's tests: the API on a test host, requests,
+// files, jobs and their events as a client sees them.
 
 import (
 	"bytes"
@@ -11,27 +11,193 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"example.org/minigpt"
 )
 
-// newTrainingServer is newTestServer with training on (edit adjusts its
-// limits), closed when the test ends so that no job outlives it.
-func newTrainingServer(t testing.TB, edit func(*Config)) (*Server, *httptest.Server) {
-	t.Helper()
-	s, ts := newTestServer(t, func(c *Config) {
-		c.Training = &Training{}
-		if edit != nil {
-			edit(c)
+// lanternBay loads the embedded model once for every test.
+var lanternBay = sync.OnceValues(func() (*minigpt.Model, *minigpt.Vocab) {
+	m, v, err := minigpt.DefaultModel()
+	if err != nil {
+		panic(err)
+	}
+	return m, v
+})
+
+// hostModel is a model the test host serves.
+type hostModel struct {
+	name  string
+	model *minigpt.Model
+	vocab *minigpt.Vocab
+}
+
+// testHost is the server the jobs API runs in, as a test needs it: the
+// models given (lanternbay, and any the test adds), those the jobs make,
+// and yield, called between steps, which waits for nothing by default.
+type testHost struct {
+	mu    sync.Mutex
+	given []hostModel
+	tuned []hostModel
+	yield func(ctx context.Context)
+}
+
+func (h *testHost) Model(name string) (*minigpt.Model, *minigpt.Vocab, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range slices.Concat(h.given, h.tuned) {
+		if m.name == name {
+			return m.model, m.vocab, true
 		}
-	})
-	t.Cleanup(s.Close) // runs before ts.Close: cleanups run last first
-	return s, ts
+	}
+	return nil, nil, false
+}
+
+func (h *testHost) ModelNames() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var names []string
+	for _, m := range slices.Concat(h.given, h.tuned) {
+		names = append(names, m.name)
+	}
+	return names
+}
+
+func (h *testHost) Serve(name string, m *minigpt.Model, v *minigpt.Vocab) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tuned = append(h.tuned, hostModel{name, m, v})
+}
+
+func (h *testHost) Unserve(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tuned = slices.DeleteFunc(h.tuned, func(m hostModel) bool { return m.name == name })
+}
+
+func (h *testHost) Yield(ctx context.Context) {
+	h.mu.Lock()
+	y := h.yield
+	h.mu.Unlock()
+	if y != nil {
+		y(ctx)
+	}
+}
+
+// testConfig is what a test may set: the limits, more models to serve,
+// and the server's options.
+type testConfig struct {
+	Config
+	Options
+	models []hostModel
+}
+
+// testServer is the jobs API on a mux, with its host.
+type testServer struct {
+	*Jobs
+	host *testHost
+}
+
+// model returns the served model called name (the test fails if there
+// is none).
+func (s *testServer) model(t testing.TB, name string) *minigpt.Model {
+	t.Helper()
+	m, _, ok := s.host.Model(name)
+	if !ok {
+		t.Fatalf("no model %q", name)
+	}
+	return m
+}
+
+// newTrainingServer serves the jobs API for the embedded model as
+// "lanternbay" (edit adjusts the config before New), shut down when the
+// test ends so that no job outlives it.
+func newTrainingServer(t testing.TB, edit func(*testConfig)) (*testServer, *httptest.Server) {
+	t.Helper()
+	m, v := lanternBay()
+	c := testConfig{Options: Options{MaxBodyBytes: 1 << 20, WriteTimeout: 10 * time.Second}}
+	if edit != nil {
+		edit(&c)
+	}
+	h := &testHost{given: append([]hostModel{{"lanternbay", m, v}}, c.models...)}
+	js, err := New(c.Config, h, c.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	js.Routes(mux)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { js.Shutdown(); <-js.Ended() }) // runs before ts.Close: cleanups run last first
+	return &testServer{js, h}, ts
+}
+
+// response is a decoded HTTP response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("status %d, body is not JSON: %v\n%s", r.status, err, r.body)
+	}
+	return m
+}
+
+// do sends a request with a JSON body and extra headers, and reads the
+// whole response.
+func do(t testing.TB, method, url, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// errorJSON is the OpenAI error object.
+type errorJSON struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func (r response) apiError(t testing.TB) errorJSON {
+	t.Helper()
+	var e errorJSON
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("status %d: body is not an OpenAI error object: %s", r.status, r.body)
+	}
+	return e
 }
 
 // jobView is a job object as a client decodes it.
@@ -287,11 +453,7 @@ func paramsHash(p []float64) string {
 }
 
 // tunedParams returns the parameters of the fine-tuned model name.
-func tunedParams(t testing.TB, s *Server, name string) []float64 {
+func tunedParams(t testing.TB, s *testServer, name string) []float64 {
 	t.Helper()
-	m := s.model(name)
-	if m == nil {
-		t.Fatalf("no model %q", name)
-	}
-	return m.model.Params()
+	return s.model(t, name).Params()
 }

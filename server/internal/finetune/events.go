@@ -1,4 +1,4 @@
-package server
+package finetune
 
 // This file owns a job's events: GET /v1/fine_tuning/jobs/{job}/events,
 // OpenAI's list (newest first, with after and limit), and with
@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // event is one entry of a job's log.
@@ -51,24 +53,24 @@ func (e *event) json(j *job) eventJSON {
 const streamKeepAlive = 15 * time.Second
 
 // serveJobEvents lists a job's events, or streams them with stream=true.
-func (s *Server) serveJobEvents(w http.ResponseWriter, r *http.Request) {
-	js, j, aerr := s.lookupJob(r)
+func (js *Jobs) serveJobEvents(w http.ResponseWriter, r *http.Request) {
+	j, aerr := js.lookupJob(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	q, aerr := parseListQuery(r, 20, "stream")
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	switch v := r.URL.Query().Get("stream"); v {
 	case "", "false":
 	case "true":
-		s.streamEvents(w, r, js, j, q.after)
+		js.streamEvents(w, r, j, q.after)
 		return
 	default:
-		writeError(w, badParam("stream", "invalid_value", "stream %q must be true or false", v))
+		api.WriteError(w, api.BadParam("stream", "invalid_value", "stream %q must be true or false", v))
 		return
 	}
 	js.mu.Lock()
@@ -77,21 +79,21 @@ func (s *Server) serveJobEvents(w http.ResponseWriter, r *http.Request) {
 		items = append(items, j.events[i].json(j))
 	}
 	js.mu.Unlock()
-	writeJSON(w, page(items, q, func(e eventJSON) string { return e.ID }))
+	api.WriteJSON(w, page(items, q, func(e eventJSON) string { return e.ID }))
 }
 
 // streamEvents sends j's events after the one with the id after (all of
 // them without it), oldest first, then each new one, until the job has
 // finished or the client goes. Every write must be accepted within
 // WriteTimeout.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, js *jobs, j *job, after string) {
+func (js *Jobs) streamEvents(w http.ResponseWriter, r *http.Request, j *job, after string) {
 	next := 0
 	if after != "" {
 		js.mu.Lock()
 		i := slices.IndexFunc(j.events, func(e event) bool { return e.json(j).ID == after })
 		js.mu.Unlock()
 		if i < 0 {
-			writeError(w, badParam("after", "invalid_value", "after %q is not an event of job %s", after, j.id))
+			api.WriteError(w, api.BadParam("after", "invalid_value", "after %q is not an event of job %s", after, j.id))
 			return
 		}
 		next = i + 1
@@ -101,9 +103,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, js *jobs, 
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := newClientWriter(w, s.limits.WriteTimeout, time.Now().Add(100*365*24*time.Hour))
+	out := api.NewClientWriter(w, js.opt.WriteTimeout, time.Now().Add(100*365*24*time.Hour))
 	bw := bufio.NewWriterSize(out, 4<<10)
-	flush := func() bool { return bw.Flush() == nil && out.flush() == nil }
+	flush := func() bool { return bw.Flush() == nil && out.Flush() == nil }
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
 	for {

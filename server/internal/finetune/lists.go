@@ -1,16 +1,15 @@
-package server
+package finetune
 
 // This file owns OpenAI's list objects, shared by the files, jobs and
-// events lists: the page, its cursor query and the cut, and the ids of
-// the objects listed.
+// events lists: the page, its cursor query and the cut.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"example.org/minigpt/server/internal/api"
 )
 
 // listJSON is OpenAI's list object, with has_more for cursor pages.
@@ -29,14 +28,14 @@ type listQuery struct {
 
 // parseListQuery reads limit (1 to 10000; def when absent) and after, and
 // refuses any query parameter but those and extra.
-func parseListQuery(r *http.Request, def int, extra ...string) (listQuery, *apiError) {
+func parseListQuery(r *http.Request, def int, extra ...string) (listQuery, *api.Error) {
 	q := listQuery{limit: def}
 	for k, v := range r.URL.Query() {
 		switch {
 		case k == "limit":
 			n, err := strconv.Atoi(v[0])
 			if err != nil || n < 1 || n > 10000 {
-				return q, badParam("limit", "invalid_value", "limit %q must be an integer in [1, 10000]", v[0])
+				return q, api.BadParam("limit", "invalid_value", "limit %q must be an integer in [1, 10000]", v[0])
 			}
 			q.limit = n
 		case k == "after":
@@ -44,7 +43,7 @@ func parseListQuery(r *http.Request, def int, extra ...string) (listQuery, *apiE
 		case slices.Contains(extra, k):
 		default:
 			known := append([]string{"limit", "after"}, extra...)
-			return q, badParam(k, "unknown_parameter", "unknown query parameter %q: this list takes %s", k, strings.Join(known, ", "))
+			return q, api.BadParam(k, "unknown_parameter", "unknown query parameter %q: this list takes %s", k, strings.Join(known, ", "))
 		}
 	}
 	return q, nil
@@ -68,11 +67,4 @@ func page[T any](items []T, q listQuery, id func(T) string) listJSON[T] {
 		items = []T{}
 	}
 	return listJSON[T]{Object: "list", Data: items, HasMore: more}
-}
-
-// newID returns prefix followed by 24 random hex digits.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

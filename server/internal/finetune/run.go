@@ -1,4 +1,4 @@
-package server
+package finetune
 
 // This file owns a job's run: one at a time, off the request goroutines;
 // its steps with the library's Trainer, giving way to completions between
@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -18,11 +17,10 @@ import (
 	"time"
 
 	"example.org/minigpt"
-	"example.org/minigpt/internal/safefile"
 )
 
 // startNext starts the first queued job if none runs (js.mu held).
-func (js *jobs) startNext() {
+func (js *Jobs) startNext() {
 	if js.running != nil || js.stopped || len(js.queue) == 0 {
 		return
 	}
@@ -36,21 +34,23 @@ func (js *jobs) startNext() {
 		kind = fmt.Sprintf("training the %s preset from scratch", j.model)
 	}
 	js.event(j, "info", "message", fmt.Sprintf("Fine-tuning job started: %s, %d parameters, %d steps of batch %d, learning rate %g, seed %d",
-		kind, j.config.NumParams(), j.hp.steps, j.hp.batchSize, j.tc.LR, j.seed), nil)
+		kind, j.shape.params, j.hp.steps, j.hp.batchSize, j.tc.LR, j.seed), nil)
 	go js.run(ctx, j)
 }
 
 // run trains j, then records how it ended and starts the next job.
-func (js *jobs) run(ctx context.Context, j *job) {
-	status, jerr, model := js.train(ctx, j)
+func (js *Jobs) run(ctx context.Context, j *job) {
+	status, jerr, tuned := js.train(ctx, j)
 	j.cancel(nil)
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	switch {
-	case model != nil:
-		js.tuned = append(js.tuned, model)
-		j.fineTuned = model.name
-		js.event(j, "info", "message", "New fine-tuned model created: "+model.name, nil)
+	case tuned != nil:
+		m, v := tuned.model()
+		js.host.Serve(tuned.name, m, v)
+		js.tuned = append(js.tuned, tuned.name)
+		j.fineTuned = tuned.name
+		js.event(j, "info", "message", "New fine-tuned model created: "+tuned.name, nil)
 		js.event(j, "info", "message", "The job has successfully completed", nil)
 	case status == statusCancelled:
 		why := "Fine-tuning job cancelled"
@@ -86,60 +86,55 @@ type sampleJSON struct {
 	Sample string `json:"sample"`
 }
 
+// tunedModel is a succeeded job's model, to serve.
+type tunedModel struct {
+	name string
+	*training
+}
+
 // train runs j's steps and returns how it ended, and the model to serve
 // when it succeeded.
-func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *servedModel) {
-	fail := func(code, format string, a ...any) (string, *jobErrorJSON, *servedModel) {
+func (js *Jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *tunedModel) {
+	fail := func(code, format string, a ...any) (string, *jobErrorJSON, *tunedModel) {
 		return statusFailed, &jobErrorJSON{Code: code, Message: fmt.Sprintf(format, a...)}, nil
 	}
 	js.mu.Lock()
 	data := j.data
 	js.mu.Unlock()
-	var m *minigpt.Model
-	if j.base == nil {
-		var err error
-		if m, err = minigpt.NewModel(j.config, j.seed); err != nil {
-			return fail("training_failed", "the model cannot be made: %v", err)
-		}
-	} else {
-		m = j.base.model.Clone() // the served model keeps serving as it was
-	}
-	tr, err := minigpt.NewTrainer(m, data, j.tc)
+	tr, err := newTraining(j, data)
 	if err != nil {
 		return fail("training_failed", "%v", err)
 	}
-	defer tr.Close()
-	js.s.yield(ctx)
-	err = tr.Run(ctx, func(p minigpt.Progress) {
+	defer tr.close()
+	js.host.Yield(ctx)
+	err = tr.steps(ctx, func(p minigpt.Progress) {
 		js.progress(j, p)
 		if e := j.hp.sampleEvery; e > 0 && (p.Step%e == 0 || p.Step == j.tc.Steps) {
-			res, err := tr.Model().Complete(ctx, data.Vocab, j.samplePrompt, minigpt.GenerateOptions{MaxNewTokens: sampleChars, Temperature: 0.8, Seed: j.seed})
-			if err == nil {
-				text := j.samplePrompt + res[0].Text
+			if sample, err := tr.sample(ctx, j.samplePrompt, sampleChars, j.seed); err == nil {
+				text := j.samplePrompt + sample
 				js.mu.Lock()
 				js.event(j, "info", "message", fmt.Sprintf("Sample at step %d: %q", p.Step, text), sampleJSON{p.Step, text})
 				js.mu.Unlock()
 			}
 		}
 		if p.Step < j.tc.Steps {
-			js.s.yield(ctx)
+			js.host.Yield(ctx)
 		}
 	})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return statusCancelled, nil, nil
-	case errors.Is(err, minigpt.ErrNonFinite):
+	case diverged(err):
 		return fail("training_diverged", "%v (at learning rate %g: try a lower learning_rate_multiplier)", err, j.tc.LR)
 	default:
 		return fail("training_failed", "%v", err)
 	}
-	tr.Close() // the model is read-only from here on: served
+	tr.close() // the model is read-only from here on: served
 	name := js.modelName(j)
 	if js.cfg.Dir != "" {
 		file := strings.ReplaceAll(name, ":", "-") + ".ckpt"
-		c := tr.Checkpoint()
-		err := safefile.Save(filepath.Join(js.cfg.Dir, file), false, func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) })
+		err := tr.save(filepath.Join(js.cfg.Dir, file))
 		if errors.Is(err, fs.ErrExist) {
 			return fail("checkpoint_not_saved", "the training directory already has a file %s, which is never replaced", file)
 		} else if err != nil {
@@ -150,12 +145,12 @@ func (js *jobs) train(ctx context.Context, j *job) (string, *jobErrorJSON, *serv
 		js.event(j, "info", "message", "Saved the model as the checkpoint "+file+" in the training directory", nil)
 		js.mu.Unlock()
 	}
-	return statusSucceeded, nil, newServedModel(Model{Name: name, Model: tr.Model(), Vocab: data.Vocab}, time.Now().Unix())
+	return statusSucceeded, nil, &tunedModel{name, tr}
 }
 
 // progress records a step: its metrics event, and a message at every
 // validation.
-func (js *jobs) progress(j *job, p minigpt.Progress) {
+func (js *Jobs) progress(j *job, p minigpt.Progress) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	j.step = p.Step
@@ -171,7 +166,7 @@ func (js *jobs) progress(j *job, p minigpt.Progress) {
 
 // modelName names j's model as OpenAI does, ft:base:suffix:id, with the
 // first 8 hex digits of the job's id (more if they are taken).
-func (js *jobs) modelName(j *job) string {
+func (js *Jobs) modelName(j *job) string {
 	hexID := strings.TrimPrefix(j.id, "ftjob-")
 	prefix := "ft:" + j.model + ":"
 	if j.suffix != "" {
@@ -179,7 +174,7 @@ func (js *jobs) modelName(j *job) string {
 	}
 	for n := 8; ; n += 4 {
 		name := prefix + hexID[:min(n, len(hexID))]
-		if js.s.model(name) == nil || n >= len(hexID) {
+		if _, _, taken := js.host.Model(name); !taken || n >= len(hexID) {
 			return name
 		}
 	}

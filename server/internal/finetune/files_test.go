@@ -1,4 +1,4 @@
-package server
+package finetune
 
 // The training files: uploads in both shapes, the text a file trains on,
 // listing, content, deletion, every refusal and the cross-site door.
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -57,7 +58,7 @@ func TestUploadShapesAndText(t *testing.T) {
 }
 
 func TestFileListsAndDeletes(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.Training.MaxFiles = 3 })
+	_, ts := newTrainingServer(t, func(c *testConfig) { c.MaxFiles = 3 })
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, uploadID(t, ts, fmt.Sprintf("text %d", i)))
@@ -128,7 +129,7 @@ func TestFileListsAndDeletes(t *testing.T) {
 }
 
 func TestUploadRefusals(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.Training.MaxFileBytes = 100 })
+	_, ts := newTrainingServer(t, func(c *testConfig) { c.MaxFileBytes = 100 })
 	for _, tc := range []struct {
 		name                       string
 		purpose, filename, content string
@@ -183,7 +184,7 @@ func TestUploadRefusals(t *testing.T) {
 // Origin is not this server (or the configured CORS origin); clients that
 // are not browsers send no Origin.
 func TestUploadCrossSite(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.CORSOrigin = "https://app.example" })
+	_, ts := newTrainingServer(t, func(c *testConfig) { c.CORSOrigin = "https://app.example" })
 	host := strings.TrimPrefix(ts.URL, "http://")
 	for origin, status := range map[string]int{
 		"":                     200,
@@ -206,10 +207,15 @@ func TestUploadCrossSite(t *testing.T) {
 	}
 }
 
-// TestTrainingOff: without Config.Training every route of the jobs API
-// answers 404 training_disabled, saying how to turn it on.
+// TestTrainingOff: on a nil *Jobs (server.Config.Training nil) every
+// route of the jobs API answers 404 training_disabled, saying how to turn
+// it on.
 func TestTrainingOff(t *testing.T) {
-	_, ts := newTestServer(t, nil)
+	var js *Jobs
+	mux := http.NewServeMux()
+	js.Routes(mux)
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
 	for _, rt := range [][2]string{
 		{"POST", "/v1/files"}, {"GET", "/v1/files"}, {"GET", "/v1/files/file-lanternbay"},
 		{"GET", "/v1/files/file-lanternbay/content"}, {"DELETE", "/v1/files/file-x"},
@@ -221,24 +227,19 @@ func TestTrainingOff(t *testing.T) {
 			t.Errorf("%s %s: %d %s", rt[0], rt[1], r.status, r.body)
 		}
 	}
-	if r := do(t, "DELETE", ts.URL+"/v1/models/lanternbay", ""); r.status != 405 {
-		t.Errorf("DELETE a model without training: %d", r.status)
-	}
 }
 
 func TestTrainingConfigRefused(t *testing.T) {
-	m, v := lanternBay()
 	for _, tc := range []struct {
-		t    Training
+		c    Config
 		want string
 	}{
-		{Training{MaxSteps: -1}, "MaxSteps is negative"},
-		{Training{MaxJobs: 2, Queue: 4}, "MaxJobs 2 must hold"},
-		{Training{Dir: "/nonexistent-minigpt-dir"}, "training directory"},
+		{Config{MaxSteps: -1}, "MaxSteps is negative"},
+		{Config{MaxJobs: 2, Queue: 4}, "MaxJobs 2 must hold"},
+		{Config{Dir: "/nonexistent-minigpt-dir"}, "training directory"},
 	} {
-		tr := tc.t
-		if _, err := New(Config{Models: []Model{{Name: "lb", Model: m, Vocab: v}}, Training: &tr}); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v, want %q", tc.t, err, tc.want)
+		if _, err := New(tc.c, &testHost{}, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
 		}
 	}
 }

@@ -1,7 +1,7 @@
-package server
+package finetune
 
 // This file owns the fine-tuning job as the API sees it: POST
-// /v1/fine_tuning/jobs (its fields are read in jobs_parse.go), GET
+// /v1/fine_tuning/jobs (its fields are read in parse.go), GET
 // /v1/fine_tuning/jobs and /v1/fine_tuning/jobs/{job}, POST
 // /v1/fine_tuning/jobs/{job}/cancel, and the job object's JSON.
 
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/server/internal/api"
 )
 
 // A job's status, as OpenAI names them.
@@ -26,15 +27,15 @@ const (
 	statusCancelled = "cancelled"
 )
 
-// job is one fine-tuning job. Its fields are guarded by jobs.mu.
+// job is one fine-tuning job. Its fields are guarded by Jobs.mu.
 type job struct {
 	id           string
 	created      int64
 	finished     int64 // 0 while queued or running
 	started      time.Time
-	model        string       // as the request named it: a served model or a preset
-	base         *servedModel // the model fine-tuned; nil from scratch
-	config       minigpt.Config
+	model        string     // as the request named it: a served model or a preset
+	base         *baseModel // the model fine-tuned; nil from scratch
+	shape        shape      // the model trained
 	trainingFile string
 	suffix       string
 	seed         uint64
@@ -137,7 +138,7 @@ func (j *job) json() jobJSON {
 		o.CheckpointFile = &j.checkpoint
 	}
 	if j.step > 0 {
-		n := j.step * j.hp.batchSize * j.config.BlockSize
+		n := j.step * j.hp.batchSize * j.shape.config.BlockSize
 		o.TrainedTokens = &n
 		if j.status == statusRunning {
 			elapsed := time.Since(j.started)
@@ -163,21 +164,16 @@ const (
 // serveCreateJob creates a job: POST /v1/fine_tuning/jobs. Everything is
 // checked here, before the job is queued: the file, the model, every
 // hyperparameter, the text against the model's vocabulary, the limits.
-func (s *Server) serveCreateJob(w http.ResponseWriter, r *http.Request) {
-	js := s.jobs
-	if js == nil {
-		writeError(w, trainingOff())
-		return
-	}
+func (js *Jobs) serveCreateJob(w http.ResponseWriter, r *http.Request) {
 	j, aerr := js.parseJob(w, r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if aerr := js.admitJob(); aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	js.list = append(js.list, j)
@@ -185,21 +181,21 @@ func (s *Server) serveCreateJob(w http.ResponseWriter, r *http.Request) {
 	js.event(j, "info", "message", "Created fine-tuning job: "+j.id, nil)
 	js.event(j, "info", "message", fmt.Sprintf("Validated training file %s: %d training and %d validation characters", j.trainingFile, len(j.data.Train), len(j.data.Val)), nil)
 	js.startNext()
-	writeJSON(w, j.json())
+	api.WriteJSON(w, j.json())
 }
 
 // admitJob makes room for a new job, or refuses it (js.mu held): one job
 // runs, Queue wait, MaxModels bounds the fine-tuned models with the jobs
 // that will make more, and the oldest finished job is forgotten when
 // MaxJobs are remembered.
-func (js *jobs) admitJob() *apiError {
-	busy := func(code, format string, a ...any) *apiError {
-		e := errorWithStatus(http.StatusTooManyRequests, "rate_limit_error", code, format, a...)
-		e.retryAfter = 5
+func (js *Jobs) admitJob() *api.Error {
+	busy := func(code, format string, a ...any) *api.Error {
+		e := api.NewError(http.StatusTooManyRequests, "rate_limit_error", code, format, a...)
+		e.RetryAfter = 5
 		return e
 	}
 	if js.stopped {
-		return shuttingDown()
+		return api.ShuttingDown()
 	}
 	if js.running != nil && len(js.queue) >= max(js.cfg.Queue, 0) {
 		return busy("too_many_jobs", "one job trains at a time and %d are waiting, this server's limit: retry later, or cancel one", len(js.queue))
@@ -222,33 +218,24 @@ func (js *jobs) admitJob() *apiError {
 }
 
 // lookupJob returns the job named by the path, or the error to send.
-func (s *Server) lookupJob(r *http.Request) (*jobs, *job, *apiError) {
-	js := s.jobs
-	if js == nil {
-		return nil, nil, trainingOff()
-	}
+func (js *Jobs) lookupJob(r *http.Request) (*job, *api.Error) {
 	id := r.PathValue("job")
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	for _, j := range js.list {
 		if j.id == id {
-			return js, j, nil
+			return j, nil
 		}
 	}
-	return nil, nil, errorWithStatus(http.StatusNotFound, "invalid_request_error", "fine_tuning_job_not_found",
+	return nil, api.NewError(http.StatusNotFound, "invalid_request_error", "fine_tuning_job_not_found",
 		"fine-tuning job %q does not exist (GET /v1/fine_tuning/jobs lists the ones this server remembers)", id)
 }
 
 // serveListJobs lists the jobs, newest first: GET /v1/fine_tuning/jobs.
-func (s *Server) serveListJobs(w http.ResponseWriter, r *http.Request) {
-	js := s.jobs
-	if js == nil {
-		writeError(w, trainingOff())
-		return
-	}
+func (js *Jobs) serveListJobs(w http.ResponseWriter, r *http.Request) {
 	q, aerr := parseListQuery(r, 20)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	js.mu.Lock()
@@ -257,20 +244,20 @@ func (s *Server) serveListJobs(w http.ResponseWriter, r *http.Request) {
 		items = append(items, js.list[i].json())
 	}
 	js.mu.Unlock()
-	writeJSON(w, page(items, q, func(j jobJSON) string { return j.ID }))
+	api.WriteJSON(w, page(items, q, func(j jobJSON) string { return j.ID }))
 }
 
 // serveJob describes a job: GET /v1/fine_tuning/jobs/{job}.
-func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) {
-	js, j, aerr := s.lookupJob(r)
+func (js *Jobs) serveJob(w http.ResponseWriter, r *http.Request) {
+	j, aerr := js.lookupJob(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	js.mu.Lock()
 	o := j.json()
 	js.mu.Unlock()
-	writeJSON(w, o)
+	api.WriteJSON(w, o)
 }
 
 // errCancelled is the cause of a job cancelled through the API.
@@ -281,14 +268,14 @@ var errCancelled = errors.New("cancelled")
 // queued job is cancelled at once; a running one stops at the end of its
 // step, and the answer waits for that, so that it shows the job
 // cancelled. Cancelling a cancelled job answers it again.
-func (s *Server) serveCancelJob(w http.ResponseWriter, r *http.Request) {
-	js, j, aerr := s.lookupJob(r)
+func (js *Jobs) serveCancelJob(w http.ResponseWriter, r *http.Request) {
+	j, aerr := js.lookupJob(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	if aerr := js.readCancelBody(w, r); aerr != nil {
-		writeError(w, aerr)
+		api.WriteError(w, aerr)
 		return
 	}
 	js.mu.Lock()
@@ -302,7 +289,7 @@ func (s *Server) serveCancelJob(w http.ResponseWriter, r *http.Request) {
 	case statusSucceeded, statusFailed:
 		st := j.status
 		js.mu.Unlock()
-		writeError(w, errorWithStatus(http.StatusBadRequest, "invalid_request_error", "job_finished", "fine-tuning job %s has already %s: only a queued or running job can be cancelled", j.id, st))
+		api.WriteError(w, api.NewError(http.StatusBadRequest, "invalid_request_error", "job_finished", "fine-tuning job %s has already %s: only a queued or running job can be cancelled", j.id, st))
 		return
 	}
 	js.mu.Unlock()
@@ -314,13 +301,13 @@ func (s *Server) serveCancelJob(w http.ResponseWriter, r *http.Request) {
 	js.mu.Lock()
 	o := j.json()
 	js.mu.Unlock()
-	writeJSON(w, o)
+	api.WriteJSON(w, o)
 }
 
 // readCancelBody accepts no body, or an empty JSON object: a bodiless
 // POST from a page on another site is refused (see crossSite).
-func (js *jobs) readCancelBody(w http.ResponseWriter, r *http.Request) *apiError {
-	body, aerr := readBody(w, r, 4<<10)
+func (js *Jobs) readCancelBody(w http.ResponseWriter, r *http.Request) *api.Error {
+	body, aerr := api.ReadBody(w, r, 4<<10)
 	if aerr != nil {
 		return aerr
 	}
@@ -329,28 +316,28 @@ func (js *jobs) readCancelBody(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	ct := r.Header.Get("Content-Type")
 	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
-		return errorWithStatus(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+		return api.NewError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 			"Content-Type %q is not supported: send no body, or {} as application/json", ct)
 	}
-	f, aerr := decodeObject(body)
+	f, aerr := api.DecodeObject(body)
 	if aerr != nil {
 		return aerr
 	}
 	for k := range f {
-		return badParam(k, "unknown_parameter", "unknown parameter %q: cancelling takes no parameters", k)
+		return api.BadParam(k, "unknown_parameter", "unknown parameter %q: cancelling takes no parameters", k)
 	}
 	return nil
 }
 
 // finish ends j with status and err (js.mu held).
-func (js *jobs) finish(j *job, status string, err *jobErrorJSON) {
+func (js *Jobs) finish(j *job, status string, err *jobErrorJSON) {
 	j.status, j.err, j.finished = status, err, time.Now().Unix()
 	j.data = nil
 	close(j.done)
 }
 
 // event appends an event to j's list and wakes its streams (js.mu held).
-func (js *jobs) event(j *job, level, typ, message string, data any) {
+func (js *Jobs) event(j *job, level, typ, message string, data any) {
 	j.events = append(j.events, event{seq: len(j.events) + 1, created: time.Now().Unix(), level: level, typ: typ, message: message, data: data})
 	close(j.changed)
 	j.changed = make(chan struct{})

@@ -1,8 +1,10 @@
-package server
+package finetune
 
-// The fine-tuning jobs: every field and its refusal, a job's life and
-// events, the model it makes, reproducibility, cancel, one job at a time,
-// shutdown during a job, completions while a job runs, the API key.
+// The fine-tuning jobs: a job's life and events, the model it makes,
+// reproducibility, cancel, one job at a time, shutdown during a job, the
+// models' bound, Dir, divergence and the jobs remembered. (server's
+// training_test.go follows a job into the server: its model served,
+// completions while it runs, the API key.)
 
 import (
 	"context"
@@ -24,125 +26,6 @@ const quickJob = `{"model":"scratch","training_file":"file-lanternbay","seed":7,
 
 // longJob runs until it is cancelled or the test ends.
 const longJob = `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{"steps":5000,"batch_size":4}}`
-
-func TestJobRefusals(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) {
-		c.Training.MaxSteps = 100
-		c.Training.MaxBatchSize = 16
-	})
-	upper := uploadID(t, ts, strings.Repeat("the lamp keeper walks the wall. ", 30)+"The Quay")
-	short := uploadID(t, ts, "the lamp keeper")
-	job := func(hp string) string {
-		return `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{` + hp + `}}`
-	}
-	for _, tc := range []struct {
-		name   string
-		body   string
-		status int
-		param  string
-		want   string
-	}{
-		{"unknown field", `{"model":"scratch","training_file":"file-lanternbay","epochs":3}`, 400, "epochs", `unknown parameter "epochs"`},
-		{"no training_file", `{"model":"scratch"}`, 400, "training_file", "training_file is required"},
-		{"unknown file", `{"model":"scratch","training_file":"file-nope"}`, 400, "training_file", `file "file-nope" does not exist`},
-		{"training_file type", `{"model":"scratch","training_file":3}`, 400, "training_file", "must be a string"},
-		{"validation_file", `{"model":"scratch","training_file":"file-lanternbay","validation_file":"file-lanternbay"}`, 400, "validation_file", "last 10% of training_file"},
-		{"integrations", `{"model":"scratch","training_file":"file-lanternbay","integrations":[{"type":"wandb"}]}`, 400, "integrations", "not supported"},
-		{"no model", `{"training_file":"file-lanternbay"}`, 400, "model", `preset to train from scratch ("scratch")`},
-		{"unknown model", `{"model":"gpt-4o-mini","training_file":"file-lanternbay"}`, 404, "model", `neither a model this server serves (lanternbay) nor a preset`},
-		{"suffix", `{"model":"scratch","training_file":"file-lanternbay","suffix":"a b"}`, 400, "suffix", "letters, digits"},
-		{"long suffix", `{"model":"scratch","training_file":"file-lanternbay","suffix":"` + strings.Repeat("s", 41) + `"}`, 400, "suffix", "at most 40"},
-		{"seed", `{"model":"scratch","training_file":"file-lanternbay","seed":-1}`, 400, "seed", "integer in [0, 2^64)"},
-		{"metadata", `{"model":"scratch","training_file":"file-lanternbay","metadata":{"a":1}}`, 400, "metadata", "an object of strings"},
-		{"hyperparameters type", `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":3}`, 400, "hyperparameters", "not a JSON object"},
-		{"hyperparameter unknown", job(`"epochs":3`), 400, "hyperparameters.epochs", "the hyperparameters are n_epochs"},
-		{"batch_size 0", job(`"batch_size":0`), 400, "hyperparameters.batch_size", "hyperparameters.batch_size 0 is out of range: it must be in [1, 16]"},
-		{"batch_size above the cap", job(`"batch_size":17`), 400, "hyperparameters.batch_size", "[1, 16]"},
-		{"batch_size string", job(`"batch_size":"big"`), 400, "hyperparameters.batch_size", "must be an integer"},
-		{"learning_rate_multiplier 0", job(`"learning_rate_multiplier":0`), 400, "hyperparameters.learning_rate_multiplier", "in (0, 100]"},
-		{"learning_rate_multiplier 101", job(`"learning_rate_multiplier":101`), 400, "hyperparameters.learning_rate_multiplier", "in (0, 100]"},
-		{"steps 0", job(`"steps":0`), 400, "hyperparameters.steps", "[1, 100]"},
-		{"steps above the cap", job(`"steps":101`), 400, "hyperparameters.steps", "[1, 100]"},
-		{"steps and n_epochs", job(`"steps":10,"n_epochs":2`), 400, "hyperparameters.n_epochs", "not both"},
-		{"n_epochs 0", job(`"n_epochs":0`), 400, "hyperparameters.n_epochs", "[1, 1000]"},
-		{"n_epochs too many steps", job(`"n_epochs":10,"batch_size":1`), 400, "hyperparameters.n_epochs", "9018 training characters in batches of 1 × 32 is 2819 steps, above this server's limit of 100"},
-		{"eval_every 0", job(`"eval_every":0`), 400, "hyperparameters.eval_every", "[1, 1073741824]"},
-		{"sample_every -1", job(`"sample_every":-1`), 400, "hyperparameters.sample_every", "[0, 1073741824]"},
-		{"method type", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"dpo"}}`, 400, "method.type", `"dpo" is not supported`},
-		{"method and hyperparameters", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"supervised"},"hyperparameters":{}}`, 400, "method", "give the hyperparameters once"},
-		{"method hyperparameter", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"supervised","supervised":{"hyperparameters":{"steps":0}}}}`, 400, "method.supervised.hyperparameters.steps", "[1, 100]"},
-		{"character outside the vocabulary", `{"model":"lanternbay","training_file":"` + upper + `"}`, 400, "training_file", `the character 'T' (U+0054) at position 960 (line 1, column 961) is not in model lanternbay's vocabulary " .abcdefghiklmnoprstuvwy"; fine-tuning keeps the model's characters`},
-		{"text too short", `{"model":"scratch","training_file":"` + short + `"}`, 400, "training_file", "block size 32 needs at least 34"},
-		{"too short to fine-tune", `{"model":"lanternbay","training_file":"` + short + `"}`, 400, "training_file", "needs at least 34"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", tc.body)
-			e := r.apiError(t)
-			if r.status != tc.status || e.Error.Param == nil || *e.Error.Param != tc.param || !strings.Contains(e.Error.Message, tc.want) {
-				t.Errorf("%d %s\nwant %d, param %q, %q", r.status, r.body, tc.status, tc.param, tc.want)
-			}
-		})
-	}
-	// The parameter caps: of the preset for a text's vocabulary, and of
-	// the model fine-tuned.
-	// The preset has 104,728 parameters for 24 characters, 104,986 for 26.
-	_, small := newTrainingServer(t, func(c *Config) { c.Training.MaxParams = 104_900 })
-	wide := uploadID(t, small, strings.Repeat("abcdefghijklmnopqrstuvwxyz", 20))
-	r := do(t, "POST", small.URL+"/v1/fine_tuning/jobs", `{"model":"scratch","training_file":"`+wide+`"}`)
-	if e := r.apiError(t); r.status != 400 || *e.Error.Param != "training_file" || *e.Error.Code != "too_many_parameters" || !strings.Contains(e.Error.Message, "26 distinct characters") {
-		t.Errorf("scratch over the cap: %d %s", r.status, r.body)
-	}
-	_, tiny := newTrainingServer(t, func(c *Config) { c.Training.MaxParams = 100_000 })
-	r = do(t, "POST", tiny.URL+"/v1/fine_tuning/jobs", `{"model":"lanternbay","training_file":"file-lanternbay"}`)
-	if e := r.apiError(t); r.status != 400 || *e.Error.Param != "model" || !strings.Contains(e.Error.Message, "104728 parameters, above this server's limit of 100000") {
-		t.Errorf("fine-tune over the cap: %d %s", r.status, r.body)
-	}
-	// The body must be JSON.
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/fine_tuning/jobs", strings.NewReader(quickJob))
-	req.Header.Set("Content-Type", "text/plain")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 415 {
-		t.Errorf("text/plain: %v %v", resp.StatusCode, err)
-	}
-	// Nothing refused was queued.
-	if l := do(t, "GET", ts.URL+"/v1/fine_tuning/jobs", "").json(t); len(l["data"].([]any)) != 0 {
-		t.Errorf("refused jobs listed: %v", l)
-	}
-}
-
-// TestCheckVocabularyPosition: the refusal of a character a model does
-// not know counts characters (not bytes) and lines.
-func TestCheckVocabularyPosition(t *testing.T) {
-	v, _ := minigpt.NewVocab("ab\né")
-	m, _ := minigpt.NewModel(minigpt.Config{VocabSize: 4, BlockSize: 4, EmbedDim: 4, Heads: 1, Layers: 1}, 1)
-	sm := newServedModel(Model{Name: "m", Model: m, Vocab: v}, 0)
-	if e := checkVocabulary("abé\nba\néaXb", "file-x", sm); e == nil || !strings.Contains(e.Message, "'X' (U+0058) at position 9 (line 3, column 3)") {
-		t.Errorf("%v", e)
-	}
-	if e := checkVocabulary("ab\né", "file-x", sm); e != nil {
-		t.Errorf("a known text refused: %v", e)
-	}
-}
-
-func TestJobDefaultsAndEpochs(t *testing.T) {
-	_, ts := newTrainingServer(t, nil)
-	// Nothing given: cmd/train's defaults, and a seed chosen and reported.
-	j := createJob(t, ts, `{"model":"scratch","training_file":"file-lanternbay","hyperparameters":{"n_epochs":"auto","batch_size":"auto","learning_rate_multiplier":"auto"}}`)
-	h := j.Hyperparameters
-	if h.NEpochs != "auto" || h.BatchSize != 32 || h.LearningRateMultiplier != 1 || h.Steps != 1200 || h.LearningRate != 3e-3 || h.EvalEvery != 60 || h.SampleEvery != 120 {
-		t.Errorf("defaults: %+v", h)
-	}
-	if j.Seed == 0 || j.Seed >= 1<<53 {
-		t.Errorf("chosen seed %d", j.Seed)
-	}
-	do(t, "POST", ts.URL+"/v1/fine_tuning/jobs/"+j.ID+"/cancel", "")
-	// n_epochs: an epoch is the training part's characters, in windows
-	// of batch_size × 32: 2 × 9018 / (8 × 32) = 70.45, so 71 steps.
-	j = createJob(t, ts, `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"supervised","supervised":{"hyperparameters":{"n_epochs":2,"batch_size":8,"learning_rate_multiplier":0.5}}}}`)
-	if h := j.Hyperparameters; h.NEpochs != 2.0 || h.Steps != 71 || h.LearningRate != 1.5e-3 || h.BatchSize != 8 {
-		t.Errorf("n_epochs 2: %+v", h)
-	}
-	do(t, "POST", ts.URL+"/v1/fine_tuning/jobs/"+j.ID+"/cancel", "")
-}
 
 func TestJobLifecycle(t *testing.T) {
 	s, ts := newTrainingServer(t, nil)
@@ -232,27 +115,10 @@ func TestJobLifecycle(t *testing.T) {
 		}
 	}
 
-	// The model is served at once: listed, retrievable, and it completes
-	// and scores.
-	models := do(t, "GET", ts.URL+"/v1/models", "").json(t)["data"].([]any)
-	if len(models) != 2 || models[1].(map[string]any)["id"] != name {
-		t.Errorf("models: %v", models)
-	}
-	if m := do(t, "GET", ts.URL+"/v1/models/"+name, "").json(t); m["parameters"] != 104728.0 || m["context_length"] != 32.0 {
-		t.Errorf("model: %v", m)
-	}
-	c := post(t, ts, `{"model":"`+name+`","prompt":"the ","max_tokens":30,"seed":1}`).completion(t)
-	if c.Model != name || len(c.Choices[0].Text) != 30 {
-		t.Errorf("completion on %s: %+v", name, c)
-	}
-	if r := do(t, "POST", ts.URL+"/v1/score", `{"model":"`+name+`","text":"the lamp"}`); r.status != 200 {
-		t.Errorf("score on %s: %d %s", name, r.status, r.body)
-	}
-	// The model generates what the library generates with its weights.
-	m := s.model(name)
-	res, err := m.model.Complete(context.Background(), m.vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 30, Seed: 1})
-	if err != nil || res[0].Text != c.Choices[0].Text {
-		t.Errorf("library %q, server %q (%v)", res[0].Text, c.Choices[0].Text, err)
+	// The model is handed to the host at once, with the shape it trained
+	// (server's TestFineTunedModelServed follows it into completions).
+	if m := s.model(t, name); m.Config().NumParams() != 104728 || m.Config().BlockSize != 32 {
+		t.Errorf("model %s: %d parameters, block size %d", name, m.Config().NumParams(), m.Config().BlockSize)
 	}
 
 	// The list, newest first.
@@ -403,7 +269,7 @@ func TestJobCancel(t *testing.T) {
 // TestOneJobAtATime: one job trains, Queue wait in order, more get 429
 // with Retry-After; when the running job ends the next starts.
 func TestOneJobAtATime(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.Training.Queue = 2 })
+	_, ts := newTrainingServer(t, func(c *testConfig) { c.Queue = 2 })
 	a, b, c := createJob(t, ts, longJob), createJob(t, ts, longJob), createJob(t, ts, longJob)
 	r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", longJob)
 	if e := r.apiError(t); r.status != 429 || *e.Error.Code != "too_many_jobs" || r.header.Get("Retry-After") == "" || !strings.Contains(e.Error.Message, "2 are waiting") {
@@ -424,7 +290,8 @@ func TestOneJobAtATime(t *testing.T) {
 }
 
 // TestShutdownDuringJob: Shutdown cancels the queued jobs, stops the
-// running one within a step, ends its event stream, and returns.
+// running one within a step, ends its event stream, refuses new jobs,
+// and Ended follows.
 func TestShutdownDuringJob(t *testing.T) {
 	s, ts := newTrainingServer(t, nil)
 	running, queued := createJob(t, ts, longJob), createJob(t, ts, longJob)
@@ -439,11 +306,12 @@ func TestShutdownDuringJob(t *testing.T) {
 		evs, err := readEventStream(resp)
 		stream <- result{evs, err}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	start := time.Now()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	s.Shutdown()
+	select {
+	case <-s.Ended():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running job did not end within 10 s of Shutdown")
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Shutdown took %v", d)
@@ -456,89 +324,24 @@ func TestShutdownDuringJob(t *testing.T) {
 	if last := evs[len(evs)-1].Message; !strings.HasPrefix(last, "The server is shutting down: the job was cancelled after step") {
 		t.Errorf("the stream's last event: %q", last)
 	}
-	// The API answers 503 now; the jobs, read from the inside, ended.
-	if r := do(t, "GET", ts.URL+"/v1/fine_tuning/jobs/"+running.ID, ""); r.status != 503 {
-		t.Errorf("after shutdown: %d", r.status)
+	// The jobs, read from the inside, ended (server's TestShutdownStopsJob
+	// checks the 503 that follows).
+	if r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", quickJob); r.status != 503 {
+		t.Errorf("a job after shutdown: %d %s", r.status, r.body)
 	}
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	for _, j := range s.jobs.list {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.list {
 		if j.status != statusCancelled || (j.id == queued.ID && j.step != 0) {
 			t.Errorf("job %s: %s at step %d", j.id, j.status, j.step)
 		}
 	}
 }
 
-// TestConcurrentCompletionsWhileJobRuns: completions are answered while a job
-// trains, with the text they have without it; and while a completion is
-// in progress the job does not take a step (the one it is in may end), so
-// the slots keep the processors.
-func TestConcurrentCompletionsWhileJobRuns(t *testing.T) {
-	_, quiet := newTestServer(t, nil)
-	want := text(t, quiet, `{"prompt":"the ","max_tokens":50,"seed":3}`)
-
-	s, ts := newTrainingServer(t, nil)
-	hold, release := make(chan struct{}), make(chan struct{})
-	s.generationStart = func(ctx context.Context) {
-		select {
-		case hold <- struct{}{}:
-			<-release
-		default:
-		}
-	}
-	j := createJob(t, ts, longJob)
-	waitStep(t, ts, j.ID, 2)
-	for range 3 {
-		if got := text(t, ts, `{"prompt":"the ","max_tokens":50,"seed":3}`); got != want {
-			t.Fatalf("during a job: %q, without: %q", got, want)
-		}
-	}
-	// Hold a completion in its slot and watch the steps.
-	errc := make(chan error, 1)
-	go func() {
-		r, err := http.DefaultClient.Do(newPost(context.Background(), ts.URL+"/v1/completions", `{"prompt":"the ","max_tokens":5}`))
-		if err == nil {
-			r.Body.Close()
-		}
-		errc <- err
-	}()
-	select {
-	case <-hold:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the completion never started")
-	}
-	time.Sleep(20 * time.Millisecond) // the step in progress ends
-	before := getJob(t, ts, j.ID).Step
-	time.Sleep(300 * time.Millisecond)
-	during := getJob(t, ts, j.ID).Step
-	close(release)
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	after := waitStep(t, ts, j.ID, during+3).Step
-	if during > before+1 {
-		t.Errorf("the job took %d steps while a completion held its slot (from %d to %d)", during-before, before, during)
-	}
-	t.Logf("steps: %d before, %d while a completion ran, then %d", before, during, after)
-}
-
-func TestTrainingNeedsTheKey(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.APIKey = "k" })
-	for _, rt := range [][2]string{{"POST", "/v1/files"}, {"GET", "/v1/files"}, {"POST", "/v1/fine_tuning/jobs"}, {"GET", "/v1/fine_tuning/jobs"},
-		{"GET", "/v1/fine_tuning/jobs/x/events"}, {"POST", "/v1/fine_tuning/jobs/x/cancel"}, {"DELETE", "/v1/models/x"}, {"POST", "/v1/score"}} {
-		if r := do(t, rt[0], ts.URL+rt[1], quickJob); r.status != 401 {
-			t.Errorf("%s %s without the key: %d", rt[0], rt[1], r.status)
-		}
-	}
-	if r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", quickJob, "Authorization", "Bearer k"); r.status != 200 {
-		t.Errorf("with the key: %d %s", r.status, r.body)
-	}
-}
-
 // TestFineTunedModelsBoundedAndDeleted: MaxModels bounds the fine-tuned
 // models with the jobs pending; DELETE /v1/models/{model} removes one.
 func TestFineTunedModelsBoundedAndDeleted(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) { c.Training.MaxModels = 1 })
+	s, ts := newTrainingServer(t, func(c *testConfig) { c.MaxModels = 1 })
 	j := waitJob(t, ts, createJob(t, ts, quickJob).ID, statusSucceeded)
 	name := *j.FineTunedModel
 	r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", quickJob)
@@ -555,8 +358,8 @@ func TestFineTunedModelsBoundedAndDeleted(t *testing.T) {
 	if d["id"] != name || d["deleted"] != true {
 		t.Errorf("delete: %v", d)
 	}
-	if r := post(t, ts, `{"model":"`+name+`","prompt":"the "}`); r.status != 404 {
-		t.Errorf("a completion on the deleted model: %d", r.status)
+	if _, _, ok := s.host.Model(name); ok {
+		t.Errorf("the deleted model %s is still served", name)
 	}
 	createJob(t, ts, quickJob)
 }
@@ -566,7 +369,7 @@ func TestFineTunedModelsBoundedAndDeleted(t *testing.T) {
 // replaced, and fails the job.
 func TestTrainDir(t *testing.T) {
 	dir := t.TempDir()
-	s, ts := newTrainingServer(t, func(c *Config) { c.Training.Dir = dir })
+	s, ts := newTrainingServer(t, func(c *testConfig) { c.Dir = dir })
 	j := waitJob(t, ts, createJob(t, ts, strings.Replace(quickJob, `"seed":7`, `"seed":7,"suffix":"kept"`, 1)).ID, statusSucceeded)
 	file := strings.ReplaceAll(*j.FineTunedModel, ":", "-") + ".ckpt"
 	if j.CheckpointFile == nil || *j.CheckpointFile != file {
@@ -605,8 +408,8 @@ func TestDivergedJobFails(t *testing.T) {
 	for i := range broken.Params() {
 		broken.Params()[i] *= 1e300
 	}
-	_, ts := newTrainingServer(t, func(c *Config) {
-		c.Models = append(c.Models, Model{Name: "broken", Model: broken, Vocab: v})
+	_, ts := newTrainingServer(t, func(c *testConfig) {
+		c.models = append(c.models, hostModel{"broken", broken, v})
 	})
 	j := waitJob(t, ts, createJob(t, ts, `{"model":"broken","training_file":"file-lanternbay","hyperparameters":{"steps":5,"batch_size":2}}`).ID, statusFailed, statusSucceeded)
 	if j.Status != statusFailed || j.Error == nil || j.Error.Code != "training_diverged" || !strings.Contains(j.Error.Message, "learning_rate_multiplier") || j.FineTunedModel != nil || j.Step != 0 {
@@ -623,9 +426,9 @@ func TestDivergedJobFails(t *testing.T) {
 // queue, so there is always a finished one to forget when the queue has
 // room.)
 func TestJobsRemembered(t *testing.T) {
-	_, ts := newTrainingServer(t, func(c *Config) {
-		c.Training.MaxJobs = 2
-		c.Training.Queue = 1
+	_, ts := newTrainingServer(t, func(c *testConfig) {
+		c.MaxJobs = 2
+		c.Queue = 1
 	})
 	first := waitJob(t, ts, createJob(t, ts, quickJob).ID, statusSucceeded)
 	second := waitJob(t, ts, createJob(t, ts, quickJob).ID, statusSucceeded)
@@ -644,28 +447,4 @@ func TestJobsRemembered(t *testing.T) {
 		t.Errorf("second job: %d", r.status)
 	}
 	getJob(t, ts, fourth.ID)
-}
-
-func TestJobMetadataAndMethods(t *testing.T) {
-	_, ts := newTrainingServer(t, nil)
-	many := map[string]string{}
-	for i := range 17 {
-		many[fmt.Sprint("k", i)] = "v"
-	}
-	b, _ := json.Marshal(many)
-	for body, want := range map[string]string{
-		`{"model":"scratch","training_file":"file-lanternbay","metadata":` + string(b) + `}`:                        "17 pairs, at most 16",
-		`{"model":"scratch","training_file":"file-lanternbay","metadata":{"` + strings.Repeat("k", 65) + `":"v"}}`:  "keys have at most 64 characters",
-		`{"model":"scratch","training_file":"file-lanternbay","metadata":{"k":"` + strings.Repeat("v", 513) + `"}}`: "values at most 512",
-	} {
-		r := do(t, "POST", ts.URL+"/v1/fine_tuning/jobs", body)
-		if e := r.apiError(t); r.status != 400 || *e.Error.Param != "metadata" || !strings.Contains(e.Error.Message, want) {
-			t.Errorf("%.80s: %d %s", body, r.status, r.body)
-		}
-	}
-	for _, rt := range [][2]string{{"PUT", "/v1/fine_tuning/jobs"}, {"DELETE", "/v1/fine_tuning/jobs/x"}, {"GET", "/v1/fine_tuning/jobs/x/cancel"}, {"PATCH", "/v1/files"}} {
-		if r := do(t, rt[0], ts.URL+rt[1], ""); r.status != 405 || r.header.Get("Allow") == "" {
-			t.Errorf("%s %s: %d, Allow %q", rt[0], rt[1], r.status, r.header.Get("Allow"))
-		}
-	}
 }
