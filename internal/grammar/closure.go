@@ -6,6 +6,9 @@ package grammar
 
 import "slices"
 
+// maxItems is MaxItems, lowered by tests.
+var maxItems = MaxItems
+
 // scratch is the closure's working memory, reused by every step (m.mu is
 // held), so a step allocates only for what it interns.
 type scratch struct {
@@ -82,7 +85,7 @@ func (m *Matcher) put(q int32, ss *stackSet) error {
 	}
 	delta := ss
 	if idx < 0 {
-		if len(sc.ents) >= MaxItems {
+		if len(sc.ents) >= maxItems {
 			return errTooComplex
 		}
 		next := int32(-1)

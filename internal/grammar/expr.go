@@ -77,7 +77,12 @@ func (e *expr) size() int {
 		if k < 0 {
 			k = e.min + 1
 		}
-		return sat((k + 1) * (e.subs[0].size() + 1))
+		// k copies of the body, one state between each.
+		body := e.subs[0].size()
+		if k > 0 && body > (math.MaxInt32-k-1)/k {
+			return math.MaxInt32
+		}
+		return k*body + k + 1
 	}
 	return 1
 }
