@@ -112,8 +112,12 @@ func TestUnsatisfiable(t *testing.T) {
 		{func() (*grammar.Grammar, error) { return grammar.Regex(`the [0-9]+ boats`) }, `the pattern needs one of [0-9], which the model never writes`},
 		{func() (*grammar.Grammar, error) { return grammar.Regex(`(?i)QUIZ`) }, `the pattern needs one of [Qq] and one of [Zz], which`},
 		{func() (*grammar.Grammar, error) { return grammar.Choice([]string{"zebra", "xylophone"}) }, `the choices need 'z', which the model never writes`},
-		{func() (*grammar.Grammar, error) { return grammar.GBNF("root ::= \"q\" x | \"j\" \"v\" \"z\"\nx ::= [A-Z]") }, `the grammar needs 'q' and one of [A-Z]`},
-		{func() (*grammar.Grammar, error) { return grammar.JSONSchema([]byte(`{"type":"integer"}`), grammar.JSONOptions{}) }, `the schema needs '0', which the model never writes`},
+		{func() (*grammar.Grammar, error) {
+			return grammar.GBNF("root ::= \"q\" x | \"j\" \"v\" \"z\"\nx ::= [A-Z]")
+		}, `the grammar needs 'q' and one of [A-Z]`},
+		{func() (*grammar.Grammar, error) {
+			return grammar.JSONSchema([]byte(`{"type":"integer"}`), grammar.JSONOptions{})
+		}, `the schema needs '0', which the model never writes`},
 	} {
 		g, err := tc.g()
 		if err != nil {
