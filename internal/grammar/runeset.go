@@ -97,10 +97,6 @@ func (s runeSet) intersects(t runeSet) bool {
 	return false
 }
 
-func (s runeSet) union(t runeSet) runeSet {
-	return makeSet(append(slices.Clone(s), t...))
-}
-
 func (s runeSet) intersect(t runeSet) runeSet {
 	var out runeSet
 	i, j := 0, 0
@@ -135,9 +131,6 @@ func (s runeSet) complement() runeSet {
 }
 
 func (s runeSet) minus(t runeSet) runeSet { return s.intersect(t.complement()) }
-
-// first is the smallest code point of a non-empty s.
-func (s runeSet) first() rune { return s[0].lo }
 
 func (s runeSet) equal(t runeSet) bool { return slices.Equal(s, t) }
 
