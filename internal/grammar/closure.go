@@ -19,6 +19,7 @@ type scratch struct {
 	work   []work
 	items  []item
 	accept bool
+	found  []successor // the mask walk's allowed tokens
 }
 
 // entry is one (state, depth) of the closure with every stack found so

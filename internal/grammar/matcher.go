@@ -48,15 +48,32 @@ type node struct {
 	rem    int64 // fewest base units that complete the text (Remaining)
 
 	// Caches of this generation, nil after a flush.
-	rnext map[int32]*node // by character class (npend == 0); nil value: dead
-	bnext map[byte]*node  // by byte: lead bytes, continuation bytes
+	rnext []*node         // by character class (npend == 0): nil not yet known, dead for none
+	rmap  map[int32]*node // rnext when the grammar has too many classes for a slice
+	bnext *[256]*node     // by byte: lead bytes, continuation bytes; nil, dead likewise
 	mask  []uint64        // allowed tokens
-	succ  map[int32]*node // the state after each allowed token
+	succ  []*node         // the state after each allowed token, in id order
+	rank  []int32         // rank[w]: allowed tokens below id 64*w
 	count int             // allowed tokens
 	most  int64           // the largest rem of a successor
 
 	fwd   *node
 	fwdAt uint32
+}
+
+// after returns the node after allowed token id: succ is in id order,
+// so its index is the number of allowed tokens below id.
+func (n *node) after(id int32) *node { return n.succ[n.index(id)] }
+
+func (n *node) index(id int32) int32 {
+	w := id >> 6
+	return n.rank[w] + int32(bits.OnesCount64(n.mask[w]&(1<<(id&63)-1)))
+}
+
+// successor is a token the mask walk found allowed, and the node after it.
+type successor struct {
+	id   int32
+	next *node
 }
 
 // item is one parse position: the automaton state pos, with the stacks of
@@ -251,7 +268,7 @@ func (m *Matcher) AllowedWithin(s State, budget int, mask []bool) error {
 		for word != 0 {
 			i := w<<6 + bits.TrailingZeros64(word)
 			word &= word - 1
-			mask[i] = n.succ[int32(i)].rem <= int64(budget-1)
+			mask[i] = n.after(int32(i)).rem <= int64(budget-1)
 		}
 	}
 	return nil
@@ -285,7 +302,7 @@ func (m *Matcher) Advance(s State, tok int) (State, error) {
 	if n.mask[tok>>6]&(1<<(tok&63)) == 0 {
 		return State{}, fmt.Errorf("%w: token %d cannot follow here", ErrNotAllowed, tok)
 	}
-	next := n.succ[int32(tok)]
+	next := n.after(int32(tok))
 	// Compute the next mask now, so that an error surfaces here and
 	// Allowed, MustEnd never meet one.
 	if next.mask == nil {
@@ -320,7 +337,7 @@ func (m *Matcher) ready(s State) (*node, error) {
 // drops its caches (its content stays, for the States that hold it).
 func (m *Matcher) flush() {
 	for _, n := range m.c.all {
-		n.rnext, n.bnext, n.mask, n.succ = nil, nil, nil, nil
+		n.rnext, n.rmap, n.bnext, n.mask, n.succ, n.rank = nil, nil, nil, nil, nil, nil
 	}
 	m.c = newCache(m.c.gen + 1)
 }
@@ -435,11 +452,28 @@ func (m *Matcher) startNode() (*node, error) {
 	return m.closeNode()
 }
 
+// dead marks, in a cache of transitions, a step after which no text
+// continues.
+var dead = &node{}
+
+// denseClasses is the most character classes for which a node keeps its
+// transitions in a slice rather than a map.
+const denseClasses = 256
+
 // runeStep returns the node after reading r in n (npend == 0), nil when
 // no text continues that way.
 func (m *Matcher) runeStep(n *node, r rune) (*node, error) {
 	cls := m.g.class(r)
-	if next, ok := n.rnext[cls]; ok {
+	var next *node
+	if n.rnext != nil {
+		next = n.rnext[cls]
+	} else if n.rmap != nil {
+		next = n.rmap[cls]
+	}
+	if next == dead {
+		return nil, nil
+	}
+	if next != nil {
 		return next, nil
 	}
 	m.sc.begin()
@@ -456,11 +490,24 @@ func (m *Matcher) runeStep(n *node, r rune) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.rnext == nil {
-		n.rnext = map[int32]*node{}
+	mark := next
+	if next == nil {
+		mark = dead
 	}
-	n.rnext[cls] = next
-	m.c.bytes += 48
+	switch {
+	case len(m.g.bounds) <= denseClasses:
+		if n.rnext == nil {
+			n.rnext = make([]*node, len(m.g.bounds))
+			m.c.bytes += 8 * len(m.g.bounds)
+		}
+		n.rnext[cls] = mark
+	default:
+		if n.rmap == nil {
+			n.rmap = map[int32]*node{}
+		}
+		n.rmap[cls] = mark
+		m.c.bytes += 48
+	}
 	return next, nil
 }
 
@@ -470,18 +517,25 @@ func (m *Matcher) byteStep(n *node, b byte) (*node, error) {
 	if n.npend == 0 && b < 0x80 {
 		return m.runeStep(n, rune(b))
 	}
-	if next, ok := n.bnext[b]; ok {
-		return next, nil
+	if n.bnext != nil {
+		if next := n.bnext[b]; next == dead {
+			return nil, nil
+		} else if next != nil {
+			return next, nil
+		}
 	}
 	next, err := m.partialStep(n, b)
 	if err != nil {
 		return nil, err
 	}
 	if n.bnext == nil {
-		n.bnext = map[byte]*node{}
+		n.bnext = new([256]*node)
+		m.c.bytes += 8 * 256
 	}
 	n.bnext[b] = next
-	m.c.bytes += 40
+	if next == nil {
+		n.bnext[b] = dead
+	}
 	return next, nil
 }
 
@@ -546,7 +600,7 @@ func (m *Matcher) canBegin(base *node, p []byte) bool {
 func (m *Matcher) fillMask(n *node) error {
 	v := m.v
 	mask := make([]uint64, (v.size+63)/64)
-	succ := map[int32]*node{}
+	found := m.sc.found[:0]
 	count, most := 0, int64(0)
 	type visit struct {
 		t int32
@@ -567,7 +621,7 @@ func (m *Matcher) fillMask(n *node) error {
 			if next.npend == 0 || v.contFull {
 				for _, id := range v.trie[k.next].ids {
 					mask[id>>6] |= 1 << (id & 63)
-					succ[id] = next
+					found = append(found, successor{id, next})
 					count++
 					most = max(most, next.rem)
 				}
@@ -577,8 +631,20 @@ func (m *Matcher) fillMask(n *node) error {
 			}
 		}
 	}
-	n.mask, n.succ, n.count, n.most = mask, succ, count, most
-	m.c.bytes += 8*len(mask) + 48*len(succ)
+	rank := make([]int32, len(mask))
+	total := int32(0)
+	for w, word := range mask {
+		rank[w] = total
+		total += int32(bits.OnesCount64(word))
+	}
+	n.mask, n.rank, n.count, n.most = mask, rank, count, most
+	n.succ = make([]*node, count)
+	for _, f := range found {
+		n.succ[n.index(f.id)] = f.next
+	}
+	clear(found)
+	m.sc.found = found[:0]
+	m.c.bytes += 12*len(mask) + 8*count
 	return nil
 }
 
