@@ -123,12 +123,20 @@ func (c *cache) newID() uint64 {
 // byte-level BPE token); a token of no bytes is never allowed (pass nil
 // for special tokens the constraint must never allow). Bind refuses, with
 // an error wrapping ErrUnsatisfiable that names the missing characters, a
-// constraint that no text over the vocabulary completes.
+// constraint that no text over the vocabulary completes. It is
+// NewVocabulary then BindVocabulary; a server binding many constraints to
+// one model prepares the vocabulary once.
 func (g *Grammar) Bind(tokens [][]byte) (*Matcher, error) {
-	v, err := newVocab(tokens)
+	v, err := NewVocabulary(tokens)
 	if err != nil {
 		return nil, err
 	}
+	return g.BindVocabulary(v)
+}
+
+// BindVocabulary is Bind for a prepared vocabulary.
+func (g *Grammar) BindVocabulary(voc *Vocabulary) (*Matcher, error) {
+	v := voc.v
 	m := &Matcher{g: g, v: v, budget: MaxCacheBytes}
 	m.need = g.need(v.prod)
 	unit := make([]int64, len(g.sets))
@@ -610,8 +618,8 @@ func (m *Matcher) fillMask(n *node) error {
 	for len(stack) > 0 {
 		at := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, k := range v.trie[at.t].kids {
-			next, err := m.byteStep(at.n, k.b)
+		for _, kid := range v.kids[v.kidAt[at.t]:v.kidAt[at.t+1]] {
+			next, err := m.byteStep(at.n, v.edge[kid])
 			if err != nil {
 				return err
 			}
@@ -619,15 +627,15 @@ func (m *Matcher) fillMask(n *node) error {
 				continue
 			}
 			if next.npend == 0 || v.contFull {
-				for _, id := range v.trie[k.next].ids {
+				for _, id := range v.ids[v.idAt[kid]:v.idAt[kid+1]] {
 					mask[id>>6] |= 1 << (id & 63)
 					found = append(found, successor{id, next})
 					count++
 					most = max(most, next.rem)
 				}
 			}
-			if len(v.trie[k.next].kids) > 0 {
-				stack = append(stack, visit{k.next, next})
+			if v.kidAt[kid+1] > v.kidAt[kid] {
+				stack = append(stack, visit{kid, next})
 			}
 		}
 	}

@@ -5,15 +5,43 @@
 package grammar
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"unicode/utf8"
 )
 
+// Vocabulary is a model's tokens prepared for binding: the trie of their
+// bytes and what single characters and bytes they hold. Build it once per
+// model with NewVocabulary and bind every constraint to it; it is
+// immutable and safe for concurrent use.
+type Vocabulary struct{ v *vocab }
+
+// NewVocabulary prepares tokens, token i's text being tokens[i], for
+// Grammar.BindVocabulary. A token of no bytes is kept (its id counts) but
+// never allowed: pass nil for special tokens a constraint must not allow.
+func NewVocabulary(tokens [][]byte) (*Vocabulary, error) {
+	v, err := newVocab(tokens)
+	if err != nil {
+		return nil, err
+	}
+	return &Vocabulary{v}, nil
+}
+
+// Size returns the number of tokens.
+func (v *Vocabulary) Size() int { return v.v.size }
+
 // vocab is what a Matcher knows of its vocabulary.
 type vocab struct {
 	size int
-	trie []trieNode // trie[0] is the root
+
+	// The trie of the tokens' bytes, node 0 its root, as flat arrays:
+	// the children of node t are kids[kidAt[t]:kidAt[t+1]] in ascending
+	// order of their byte edge[child]; the tokens whose text ends at t
+	// are ids[idAt[t]:idAt[t+1]].
+	kidAt, kids []int32
+	edge        []byte
+	idAt, ids   []int32
 
 	// whole is the set of characters that are a token on their own.
 	whole runeSet
@@ -27,18 +55,10 @@ type vocab struct {
 	prod runeSet
 }
 
-type trieNode struct {
-	kids []trieKid // by ascending byte
-	ids  []int32   // tokens whose text ends here
-}
-
-type trieKid struct {
-	b    byte
-	next int32
-}
-
-// newVocab analyses tokens. Tokens of no bytes are kept (their ids count)
-// but never allowed.
+// newVocab analyses tokens and builds their trie: the tokens sorted by
+// their bytes, each shares the path of its common prefix with the one
+// before, so the nodes come in depth-first order and each node's children
+// in ascending byte order.
 func newVocab(tokens [][]byte) (*vocab, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("%w: empty vocabulary", ErrNotAllowed)
@@ -46,13 +66,9 @@ func newVocab(tokens [][]byte) (*vocab, error) {
 	if len(tokens) > MaxVocab {
 		return nil, fmt.Errorf("%w: %d tokens, more than the cap of %d", ErrTooLarge, len(tokens), MaxVocab)
 	}
-	v := &vocab{size: len(tokens), trie: []trieNode{{}}}
-	type edge struct {
-		from int32
-		b    byte
-	}
-	kids := map[edge]int32{}
+	v := &vocab{size: len(tokens)}
 	var whole []runeRange
+	order := make([]int32, 0, len(tokens))
 	for id, t := range tokens {
 		if len(t) > MaxTokenBytes {
 			return nil, fmt.Errorf("%w: token %d has %d bytes, more than the cap of %d", ErrTooLarge, id, len(t), MaxTokenBytes)
@@ -60,27 +76,66 @@ func newVocab(tokens [][]byte) (*vocab, error) {
 		if len(t) == 0 {
 			continue
 		}
+		order = append(order, int32(id))
 		if len(t) == 1 {
 			v.single[t[0]] = true
 		}
 		if r, n := utf8.DecodeRune(t); n == len(t) && (r != utf8.RuneError || n > 1) {
 			whole = append(whole, runeRange{r, r})
 		}
-		at := int32(0)
-		for _, b := range t {
-			next, ok := kids[edge{at, b}]
-			if !ok {
-				next = int32(len(v.trie))
-				v.trie = append(v.trie, trieNode{})
-				kids[edge{at, b}] = next
-				v.trie[at].kids = append(v.trie[at].kids, trieKid{b, next})
-			}
-			at = next
-		}
-		v.trie[at].ids = append(v.trie[at].ids, int32(id))
 	}
-	for i := range v.trie {
-		slices.SortFunc(v.trie[i].kids, func(a, b trieKid) int { return int(a.b) - int(b.b) })
+	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(tokens[a], tokens[b]) })
+	parent := []int32{-1}
+	v.edge = []byte{0}
+	end := make([]int32, len(order)) // the node each token of order ends at
+	var path []int32                 // nodes along the previous token, below the root
+	var prev []byte
+	for i, id := range order {
+		t := tokens[id]
+		common := 0
+		for common < len(prev) && common < len(t) && prev[common] == t[common] {
+			common++
+		}
+		path = path[:common]
+		for _, b := range t[common:] {
+			at := int32(0)
+			if len(path) > 0 {
+				at = path[len(path)-1]
+			}
+			parent = append(parent, at)
+			v.edge = append(v.edge, b)
+			path = append(path, int32(len(parent)-1))
+		}
+		end[i] = path[len(path)-1]
+		prev = t
+	}
+	n := len(parent)
+	v.kidAt = make([]int32, n+1)
+	for _, p := range parent[1:] {
+		v.kidAt[p+1]++
+	}
+	for t := range n {
+		v.kidAt[t+1] += v.kidAt[t]
+	}
+	v.kids = make([]int32, n-1)
+	fill := slices.Clone(v.kidAt[:n])
+	for c := 1; c < n; c++ {
+		p := parent[c]
+		v.kids[fill[p]] = int32(c)
+		fill[p]++
+	}
+	v.idAt = make([]int32, n+1)
+	for _, t := range end {
+		v.idAt[t+1]++
+	}
+	for t := range n {
+		v.idAt[t+1] += v.idAt[t]
+	}
+	v.ids = make([]int32, len(order))
+	fill = slices.Clone(v.idAt[:n])
+	for i, t := range end {
+		v.ids[fill[t]] = order[i]
+		fill[t]++
 	}
 	v.whole = makeSet(whole)
 	v.contFull = true
