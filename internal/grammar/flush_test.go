@@ -167,3 +167,50 @@ func TestTooComplex(t *testing.T) {
 }
 
 func isTooComplex(err error) bool { return errors.Is(err, ErrTooComplex) }
+
+// TestStateIsBounded walks far into texts whose states repeat: a regex,
+// and right recursion, which a tail call keeps flat. The cache stops
+// growing once every state has been met, so a step costs the same after
+// 20,000 tokens as after 200.
+func TestStateIsBounded(t *testing.T) {
+	toks := lantern()
+	for _, tc := range []struct {
+		gbnf bool
+		src  string
+	}{
+		{false, `((the|a) (lamp|boat|keeper) (walks|rings) )*`},
+		{true, "root ::= \"a\" root | \"b\" root | \".\""},
+		{true, "root ::= item (\" \" item)*\nitem ::= \"keep\" \"er\"? | \"lamp\""},
+	} {
+		g := compileCase(t, tc.gbnf, tc.src)
+		m, err := g.Bind(toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(5, 6))
+		mask := make([]bool, len(toks))
+		s := m.Start()
+		var nodes []int
+		for step := range 20000 {
+			if err := m.Allowed(s, mask); err != nil {
+				t.Fatal(err)
+			}
+			var ids []int
+			for i, ok := range mask {
+				// Never the closing dot, so the walk goes on.
+				if ok && toks[i][0] != '.' {
+					ids = append(ids, i)
+				}
+			}
+			if s, err = m.Advance(s, ids[r.IntN(len(ids))]); err != nil {
+				t.Fatal(err)
+			}
+			if step == 199 || step == 19999 {
+				nodes = append(nodes, len(m.c.all))
+			}
+		}
+		if nodes[0] != nodes[1] {
+			t.Errorf("%s: %d states after 200 tokens, %d after 20,000", tc.src, nodes[0], nodes[1])
+		}
+	}
+}
