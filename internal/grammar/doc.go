@@ -105,7 +105,7 @@
 //   - [MaxStackDepth] (1,024) bounds the rule calls open at once. Liveness
 //     accounts for it, so no text that would need more is ever begun: a
 //     nesting that reaches the cap is offered only its closing.
-//   - [MaxItems] (65,536) bounds one state's closure, the cost of a new
+//   - [MaxItems] (16,384) bounds one state's closure, the cost of a new
 //     state; past it Advance fails with [ErrTooComplex], which depends on
 //     the state alone, never on what else ran.
 //   - [MaxCacheBytes] (64 MiB) bounds a Matcher's cache. Past it the cache

@@ -32,9 +32,10 @@ const (
 	// generating: outputs that would need deeper nesting are not offered,
 	// and liveness accounts for the cap, so generation never reaches one.
 	MaxStackDepth = 1024
-	// MaxItems bounds the parse items (a grammar position at a nesting
-	// depth) of one state; a state that would hold more is ErrTooComplex.
-	MaxItems = 4096
+	// MaxItems bounds the parse items (an automaton state at a nesting
+	// depth) one step's closure visits: the cost of a new state. A step
+	// that would visit more is ErrTooComplex.
+	MaxItems = 1 << 14
 	// MaxCacheBytes bounds a Matcher's cache of states, masks and
 	// transitions; past it the cache is emptied and rebuilt on demand,
 	// which changes speed, never a result.

@@ -166,8 +166,11 @@ func (c *jsonCompiler) anyValue() int {
 	c.shared["value"] = v
 	obj := c.anyObject()
 	arr := c.newRule("array", -1)
-	ws, comma := c.ws(), concat(c.ws(), char(','), c.ws())
-	c.rules[arr].body = concat(char('['), ws, opt(concat(ref(v), star(concat(comma, ref(v))))), ws, char(']'))
+	// Whitespace, when admitted, follows each token but the last, so
+	// every text has one parse.
+	ws := c.ws()
+	item := concat(ref(v), ws)
+	c.rules[arr].body = concat(char('['), ws, opt(concat(item, star(concat(char(','), ws, item)))), char(']'))
 	num := c.once("number", c.number)
 	c.rules[v].body = alt(ref(obj), ref(arr), c.anyString(), ref(num), literal("true"), literal("false"), literal("null"))
 	return v
@@ -181,9 +184,9 @@ func (c *jsonCompiler) anyObject() int {
 	obj := c.newRule("object", -1)
 	c.shared["object"] = obj
 	v := c.anyValue()
-	ws, comma := c.ws(), concat(c.ws(), char(','), c.ws())
-	member := concat(c.anyString(), ws, char(':'), ws, ref(v))
-	c.rules[obj].body = concat(char('{'), ws, opt(concat(member, star(concat(comma, member)))), ws, char('}'))
+	ws := c.ws()
+	member := concat(c.anyString(), ws, char(':'), ws, ref(v), ws)
+	c.rules[obj].body = concat(char('{'), ws, opt(concat(member, star(concat(char(','), ws, member)))), char('}'))
 	return obj
 }
 
@@ -407,9 +410,9 @@ func (c *jsonCompiler) object(s *jvalue) (*expr, error) {
 		}
 		r := c.newRule("property-"+p.key, p.off)
 		c.rules[r].body = val
-		members[i] = concat(literal(jsonString(p.key)), ws, char(':'), ws, ref(r))
+		members[i] = concat(literal(jsonString(p.key)), ws, char(':'), ws, ref(r), ws)
 	}
-	comma := concat(ws, char(','), ws)
+	comma := concat(char(','), ws)
 	// first[i] and after[i] admit members i..n-1 in order, optional ones
 	// left out, when none or some have been written before them: rules,
 	// so the expression stays linear in the number of properties.
@@ -426,7 +429,7 @@ func (c *jsonCompiler) object(s *jvalue) (*expr, error) {
 		c.rules[ra].body, c.rules[rf].body = a, f
 		after[i], first[i] = ref(ra), ref(rf)
 	}
-	return concat(char('{'), ws, first[0], ws, char('}')), nil
+	return concat(char('{'), ws, first[0], char('}')), nil
 }
 
 func (c *jsonCompiler) array(s *jvalue) (*expr, error) {
@@ -456,7 +459,7 @@ func (c *jsonCompiler) array(s *jvalue) (*expr, error) {
 		return nil, c.fail(s.get("maxItems").off, ErrSyntax, "maxItems %d is below minItems %d", hi, lo)
 	}
 	ws := c.ws()
-	open, shut := concat(char('['), ws), concat(ws, char(']'))
+	open, shut := concat(char('['), ws), char(']')
 	if hi == 0 {
 		return concat(open, shut), nil
 	}
@@ -464,7 +467,8 @@ func (c *jsonCompiler) array(s *jvalue) (*expr, error) {
 	if hi < 0 {
 		restHi = -1
 	}
-	items := concat(item, repeat(concat(ws, char(','), ws, item), max(lo-1, 0), restHi))
+	item = concat(item, ws)
+	items := concat(item, repeat(concat(char(','), ws, item), max(lo-1, 0), restHi))
 	if lo == 0 {
 		items = opt(items)
 	}
