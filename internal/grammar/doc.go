@@ -66,29 +66,30 @@
 // fewest stack frames that finishing its rule from there must open,
 // reading only characters the vocabulary's base units can write (a
 // variant of Knuth's generalization of Dijkstra's algorithm over the
-// rules). Base units are the tokens that are one whole character, and
-// single bytes: with every continuation byte 0x80-0xBF a token, single
-// bytes finish any character a lead byte began. An item is kept only when
-// its rule can be finished from its depth within MaxStackDepth, and a
-// frame is pushed only under the same condition, so every stack of every
-// state can be completed: a state can be completed exactly when it holds
-// an item or is a whole match. (For a regex this is the classic rule that
-// a DFA state, a set of NFA states, is alive when one of its NFA states
-// is, the liveness of each computed once.) A token is allowed when the
-// state after its bytes is alive and, when it ends inside a character,
-// base units can finish that character.
+// rules). The base units are the tokens that are one whole character
+// and, when every continuation byte 0x80-0xBF is a token by itself, the
+// single-byte tokens, which can then finish any character a lead byte
+// began. An item is kept only when its rule can be finished from its
+// depth within MaxStackDepth, and a frame is pushed only under the same
+// condition, so every stack of every state can be completed: a state can
+// be completed exactly when it holds an item or is a whole match. (For a
+// regex this is the classic rule that a DFA state, a set of NFA states,
+// is alive when one of its NFA states is, the liveness of each computed
+// once.) A token is allowed when the state after its bytes is alive and,
+// when it ends inside a character, base units can finish that character.
 //
 // The mask is therefore exactly "the tokens after which the text can
-// still be completed over this vocabulary" when every token sequence is
-// spelled by base units as well: when every token is one character (a
-// character vocabulary, with or without words added whose characters are
-// tokens too) and when all 256 single bytes are tokens (byte-level BPE).
+// still be completed over this vocabulary" whenever every token is a
+// concatenation of base units, for then base units spell every text the
+// tokens do: in particular for a character vocabulary (every token one
+// character, with or without longer tokens made of those characters) and
+// for any vocabulary that holds all 256 single bytes (byte-level BPE).
 // For any other vocabulary it is a subset of that: every allowed token
 // leads to a state that base units can complete, and the first unit of
 // such a completion is itself allowed, so generation still never reaches
-// a dead end; but a token whose only completions need longer tokens is
-// not offered, and Bind may refuse a constraint only longer tokens could
-// satisfy. Bind refuses, wrapping [ErrUnsatisfiable], a constraint no text
+// a dead end; but a token whose only completions need other tokens is not
+// offered, and Bind may refuse a constraint only they could satisfy.
+// Bind refuses, wrapping [ErrUnsatisfiable], a constraint no text
 // over the vocabulary completes, and names the characters the cheapest
 // way through it lacks: "the pattern needs '{', which the model never
 // writes".
