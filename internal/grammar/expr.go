@@ -75,7 +75,7 @@ func (e *expr) size() int {
 	case opRepeat:
 		k := e.max
 		if k < 0 {
-			k = e.min + 1
+			k = max(e.min, 1)
 		}
 		// k copies of the body, one state between each.
 		body := e.subs[0].size()

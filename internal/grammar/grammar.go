@@ -168,6 +168,16 @@ func (b *builder) build(e *expr, from, to int32) {
 		x := e.subs[0]
 		cur := from
 		for i := range e.min {
+			if i == e.min-1 && e.max < 0 {
+				// x{m,}: the last copy runs from a to z, and z may go
+				// back to a for another or on to the end.
+				a, z := b.newState(), b.newState()
+				b.st[cur].eps = append(b.st[cur].eps, a)
+				b.build(x, a, z)
+				b.st[z].eps = append(b.st[z].eps, a, to)
+				cur = to
+				break
+			}
 			next := to
 			if i < e.min-1 || e.max != e.min {
 				next = b.newState()
@@ -180,6 +190,10 @@ func (b *builder) build(e *expr, from, to int32) {
 			if e.min == 0 {
 				b.st[from].eps = append(b.st[from].eps, to)
 			}
+		case e.max < 0 && e.min > 0:
+			// The last required copy loops back on itself, so x+
+			// holds one copy of x, not two, and nested pluses stay
+			// linear.
 		case e.max < 0:
 			s := b.newState()
 			b.st[cur].eps = append(b.st[cur].eps, s)
