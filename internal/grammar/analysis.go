@@ -253,9 +253,11 @@ func (g *Grammar) usableSets(p runeSet) []bool {
 
 // missing finds a way through g from the root that needs as few
 // characters outside p as can be, and returns the sets of the edges on it
-// that p cannot write (in order, each once, at most limit of them) and
-// how many such edges the way has in all.
-func (g *Grammar) missing(p runeSet, limit int) ([]runeSet, int) {
+// that p cannot write (in order, each once, at most limit of them), more
+// when it has other such sets beyond those, and how many edges of it p
+// cannot write in all (0: the way needs none, so only the depth cap stands
+// in the way).
+func (g *Grammar) missing(p runeSet, limit int) (sets []runeSet, more bool, edges int) {
 	usable := g.usableSets(p)
 	const unit = 1 << 32 // cost = missing edges * unit + characters
 	val, ways := g.solve(costs{
@@ -270,9 +272,9 @@ func (g *Grammar) missing(p runeSet, limit int) ([]runeSet, int) {
 	})
 	start := g.rules[g.root].start
 	if val[start] == inf {
-		return nil, 0
+		return nil, false, 0
 	}
-	var out []runeSet
+	edges = int(val[start] / unit)
 	var conts []int32 // states to continue at when the current rule ends
 	s := start
 	for steps := 0; steps < 1<<22; steps++ {
@@ -281,7 +283,7 @@ func (g *Grammar) missing(p runeSet, limit int) ([]runeSet, int) {
 		switch w.kind {
 		case howFinal:
 			if len(conts) == 0 {
-				return out, int(val[start] / unit)
+				return sets, more, edges
 			}
 			s, conts = conts[len(conts)-1], conts[:len(conts)-1]
 			continue
@@ -289,8 +291,12 @@ func (g *Grammar) missing(p runeSet, limit int) ([]runeSet, int) {
 			s = st.eps[w.idx]
 		case howRune:
 			e := st.runes[w.idx]
-			if !usable[e.set] && len(out) < limit && !containsSet(out, g.sets[e.set]) {
-				out = append(out, g.sets[e.set])
+			if !usable[e.set] && !containsSet(sets, g.sets[e.set]) {
+				if len(sets) < limit {
+					sets = append(sets, g.sets[e.set])
+				} else {
+					more = true
+				}
 			}
 			s = e.to
 		case howRef:
@@ -299,7 +305,7 @@ func (g *Grammar) missing(p runeSet, limit int) ([]runeSet, int) {
 			s = g.rules[e.rule].start
 		}
 	}
-	return out, int(val[start] / unit)
+	return sets, more, edges
 }
 
 func containsSet(list []runeSet, s runeSet) bool {

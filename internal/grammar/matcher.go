@@ -178,7 +178,7 @@ func (g *Grammar) bindBudget(tokens [][]byte, budget int) (*Matcher, error) {
 // unsatisfiable explains why no text over the vocabulary completes g.
 func (m *Matcher) unsatisfiable() error {
 	g := m.g
-	sets, total := g.missing(m.v.prod, 4)
+	sets, more, total := g.missing(m.v.prod, 4)
 	verb := "needs"
 	if strings.HasSuffix(g.noun, "s") {
 		verb = "need"
@@ -194,7 +194,10 @@ func (m *Matcher) unsatisfiable() error {
 			parts = append(parts, "one of "+s.String())
 		}
 	}
-	if len(parts) < total && len(parts) == 4 {
+	if len(parts) == 0 {
+		return fmt.Errorf("%w: %s %s characters the model never writes", ErrUnsatisfiable, g.noun, verb)
+	}
+	if more {
 		parts = append(parts, "more")
 	}
 	list := parts[0]
