@@ -167,3 +167,43 @@ func BenchmarkNewState(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAllowed times the mask of a state met before: the copy out of
+// the cache, as a []bool and as a bitset.
+func BenchmarkAllowed(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		toks [][]byte
+	}{
+		{"lantern", lantern()},
+		{"bpe8k", bpeLike(8192)},
+	} {
+		g, err := Regex(`((the|a) [a-z]+ )+(at|in) (dusk|dawn)\.`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := g.Bind(tc.toks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := m.Start()
+		b.Run(tc.name+"/bool", func(b *testing.B) {
+			mask := make([]bool, len(tc.toks))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.Allowed(s, mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/bits", func(b *testing.B) {
+			mask := make([]uint64, (len(tc.toks)+63)/64)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.AllowedBits(s, mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -181,3 +181,28 @@ func TestBadVocabularies(t *testing.T) {
 		t.Errorf("advancing another matcher's state: %v", err)
 	}
 }
+
+// TestAllowedBits: the bitset form says what the []bool form says.
+func TestAllowedBits(t *testing.T) {
+	toks := byteTokens(multilingual, 300, 4)
+	g, err := grammar.Regex(`caf[eé] (日本|語)+`)
+	m := bind(t, g, err, toks)
+	w := newWalker(m, toks, 1100)
+	bitset := make([]uint64, (len(toks)+63)/64)
+	w.step = func(s grammar.State, text []byte, mask []bool) {
+		if err := m.AllowedBits(s, bitset); err != nil {
+			t.Fatal(err)
+		}
+		for i, ok := range mask {
+			if bitset[i/64]>>(i%64)&1 == 1 != ok {
+				t.Fatalf("after %q: token %d is %v in the mask, not in the bitset", text, i, ok)
+			}
+		}
+	}
+	for range 100 {
+		w.walk(t, 10)
+	}
+	if err := m.AllowedBits(m.Start(), bitset[1:]); !errors.Is(err, grammar.ErrNotAllowed) {
+		t.Errorf("a short bitset: %v", err)
+	}
+}

@@ -265,23 +265,35 @@ func (m *Matcher) AllowedWithin(s State, budget int, mask []bool) error {
 	if err != nil {
 		return err
 	}
-	if budget < 0 || int64(budget-1) >= n.most {
-		for i := range mask {
-			mask[i] = n.mask[i>>6]&(1<<(i&63)) != 0
-		}
-		return nil
-	}
 	clear(mask)
 	if budget == 0 {
 		return nil
 	}
+	all := budget < 0 || int64(budget-1) >= n.most
 	for w, word := range n.mask {
 		for word != 0 {
 			i := w<<6 + bits.TrailingZeros64(word)
 			word &= word - 1
-			mask[i] = n.after(int32(i)).rem <= int64(budget-1)
+			mask[i] = all || n.after(int32(i)).rem <= int64(budget-1)
 		}
 	}
+	return nil
+}
+
+// AllowedBits is Allowed into a bitset, for large vocabularies: bit
+// i%64 of mask[i/64] is set when token i may come next. mask must have
+// (VocabSize+63)/64 words.
+func (m *Matcher) AllowedBits(s State, mask []uint64) error {
+	if len(mask) != (m.v.size+63)/64 {
+		return fmt.Errorf("%w: mask of %d words for a vocabulary of %d", ErrNotAllowed, len(mask), m.v.size)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.ready(s)
+	if err != nil {
+		return err
+	}
+	copy(mask, n.mask)
 	return nil
 }
 
