@@ -5,6 +5,7 @@ package minigpt
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -36,14 +37,20 @@ type beamState struct {
 	finished []hypothesis
 	running  bool
 	st       seqState // the processors' scratch
+
+	// With a constraint: each beam's place in it, the places of the
+	// chosen candidates, and a beam's mask.
+	places, nextPlaces []place
+	mask               []bool
 }
 
 // hypothesis is a finished beam.
 type hypothesis struct {
-	ids    []int // generated tokens, the stop string included
-	score  float64
-	finish string
-	stop   int // length of the stop string at the end of ids
+	ids        []int // generated tokens, the stop string included
+	score      float64
+	finish     string
+	stop       int  // length of the stop string at the end of ids
+	incomplete bool // ids[:len(ids)-stop] falls short of the constraint's format
 }
 
 func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *beamState {
@@ -57,7 +64,21 @@ func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *bea
 	for b := 1; b < K; b++ {
 		bs.scores[b] = math.Inf(-1)
 	}
+	if c := o.Constraint; c != nil {
+		bs.places, bs.nextPlaces, bs.mask = make([]place, K), make([]place, K), make([]bool, V)
+		for b := range bs.places {
+			bs.places[b].start(c)
+		}
+	}
 	return bs
+}
+
+// hyp makes the hypothesis of generated tokens gen, ended by a stop
+// string of length stop (or none), with the given score.
+func (bs *beamState) hyp(gen []int, score float64, finish string, stop int) hypothesis {
+	h := hypothesis{ids: gen, score: score, finish: finish, stop: stop}
+	h.incomplete = bs.o.Constraint != nil && bs.o.Constraint.incomplete(gen[:len(gen)-stop])
+	return h
 }
 
 // score is a hypothesis's score: its log-probability sum over its length
@@ -136,6 +157,22 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		for v, x := range row {
 			lp[v] = float64(x-maxv) - lse
 		}
+		// The constraint first, as in sampling; a dead beam (score -Inf)
+		// stands nowhere in it.
+		if bs.places != nil && !math.IsInf(bs.scores[b], -1) {
+			err := bs.places[b].allowed(o.MaxNewTokens-steps, bs.mask)
+			switch {
+			case errors.Is(err, errFormatEnded):
+				// Complete, and nothing more fits: the beam ends here
+				// (a dead beam from now on), as at a stop string.
+				gen := slices.Clone(seqs[b][P:])
+				bs.addHyp(bs.hyp(gen, bs.score(o, bs.scores[b], len(gen)), finishStop, 0))
+				clear(bs.mask)
+			case err != nil:
+				return false, false, err
+			}
+			applyMask(lp, bs.mask)
+		}
 		bs.process(o, lp, seqs[b], P)
 		for v := range lp {
 			lp[v] += bs.scores[b]
@@ -157,17 +194,31 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		seq := seqs[b]
 		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
 		s := bs.endsWithStop(gen)
+		// A complete format that nothing may extend ends the beam as a
+		// stop string would (without a stop string to cut).
+		mustEnd := false
+		var next place
+		if bs.places != nil {
+			next = bs.places[b]
+			var err error
+			if mustEnd, err = next.advance(tok); err != nil {
+				return false, false, err
+			}
+		}
 		// Hugging Face keeps an end-of-sequence candidate only if it
 		// ranks among the best num_beams.
-		if (s > 0 || last) && rank < K {
+		if (s > 0 || mustEnd || last) && rank < K {
 			finish := finishLength
-			if s > 0 {
+			if s > 0 || mustEnd {
 				finish = finishStop
 			}
-			bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: finish, stop: s})
+			bs.addHyp(bs.hyp(gen, bs.score(o, bs.logp[c], len(gen)), finish, s))
 		}
-		if s > 0 {
+		if s > 0 || mustEnd {
 			continue
+		}
+		if bs.places != nil {
+			bs.nextPlaces[filled] = next
 		}
 		bs.parents[filled], bs.tokens[filled], bs.next[filled] = b, tok, bs.logp[c]
 		if filled++; filled == K {
@@ -191,6 +242,7 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		bs.parents[b], bs.tokens[b], bs.next[b] = bs.parents[0], bs.tokens[0], math.Inf(-1)
 	}
 	copy(bs.scores, bs.next)
+	copy(bs.places, bs.nextPlaces)
 	// Hugging Face's stopping rule (early_stopping=False): done once K
 	// hypotheses are finished and the best running beam, at its current
 	// length, cannot beat the worst of them.
@@ -210,7 +262,7 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 		for b := range bs.K {
 			if !math.IsInf(bs.scores[b], -1) {
 				seq := seqs[b]
-				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(bs.o, bs.scores[b], len(seq)-P), finish: finishLength})
+				bs.addHyp(bs.hyp(slices.Clone(seq[P:]), bs.score(bs.o, bs.scores[b], len(seq)-P), finishLength, 0))
 			}
 		}
 		bs.running = false
@@ -222,7 +274,7 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 		return nil
 	}
 	for i, h := range bs.finished {
-		c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
+		c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score, Incomplete: h.incomplete}
 		if vocab != nil {
 			c.Text = vocab.text(c.IDs)
 		}
@@ -237,7 +289,7 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 func (bs *beamState) results(vocab *Vocab) []Completion {
 	res := make([]Completion, len(bs.finished))
 	for i, h := range bs.finished {
-		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
+		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score, Incomplete: h.incomplete}
 		if vocab != nil {
 			res[i].Text = vocab.text(res[i].IDs)
 		}

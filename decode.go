@@ -58,6 +58,7 @@ func (r *request) start(slots []int) {
 		row.slot, row.cached, row.done, row.pass = slots[b], 0, false, -1
 		row.seq = append(row.seq[:0], r.full...)
 		row.state.reset(r.full)
+		row.place.start(r.o.Constraint)
 	}
 	r.steps, r.prefill, r.done, r.err = 0, 0, false, nil
 	r.active = n
@@ -186,9 +187,24 @@ func (r *request) sample(logits func(b int) []float64) error {
 		if !isFinite(l) {
 			return fmt.Errorf("%w at position %d", ErrNonFinite, len(row.seq))
 		}
-		id, err := r.s.choose(l, row.seq, &row.state, r.o, row.rand, r.tr)
+		id, err := r.s.choose(l, row.seq, &row.state, &row.place, r.o.MaxNewTokens-r.steps, r.o, row.rand, r.tr)
+		if errors.Is(err, errFormatEnded) {
+			if err := r.st.end(b, r.emit); !errors.Is(err, errFinished) {
+				return err
+			}
+			row.done = true
+			r.active--
+			r.made-- // it ended without a token
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%w at position %d", err, len(row.seq))
+		}
+		mustEnd := false
+		if row.place.c != nil {
+			if mustEnd, err = row.place.advance(id); err != nil {
+				return fmt.Errorf("%w at position %d", err, len(row.seq))
+			}
 		}
 		if r.tr != nil && r.o.TraceAttention {
 			src := row
@@ -202,7 +218,11 @@ func (r *request) sample(logits func(b int) []float64) error {
 		if r.tr != nil {
 			r.tr.Pos = len(row.seq) - 1
 		}
-		if err := r.st.add(b, id, r.tr, r.emit); errors.Is(err, errFinished) {
+		err = r.st.add(b, id, r.tr, r.emit)
+		if err == nil && mustEnd {
+			err = r.st.end(b, r.emit)
+		}
+		if errors.Is(err, errFinished) {
 			row.done = true
 			r.active--
 		} else if err != nil {
@@ -283,6 +303,7 @@ func (r *request) results() []Completion {
 	for b := range res {
 		s := &r.st.samples[b]
 		res[b] = Completion{Index: b, IDs: slices.Clip(s.ids[:s.released]), Finish: s.finish}
+		res[b].Incomplete = r.st.incomplete(s.ids[:s.released])
 		if r.vocab != nil {
 			res[b].Text = r.vocab.text(s.ids[:s.released])
 		}
@@ -352,6 +373,7 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, vocab *Vocab, rows []r
 		}
 	}
 	stops := newStopper(o.Stop, vocab, len(rows), r.tr != nil, o.Stream != nil)
+	stops.c = o.Constraint
 	if o.beam() {
 		r.searchBeams(newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops))
 		return r
@@ -415,6 +437,7 @@ type reqRow struct {
 	next   int   // beam search: the cached positions of the row's parent
 	cached int   // positions of the sequence's window in the cache
 	state  seqState
+	place  place // in the constraint, if any (sampling and greedy decoding)
 	rand   *rand.Rand
 	done   bool
 	pass   int       // the decoder index of the row's pass this step, or -1

@@ -175,3 +175,31 @@ func ExampleStep() {
 	// 'o' p=0.502 raw=0.449 | 'o' 0.449→0.502 'e' 0.443→0.498 'a' 0.102 cut by top-k
 	// 'a' p=0.968 raw=0.993 | 'a' 0.993→0.968 'o' 0.006→0.032 'e' 0.001 cut by top-k
 }
+
+// A constraint holds samples to a format: here a sentence of the
+// keeper's words, and a refusal that names what the model cannot write.
+func ExampleNewConstraint() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := minigpt.NewConstraint(vocab, "regex", `the (lamp|keeper|tide) (rises|glows|walks)( at (dawn|dusk))?\.`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Complete(context.Background(), vocab, "at night ", minigpt.GenerateOptions{
+		MaxNewTokens: 40, N: 3, Seed: 1, Temperature: 1.2, Constraint: c})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range res {
+		fmt.Printf("%q %s\n", s.Text, s.Finish)
+	}
+	_, err = minigpt.NewConstraint(vocab, "json-object")
+	fmt.Println(err)
+	// Output:
+	// "the lamp glows." stop
+	// "the lamp walks at dawn." stop
+	// "the lamp glows." stop
+	// invalid generate option: constraint cannot be satisfied over this vocabulary: the schema needs '{' and '}', which the model never writes
+}

@@ -16,6 +16,7 @@ import (
 // A sampled token goes through one pipeline, in this order (stages that
 // are off are skipped and change nothing):
 //
+//  0. Constraint: the tokens the format does not allow are removed;
 //  1. LogitBias on the model's raw logits (−100 bans, +100 forces);
 //  2. PresencePenalty and FrequencyPenalty (OpenAI's formula);
 //  3. Temperature (the lessons' first step);
@@ -27,9 +28,9 @@ import (
 //
 // then one softmax over the survivors and one draw from the sample's
 // generator. With only the lessons' knobs set this is exactly their
-// generate. Greedy skips every stage; beam search runs stages 1, 2, 4
-// and 5 on log-probabilities. The repository's docs/sampling.md explains
-// each stage and how other engines order theirs.
+// generate. Greedy skips every stage but the constraint; beam search runs
+// stages 0, 1, 2, 4 and 5 on log-probabilities. The repository's
+// docs/sampling.md explains each stage and how other engines order theirs.
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); a sample ends
 	// earlier only at a stop string or on cancellation.
@@ -96,6 +97,14 @@ type GenerateOptions struct {
 	Trace          bool
 	TraceTopN      int
 	TraceAttention bool
+	// Constraint, if not nil, holds every sample's text to a format
+	// (NewConstraint, for the model's vocabulary). A sample ends with
+	// Finish "stop" once its text is a whole match nothing may extend; a
+	// whole match that may go on goes on. A call whose MaxNewTokens is
+	// too few for the shortest match is refused; else each sample
+	// completes the format by its last token, unless a stop string or
+	// cancellation cuts it first (Completion.Incomplete).
+	Constraint *Constraint
 
 	// noCache recomputes the whole window for every token instead of
 	// extending the KV cache: the same bits, for tests and benchmarks.
@@ -203,13 +212,16 @@ func (o *GenerateOptions) validateFor(V int) error {
 	if o.TraceTopN > V {
 		return fmt.Errorf("%w: trace top-n %d exceeds the vocabulary size %d", ErrBadOption, o.TraceTopN, V)
 	}
+	if o.Constraint != nil {
+		return o.Constraint.check(o, V, nil)
+	}
 	return nil
 }
 
 // Why a sample ended: Completion.Finish, in OpenAI's words.
 const (
 	finishLength = "length" // MaxNewTokens generated
-	finishStop   = "stop"   // a stop string appeared
+	finishStop   = "stop"   // a stop string appeared, or the constraint's format is complete
 )
 
 // Completion is one sample (or beam) of a Generate or Complete call, or
@@ -222,9 +234,13 @@ type Completion struct {
 	// Text is IDs decoded (Complete only).
 	Text string
 	// Finish says why the sample ended, as OpenAI's API does: "length"
-	// (MaxNewTokens generated) or "stop" (at a stop string); "" in a
-	// streamed part before the last.
+	// (MaxNewTokens generated) or "stop" (at a stop string, or with a
+	// Constraint whose format is complete); "" in a streamed part before
+	// the last.
 	Finish string
+	// Incomplete, with a Constraint, reports that the text ended before
+	// its format was complete: cut by a stop string or by cancellation.
+	Incomplete bool
 	// Score is beam search's length-penalised score (0 when sampling).
 	Score float64
 	// Steps holds each token's trace when GenerateOptions.Trace is set.
@@ -291,6 +307,11 @@ func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *GenerateOptions
 		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.cfg.VocabSize)
 	case prompt == "":
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
+	}
+	if c := opts.Constraint; c != nil {
+		if err := c.check(opts, m.cfg.VocabSize, vocab); err != nil {
+			return nil, err
+		}
 	}
 	ids, err := vocab.Encode(prompt)
 	if err != nil {

@@ -20,7 +20,7 @@ func survivors(logits []float64, seen []bool, o GenerateOptions) []int {
 	if seen == nil {
 		st.seen = make([]bool, len(logits))
 	}
-	row, err := s.filter(logits, nil, &st, &o, false)
+	row, err := s.filter(logits, nil, nil, &st, &o, false)
 	if err != nil {
 		panic(err)
 	}
@@ -119,7 +119,7 @@ func TestRepetitionPenaltyAfterTemperatureBits(t *testing.T) {
 	}
 	s := newSampler(V)
 	o := GenerateOptions{Temperature: temp, RepetitionPenalty: penalty}
-	row, err := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, V)}, &o, false)
+	row, err := s.filter(logits, nil, nil, &seqState{seen: seen, counts: make([]int32, V)}, &o, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
 	seen := []bool{true, true, false, false}
 	probsOf := func(penalty float64) []float64 {
 		s := newSampler(4)
-		row, _ := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, 4)}, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty}, false)
+		row, _ := s.filter(logits, nil, nil, &seqState{seen: seen, counts: make([]int32, 4)}, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty}, false)
 		p := make([]float64, 4)
 		kernels.Softmax(p, row)
 		return p
@@ -369,7 +369,18 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 	m := randomizedModel(t, defaultConfig(), 4)
 	prompt := []int{1, 2, 3}
+	vocab, err := NewVocab(LanternBay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConstraint(vocab, "regex", `[a-z ]+`) // never ends: every step a token
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range []GenerateOptions{
+		// A constraint's states, once met, cost nothing per token.
+		{Temperature: 1.5, Constraint: c, Seed: 1},
+		{Greedy: true, Constraint: c},
 		{Greedy: true},
 		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Seed: 1},
 		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Seed: 1},
@@ -660,7 +671,7 @@ func TestTraceLogprobs(t *testing.T) {
 	want := []float64{math.Log(1.0 / 6), math.Log(2.0 / 6), math.Log(3.0 / 6), math.Inf(-1)}
 	s := newSampler(len(logits))
 	var tr Step
-	s.traceGreedy(logits, 1, len(logits), &tr)
+	s.traceGreedy(logits, logits, false, 1, len(logits), &tr)
 	close := func(what string, got, want float64) {
 		if !(math.Abs(got-want) <= 1e-15) && got != want {
 			t.Errorf("%s: logprob %v, want %v", what, got, want)

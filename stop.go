@@ -15,9 +15,10 @@ var errFinished = errors.New("sample finished")
 // and ends a sample when one appears. The model is character-level, so a
 // token is one character and a stop string is a sequence of ids.
 type stopper struct {
-	stops [][]int // the stop strings as ids; a string with a character outside the vocabulary can never appear
-	vocab *Vocab  // nil: token ids only, no text
-	trace bool    // keep each token's Step
+	stops [][]int     // the stop strings as ids; a string with a character outside the vocabulary can never appear
+	vocab *Vocab      // nil: token ids only, no text
+	c     *Constraint // the samples' constraint, or nil
+	trace bool        // keep each token's Step
 	// streamed: the Steps go to the stream only, so a sample keeps those
 	// of its held-back tokens alone.
 	streamed bool
@@ -108,6 +109,9 @@ func (st *stopper) release(b, upto int, stream func(*Completion) error) error {
 	}
 	c := &st.chunk
 	*c = Completion{Index: b, IDs: s.ids[from:upto], Finish: s.finish}
+	if s.finish != "" {
+		c.Incomplete = st.incomplete(s.ids[:upto])
+	}
 	if st.vocab != nil {
 		c.Text = st.vocab.text(c.IDs)
 	}
@@ -126,6 +130,24 @@ func (st *stopper) release(b, upto int, stream func(*Completion) error) error {
 	}
 	s.steps, s.stepBase = s.steps[:kept], upto
 	return nil
+}
+
+// end ends sample b where it stands (its constraint's format is
+// complete and nothing may follow), releasing its held-back tokens, and
+// returns errFinished.
+func (st *stopper) end(b int, stream func(*Completion) error) error {
+	s := &st.samples[b]
+	s.finish = finishStop
+	if err := st.release(b, len(s.ids), stream); err != nil {
+		return err
+	}
+	return errFinished
+}
+
+// incomplete reports whether a sample's text ids falls short of its
+// constraint's format (never, without one).
+func (st *stopper) incomplete(ids []int) bool {
+	return st.c != nil && st.c.incomplete(ids)
 }
 
 // finish ends every sample still running at the length limit, releasing
