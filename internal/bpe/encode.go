@@ -149,6 +149,9 @@ func (c candidate) less(d candidate) bool {
 // each pair from left to right before any later merge, as mergeScan does.
 func (t *Tokenizer) mergeHeap(w []int32, h *pieceHeap) []int32 {
 	n := len(w)
+	if n < 2 {
+		return w
+	}
 	h.next, h.prev, h.cands = h.next[:0], h.prev[:0], h.cands[:0]
 	for i := range n {
 		h.next = append(h.next, int32(i+1))

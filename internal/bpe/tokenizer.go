@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -103,10 +104,12 @@ func newTokenizer(byteOf *[NumBytes]byte, merges []Pair, specials []string) (*To
 		seen[b] = true
 		t.byteOf[id], t.idOf[b] = b, int32(id)
 	}
-	buf := make([]byte, 0, NumBytes)
-	for id := range NumBytes {
-		buf = append(buf, t.byteOf[id])
-		t.ends = append(t.ends, int32(len(buf)))
+	// First the lengths, so that the limits are checked before the bytes
+	// are allocated, once.
+	total := 0
+	for range NumBytes {
+		total++
+		t.ends = append(t.ends, int32(total))
 	}
 	for r, m := range merges {
 		id := NumBytes + r
@@ -122,12 +125,11 @@ func newTokenizer(byteOf *[NumBytes]byte, merges []Pair, specials []string) (*To
 		if n > MaxTokenBytes {
 			return nil, bad("merge %d makes a token of %d bytes, more than %d", r, n, MaxTokenBytes)
 		}
-		if len(buf)+n > MaxTotalBytes {
+		if total+n > MaxTotalBytes {
 			return nil, bad("the tokens up to merge %d hold more than %d bytes", r, MaxTotalBytes)
 		}
-		buf = append(buf, t.tokenBytes(buf, m.Left)...)
-		buf = append(buf, t.tokenBytes(buf, m.Right)...)
-		t.ends = append(t.ends, int32(len(buf)))
+		total += n
+		t.ends = append(t.ends, int32(total))
 	}
 	for s, name := range specials {
 		switch {
@@ -138,10 +140,22 @@ func newTokenizer(byteOf *[NumBytes]byte, merges []Pair, specials []string) (*To
 		case slices.Contains(specials[:s], name):
 			return nil, bad("special token %q is listed twice", name)
 		}
-		buf = append(buf, name...)
-		t.ends = append(t.ends, int32(len(buf)))
+		total += len(name)
+		t.ends = append(t.ends, int32(total))
 	}
-	t.text = string(buf)
+	// A Builder grown once: what it has written reads as a string without
+	// a copy, and later writes do not move it.
+	var b strings.Builder
+	b.Grow(total)
+	b.Write(t.byteOf[:])
+	for _, m := range merges {
+		b.WriteString(t.token(b.String(), m.Left))
+		b.WriteString(t.token(b.String(), m.Right))
+	}
+	for _, name := range specials {
+		b.WriteString(name)
+	}
+	t.text = b.String()
 	return t, nil
 }
 
@@ -153,14 +167,14 @@ func (t *Tokenizer) tokenLen(id int) int {
 	return int(t.ends[id] - t.ends[id-1])
 }
 
-// tokenBytes is token id's bytes in buf while the tokenizer is being
-// built.
-func (t *Tokenizer) tokenBytes(buf []byte, id int) []byte {
+// token is token id's bytes in text, all the tokens' bytes or a prefix
+// holding id's.
+func (t *Tokenizer) token(text string, id int) string {
 	start := int32(0)
 	if id > 0 {
 		start = t.ends[id-1]
 	}
-	return buf[start:t.ends[id]]
+	return text[start:t.ends[id]]
 }
 
 // VocabSize returns the number of tokens: 256 bytes, the merges and the
@@ -197,11 +211,7 @@ func (t *Tokenizer) Token(id int) string {
 	if id < 0 || id >= len(t.ends) {
 		return ""
 	}
-	start := int32(0)
-	if id > 0 {
-		start = t.ends[id-1]
-	}
-	return t.text[start:t.ends[id]]
+	return t.token(t.text, id)
 }
 
 // TokenBytes returns a new slice holding token id's bytes (a special
