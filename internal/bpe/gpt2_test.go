@@ -205,3 +205,15 @@ func TestGPT2MatchesNPM(t *testing.T) {
 	}
 	t.Logf("%d texts: the same ids as gpt-tokenizer and gpt-3-encoder", len(cases))
 }
+
+// tiktoken's GPT-2 encoding gives tiny Shakespeare's first 90% (by
+// characters; the text is ASCII) 301,966 tokens and the rest 36,059:
+// nanoGPT's data/shakespeare/prepare.py states both counts.
+func TestGPT2TinyShakespeareCounts(t *testing.T) {
+	tok := loadGPT2Files(t)
+	text := shakespeare(t)
+	cut := len(text) * 9 / 10
+	if train, val := len(tok.Encode(text[:cut])), len(tok.Encode(text[cut:])); train != 301_966 || val != 36_059 {
+		t.Fatalf("tiny Shakespeare: %d and %d tokens, tiktoken: 301,966 and 36,059", train, val)
+	}
+}
