@@ -174,7 +174,7 @@ func readTokenizer(path string) (*bpe.Tokenizer, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(bpe.MaxBinarySize)+1))
+	data, err := io.ReadAll(io.LimitReader(f, bpe.MaxBinarySize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds the benchmarks: training, encoding and decoding tiny
+// Shakespeare.
+
 import (
 	"context"
 	"fmt"

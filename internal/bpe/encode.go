@@ -37,6 +37,9 @@ const (
 // AppendEncode appends the token ids of text (see Encode) to dst and
 // returns the extended slice.
 func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
+	if t.VocabSize() == 0 {
+		return dst // the zero Tokenizer
+	}
 	var e encoder
 	e.t = t
 	if len(text) >= cacheMinText {

@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds the tests of Encode, Decode and the token accessors:
+// round trips of any bytes, the heap against the scan, merge trees.
+
 import (
 	"context"
 	"errors"
@@ -287,4 +290,15 @@ func doubling(n int) []Pair {
 		merges = append(merges, Pair{NumBytes + r - 1, NumBytes + r - 1})
 	}
 	return merges
+}
+
+// The zero Tokenizer, there to be unmarshalled into, has no tokens.
+func TestZeroTokenizer(t *testing.T) {
+	var tok Tokenizer
+	if ids := tok.Encode("abc"); len(ids) != 0 || tok.VocabSize() != 0 || tok.Token(0) != "" {
+		t.Errorf("the zero Tokenizer encodes to %v", ids)
+	}
+	if _, err := tok.Decode([]int{0}); !errors.Is(err, ErrUnknownToken) {
+		t.Errorf("Decode: %v", err)
+	}
 }

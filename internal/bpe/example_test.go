@@ -1,5 +1,7 @@
 package bpe_test
 
+// This file holds the package's examples.
+
 import (
 	"context"
 	"fmt"

@@ -18,7 +18,7 @@ import (
 // merges applied in rank order, ids laid out as Tokenizer says.
 const FormatVersion = 1
 
-// binaryMagic starts the binary form.
+// binaryMagic starts the binary form (8 bytes, counted in MaxBinarySize).
 const binaryMagic = "minibpe\n"
 
 // flagByteOrder says that the binary form lists the byte of each of the
@@ -27,7 +27,7 @@ const flagByteOrder = 1
 
 // MaxBinarySize bounds the binary form: the largest vocabulary with ids
 // of three bytes each.
-const MaxBinarySize = len(binaryMagic) + 2*binary.MaxVarintLen32 + NumBytes + 2*3*MaxVocabSize + MaxSpecials*(2+MaxSpecialBytes) + 4
+const MaxBinarySize = 8 + 2*binary.MaxVarintLen32 + NumBytes + 2*3*MaxVocabSize + MaxSpecials*(2+MaxSpecialBytes) + 4
 
 // MarshalBinary returns the tokenizer's binary form, the same bytes for
 // the same tokenizer on every machine. All integers are unsigned

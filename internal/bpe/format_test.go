@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds the tests of the binary and JSON forms: their bytes,
+// round trips, refused damage and bounded memory, fuzzed readers.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds LoadGPT2's tests: small hand-built files, refused
+// damage, and GPT-2's own files against npm's tokenizers and tiktoken.
+
 import (
 	"encoding/json"
 	"errors"

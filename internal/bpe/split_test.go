@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds Split's tests on bytes outside UTF-8 (testdata's
+// split.golden covers text).
+
 import (
 	"slices"
 	"strings"

@@ -57,6 +57,9 @@ type Pair struct{ Left, Right int }
 // order), NumBytes+r is the token merge r makes, and the special tokens
 // come after the merges. A merge joins only tokens made before it, so
 // every token's bytes are those of a finite tree of merges over bytes.
+//
+// The zero Tokenizer has no tokens (Encode gives no ids, Decode refuses
+// every id): it is there for UnmarshalBinary and UnmarshalJSON to fill.
 type Tokenizer struct {
 	byteOf   [NumBytes]byte   // byteOf[id]: the byte of token id < 256
 	idOf     [NumBytes]int32  // idOf[b]: the token of byte b

@@ -25,10 +25,14 @@ import (
 //
 // Training stops early, with fewer merges, when no pair is left to
 // merge: every piece is then one token. It returns ctx's error if ctx is
-// done first.
+// done first. The text may be up to 2 GiB; training keeps each distinct
+// piece, some 24 bytes for each of their bytes, and a count for each pair.
 func Train(ctx context.Context, text string, vocabSize int) (*Tokenizer, error) {
 	if vocabSize < NumBytes || vocabSize > MaxVocabSize {
 		return nil, fmt.Errorf("bpe: vocabulary size %d, want %d to %d", vocabSize, NumBytes, MaxVocabSize)
+	}
+	if len(text) > maxTrainBytes {
+		return nil, fmt.Errorf("bpe: a text of %d bytes to train on, more than %d", len(text), maxTrainBytes)
 	}
 	tr := newTrainer(text, vocabSize)
 	merges := make([]Pair, 0, vocabSize-NumBytes)
@@ -71,6 +75,9 @@ type trainer struct {
 }
 
 const dead = -1
+
+// maxTrainBytes keeps node numbers within int32.
+const maxTrainBytes = 1<<31 - 1
 
 func newTrainer(text string, vocabSize int) *trainer {
 	pieces := map[string]int64{}

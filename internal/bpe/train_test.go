@@ -1,5 +1,8 @@
 package bpe
 
+// This file holds Train's tests: hand-computed merges, refusals, the
+// GOMAXPROCS check, and a recounting twin the fuzz test holds it to.
+
 import (
 	"context"
 	"errors"
