@@ -302,3 +302,28 @@ func TestZeroTokenizer(t *testing.T) {
 		t.Errorf("Decode: %v", err)
 	}
 }
+
+// One Tokenizer serves many goroutines at once (run under -race), each
+// getting what it would alone.
+func TestConcurrentEncode(t *testing.T) {
+	tok := testTokenizer(t)
+	text := shakespeare(t)[:50_000]
+	want := tok.Encode(text)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			if got := tok.Encode(text); !slices.Equal(got, want) {
+				errs <- "a concurrent Encode differs"
+			}
+			if d, err := tok.Decode(want); err != nil || d != text {
+				errs <- "a concurrent Decode differs"
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
