@@ -327,3 +327,23 @@ func TestConcurrentEncode(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// WithSpecials adds special tokens after the merges: the same encoding,
+// new ids that decode to their texts, and no name twice.
+func TestWithSpecials(t *testing.T) {
+	tok := testTokenizer(t)
+	eot, err := tok.WithSpecials(EndOfText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "the keeper's lamp <|endoftext|>"
+	if !slices.Equal(eot.Encode(text), tok.Encode(text)) || eot.VocabSize() != tok.VocabSize()+1 {
+		t.Errorf("WithSpecials changed the encoding or added %d tokens", eot.VocabSize()-tok.VocabSize())
+	}
+	if id, ok := eot.SpecialID(EndOfText); !ok || id != tok.VocabSize() || eot.Token(id) != EndOfText {
+		t.Errorf("SpecialID = %d, %v", id, ok)
+	}
+	if _, err := eot.WithSpecials(EndOfText); !errors.Is(err, ErrBadTokenizer) {
+		t.Errorf("the same special twice: %v", err)
+	}
+}

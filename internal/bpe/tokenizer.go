@@ -203,6 +203,14 @@ func (t *Tokenizer) SpecialID(name string) (int, bool) {
 	return 0, false
 }
 
+// WithSpecials returns a tokenizer with t's tokens and, after them, the
+// special tokens names: a trained tokenizer has none, and a model that
+// learns where documents end needs one (EndOfText, say). The names must
+// be new, non-empty UTF-8 texts of at most MaxSpecialBytes.
+func (t *Tokenizer) WithSpecials(names ...string) (*Tokenizer, error) {
+	return newTokenizer(&t.byteOf, t.merges, append(slices.Clone(t.specials), names...))
+}
+
 // IsSpecial reports whether id is a special token's.
 func (t *Tokenizer) IsSpecial(id int) bool {
 	return id >= NumBytes+len(t.merges) && id < t.VocabSize()
