@@ -121,7 +121,7 @@ func TestTrainStopsWhenCancelled(t *testing.T) {
 
 // A run of 'a' doubles its longest token each merge; past MaxTokenBytes
 // the pair is not merged and training stops there.
-func TestTrainNeverMakesTooLongATokens(t *testing.T) {
+func TestTrainNeverMakesTooLongTokens(t *testing.T) {
 	tok, err := Train(context.Background(), strings.Repeat("a", 3*MaxTokenBytes), 1000)
 	if err != nil {
 		t.Fatal(err)
