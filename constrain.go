@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 
 	"example.org/minigpt/internal/grammar"
 )
@@ -23,7 +22,7 @@ import (
 type Constraint struct {
 	m     *grammar.Matcher
 	kind  string
-	chars []rune // the vocabulary it was bound to
+	vocab *Vocab // the vocabulary it was bound to
 	need  int    // the fewest tokens a whole match takes
 }
 
@@ -83,18 +82,14 @@ func NewConstraint(vocab *Vocab, kind string, src ...string) (*Constraint, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
-	tokens := make([][]byte, len(vocab.chars))
-	for i, r := range vocab.chars {
-		tokens[i] = utf8.AppendRune(nil, r)
-	}
-	m, err := g.Bind(tokens)
+	m, err := g.Bind(vocab.tokenBytes())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	if m.MustEnd(m.Start()) {
 		return nil, fmt.Errorf("%w: the %s constraint matches only the empty text", ErrBadOption, kind)
 	}
-	return &Constraint{m: m, kind: kind, chars: vocab.chars, need: m.Remaining(m.Start())}, nil
+	return &Constraint{m: m, kind: kind, vocab: vocab, need: m.Remaining(m.Start())}, nil
 }
 
 // check reports why c cannot hold a generation of o over a vocabulary of
@@ -103,8 +98,8 @@ func (c *Constraint) check(o *GenerateOptions, V int, vocab *Vocab) error {
 	switch {
 	case c.m == nil:
 		return fmt.Errorf("%w: constraint not made by NewConstraint", ErrBadOption)
-	case len(c.chars) != V || (vocab != nil && !slices.Equal(c.chars, vocab.chars)):
-		return fmt.Errorf("%w: the constraint was made for another vocabulary (%d characters; the model has %d)", ErrBadOption, len(c.chars), V)
+	case c.vocab.Size() != V || (vocab != nil && vocab != c.vocab && !vocab.equal(c.vocab)):
+		return fmt.Errorf("%w: the constraint was made for another vocabulary (%s; the model has %d tokens)", ErrBadOption, c.vocab, V)
 	case c.need > o.MaxNewTokens:
 		return fmt.Errorf("%w: the %s constraint needs at least %d tokens, more than MaxNewTokens %d", ErrBadOption, c.kind, c.need, o.MaxNewTokens)
 	}

@@ -256,7 +256,7 @@ func TestConstraintRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 20, Constraint: oc}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "another vocabulary") {
+	if _, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 20, Constraint: oc}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "another vocabulary (14 characters; the model has 24 tokens)") {
 		t.Errorf("a constraint of another vocabulary: %v", err)
 	}
 }
@@ -333,7 +333,8 @@ func TestConstrainedTrace(t *testing.T) {
 				t.Errorf("greedy %v, step %d: the grammar stage did not run", greedy, i)
 			}
 			for _, cand := range st.Top {
-				allowed := strings.HasPrefix("keeper", g.Text[:i]+string(vocab.chars[cand.ID])) || strings.HasPrefix("kept", g.Text[:i]+string(vocab.chars[cand.ID]))
+				next := g.Text[:i] + vocab.Token(cand.ID)
+				allowed := strings.HasPrefix("keeper", next) || strings.HasPrefix("kept", next)
 				if cut := cand.CutBy == stageGrammar; cut == allowed {
 					t.Errorf("greedy %v, step %d: %q cut by %v", greedy, i, vocab.chars[cand.ID], cand.CutBy)
 				}

@@ -305,7 +305,7 @@ func (r *request) results() []Completion {
 		res[b] = Completion{Index: b, IDs: slices.Clip(s.ids[:s.released]), Finish: s.finish}
 		res[b].Incomplete = r.st.incomplete(s.ids[:s.released])
 		if r.vocab != nil {
-			res[b].Text = r.vocab.text(s.ids[:s.released])
+			res[b].Text = r.st.text(b)
 		}
 		if r.st.trace && !r.st.streamed {
 			res[b].Steps = s.steps[:s.released]
@@ -375,12 +375,12 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, vocab *Vocab, rows []r
 	stops := newStopper(o.Stop, vocab, len(rows), r.tr != nil, o.Stream != nil)
 	stops.c = o.Constraint
 	if o.beam() {
-		r.searchBeams(newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops))
+		r.searchBeams(newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops, vocab))
 		return r
 	}
 	r.st = stops
 	for b := range r.st.samples {
-		r.st.samples[b].ids = make([]int, 0, min(o.MaxNewTokens, 1024))
+		r.st.reset(b, min(o.MaxNewTokens, 1024))
 	}
 	return r
 }

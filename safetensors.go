@@ -36,9 +36,11 @@ const (
 	stKeyLayers    = "minigpt.layers"
 	stKeyTiedHead  = "minigpt.tied_head" // "true" or "false"
 	stKeyVocab     = "minigpt.vocab"     // the characters in token-id order, as one string
+	stKeyTokenizer = "minigpt.tokenizer" // instead, in format 2: a BPE tokenizer's JSON form
 	stKeyStep      = "minigpt.step"
 
-	stFormatVersion = "1"
+	stFormatVersion   = "1" // a character vocabulary (minigpt.vocab)
+	stFormatTokenizer = "2" // a BPE one (minigpt.tokenizer)
 
 	// stMaxHeader bounds the JSON header, as the reference implementation
 	// does (100 MB); minigpt's largest config needs about 15 MB.
@@ -195,6 +197,14 @@ func writeSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
 		{stKeyTiedHead, strconv.FormatBool(cfg.TiedHead)},
 		{stKeyVocab, string(c.Vocab.chars)},
 		{stKeyStep, strconv.Itoa(c.Step)},
+	}
+	if t := c.Vocab.tok; t != nil {
+		js, err := t.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("write safetensors: tokenizer: %w", err)
+		}
+		meta[1][1] = stFormatTokenizer
+		meta[8] = [2]string{stKeyTokenizer, string(js)}
 	}
 	for i, kv := range meta {
 		if i > 0 {

@@ -517,7 +517,7 @@ func TestReadSafetensorsRefusesMalformed(t *testing.T) {
 		{name: "negative step", edit: func(d *stDoc) { d.setMeta("minigpt.step", `"-1"`) }, wants: []string{`metadata "minigpt.step" is "-1"`}},
 		{name: "tied head not a boolean", edit: func(d *stDoc) { d.setMeta("minigpt.tied_head", `"yes"`) }, wants: []string{`"minigpt.tied_head" is "yes", want "true" or "false"`}},
 		{name: "invalid config", edit: func(d *stDoc) { d.setMeta("minigpt.heads", `"3"`) }, wants: []string{"model config", "embedding width 2 is not divisible by 3 heads"}},
-		{name: "unknown format version", edit: func(d *stDoc) { d.setMeta("minigpt.format", `"2"`) }, wants: []string{`"minigpt.format" is "2": this reader knows version 1`}},
+		{name: "unknown format version", edit: func(d *stDoc) { d.setMeta("minigpt.format", `"3"`) }, wants: []string{`"minigpt.format" is "3": this reader knows versions 1 and 2`}},
 		{name: "unknown minigpt key", edit: func(d *stDoc) { d.setMeta("minigpt.dropout", `"0.1"`) }, wants: []string{`metadata "minigpt.dropout": unknown minigpt key`}},
 		{name: "vocabulary shorter than its size", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"ab"`) }, wants: []string{`"minigpt.vocab" has 2 characters, "minigpt.vocab_size" says 3`}},
 		{name: "vocabulary not ascending", edit: func(d *stDoc) { d.setMeta("minigpt.vocab", `"acb"`) }, wants: []string{`metadata "minigpt.vocab"`, `vocabulary entry 2 ('b') is not above entry 1 ('c')`}},
