@@ -71,7 +71,7 @@ func TestNewBPEVocabLearnsFromTheTrainingPart(t *testing.T) {
 	if v.Size() != 280 || !strings.Contains(v.String(), "byte-level BPE, 280 tokens") {
 		t.Errorf("String() = %q", v.String())
 	}
-	for _, size := range []int{255, 1 << 17 + 1} {
+	for _, size := range []int{255, 1<<17 + 1} {
 		if _, err := NewBPEVocab(context.Background(), text, size); err == nil {
 			t.Errorf("size %d accepted", size)
 		}
