@@ -4,8 +4,8 @@ package minigpt
 // one and is resumed from one, the byte layout's constants, and the
 // checks a checkpoint must pass to be written or read back. The layout is
 // docs/checkpoint-format.md; checkpoint_write.go writes it (and saves
-// files), checkpoint_read.go reads it (and loads files, and the embedded
-// model); safetensors*.go holds the other format.
+// files), checkpoint_read.go reads it, checkpoint_load.go loads files and
+// the embedded model; safetensors*.go holds the other format.
 
 import (
 	"bytes"

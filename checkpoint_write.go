@@ -162,13 +162,9 @@ func (cw *ckptWriter) floats(xs []float64) {
 	}
 }
 
-// SaveCheckpoint writes c to path atomically: to a temporary file in
-// path's directory (.NAME.tmp-minigpt), synced and renamed over path, so
-// path always holds the old checkpoint (or nothing) or the whole new one.
-// A regular file there is replaced (keeping its permission bits);
-// anything else is refused (ErrNotRegularFile). A failure removes the
-// temporary file, and a save killed midway leaves one that the next save
-// removes.
+// SaveCheckpoint writes c to path atomically (a synced temporary file
+// renamed over it), so path holds the old checkpoint or the whole new one.
+// Only a regular file is replaced, keeping its permission bits.
 func SaveCheckpoint(path string, c *Checkpoint) error {
 	return saveCheckpoint(path, c, WriteCheckpoint)
 }

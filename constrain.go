@@ -12,13 +12,10 @@ import (
 	"example.org/minigpt/internal/grammar"
 )
 
-// Constraint holds generated text to a format, exactly on one
-// vocabulary: at every step the sampler may choose only tokens after
-// which the text can still be completed with that vocabulary's
-// characters, within the tokens left. Set it as GenerateOptions.Constraint;
-// every way of generating honours it (sampling, greedy, N samples, beam
-// search, a Batch). A Constraint is immutable and may serve any number
-// of calls at once. The repository's docs/sampling.md shows it at work.
+// Constraint holds generated text to a format (GenerateOptions.Constraint),
+// exactly: each step allows only the tokens after which the text can still
+// be completed over the vocabulary within the tokens left. It is
+// immutable and may serve any number of calls at once (docs/sampling.md).
 type Constraint struct {
 	m     *grammar.Matcher
 	kind  string
@@ -26,23 +23,13 @@ type Constraint struct {
 	need  int    // the fewest tokens a whole match takes
 }
 
-// NewConstraint compiles a constraint of the given kind for vocab:
-//
-//   - "regex": src[0] in Go's RE2 syntax (package regexp), matched by the
-//     whole generated text;
-//   - "choice": the text is one of src;
-//   - "grammar": src[0] in llama.cpp's GBNF, from its rule root;
-//   - "json-schema": src[0] a JSON Schema (its common subset: type,
-//     properties, required, items, enum, const, the length and item
-//     bounds, pattern, additionalProperties), written compactly, its keys
-//     in the order properties lists them;
-//   - "json-object": any JSON object, written compactly (no src).
-//
-// Errors wrap ErrBadOption: a malformed or unsupported source (the
-// message names the character index, from 0, and the line and column
-// when it has several lines), one past the engine's size caps, or one no
-// text over vocab can satisfy (the message names the characters it
-// needs that vocab lacks).
+// NewConstraint compiles a constraint for vocab: kind "regex" (src[0] in
+// Go's RE2 syntax, matching the whole text), "choice" (one of src),
+// "grammar" (src[0] in llama.cpp's GBNF), "json-schema" (src[0]: its
+// common subset, written compactly, keys in the order of properties) or
+// "json-object". Errors wrap ErrBadOption: a malformed source (naming the
+// character index from 0, and line:column), one past the size caps, or one
+// no text over vocab satisfies (naming the characters vocab lacks).
 func NewConstraint(vocab *Vocab, kind string, src ...string) (*Constraint, error) {
 	if vocab == nil {
 		return nil, fmt.Errorf("%w: constraint: nil vocabulary", ErrBadOption)

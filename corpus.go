@@ -37,10 +37,8 @@ const (
 
 var (
 	// ErrBadText is returned (wrapped) for text the vocabulary cannot
-	// encode (a character outside it, whose message names the character
-	// and its position), for text that cannot be a corpus (empty, invalid
-	// UTF-8, or too short), and by Decode for a token id outside the
-	// vocabulary.
+	// encode (naming the character and its position), text that cannot be
+	// a corpus, and token ids outside the vocabulary.
 	ErrBadText = errors.New("unusable text")
 )
 
@@ -358,17 +356,12 @@ func (d *Dataset) textSHA256() [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-// NewDataset encodes text and splits it 90/10, with its own vocabulary
-// when vocab is nil, else with vocab (a checkpoint's, to resume training
-// or to fine-tune: a character outside it is an error wrapping ErrBadText
-// naming it). Each part must hold at least blockSize+2 tokens, so that
-// one window of the context length training uses and its target fit.
+// NewDataset encodes text with vocab (nil: text's own characters) and
+// splits it at its 90% character, each part encoded apart and holding at
+// least blockSize+2 tokens (a window and its target).
 //
-// A character dataset takes 4 bytes a character (its tokens) beside the
-// text, which the caller may drop once it returns: a corpus of N bytes
-// of ASCII needs 5N bytes while it is encoded and 4N after. A BPE vocabulary
-// splits the text at the same character and encodes the parts apart; its
-// tokens take 4 bytes each, 12 while they are encoded.
+// Tokens take 4 bytes each beside the text (12 while BPE encodes them):
+// N bytes of ASCII need 5N bytes, and 4N once the caller drops the text.
 func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if vocab == nil {
 		v, err := NewVocab(text)

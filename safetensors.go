@@ -133,12 +133,10 @@ var stDTypeSize = map[string]int{
 	"F6_E2M3": 0, "F6_E3M2": 0,
 }
 
-// WriteSafetensors writes c's model to w as a safetensors file: every
-// parameter tensor (named as in docs/interop.md) as dtype, "F64" (or "")
-// or "F32", and in __metadata__ the model config, the vocabulary and the
-// step; not the training state. Everything is checked before the first
-// byte is written: a value that is not finite, or beyond float32's range
-// in F32, is an error wrapping ErrBadCheckpoint naming the element.
+// WriteSafetensors writes c's model to w as a safetensors file (tensors
+// named as in docs/interop.md) of dtype "F64" (or "") or "F32", with the
+// config, vocabulary and step in __metadata__. A value that is not finite,
+// or past float32's range in F32, is an ErrBadCheckpoint before any byte.
 func WriteSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
 	if err := writeSafetensors(w, c, dtype); err != nil {
 		return fmt.Errorf("write safetensors: %w", err)
