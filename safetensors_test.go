@@ -101,9 +101,9 @@ func TestSafetensorsF64RoundTripsBitForBit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tied %v: %v", tied, err)
 		}
-		if c.Model.Config() != cfg || c.Step != 77 || string(c.Vocab.Chars()) != string(in.Vocab.Chars()) || c.Train != nil {
+		if c.Model.Config() != cfg || c.Step != 77 || string(c.Vocab.chars) != string(in.Vocab.chars) || c.Train != nil {
 			t.Errorf("tied %v: read config %+v step %d vocab %q full %v; wrote %+v, 77, %q, weights only",
-				tied, c.Model.Config(), c.Step, string(c.Vocab.Chars()), c.Train != nil, cfg, string(in.Vocab.Chars()))
+				tied, c.Model.Config(), c.Step, string(c.Vocab.chars), c.Train != nil, cfg, string(in.Vocab.chars))
 		}
 		if got, want := allValues(c.Model), allValues(m); !testutil.BitsEqual(got, want) {
 			i, _ := testutil.SameBits(got, want)
@@ -287,8 +287,8 @@ func TestReadSafetensorsHandMadeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCfg := Config{VocabSize: 2, BlockSize: 1, EmbedDim: 1, Heads: 1, Layers: 1, TiedHead: true}
-	if c.Model.Config() != wantCfg || c.Step != 3 || string(c.Vocab.Chars()) != "xy" {
-		t.Fatalf("read %+v, step %d, vocab %q", c.Model.Config(), c.Step, string(c.Vocab.Chars()))
+	if c.Model.Config() != wantCfg || c.Step != 3 || string(c.Vocab.chars) != "xy" {
+		t.Fatalf("read %+v, step %d, vocab %q", c.Model.Config(), c.Step, string(c.Vocab.chars))
 	}
 	for _, ts := range c.Model.tensors() {
 		name := ts.name
@@ -383,7 +383,7 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 		c2, err := readST(&b)
 		if err != nil || c2.Model.Config() != c.Model.Config() || c2.Step != c.Step ||
-			string(c2.Vocab.Chars()) != string(c.Vocab.Chars()) || !testutil.BitsEqual(allValues(c2.Model), allValues(c.Model)) {
+			string(c2.Vocab.chars) != string(c.Vocab.chars) || !testutil.BitsEqual(allValues(c2.Model), allValues(c.Model)) {
 			t.Fatalf("the file written back reads differently: %v", err)
 		}
 	})
