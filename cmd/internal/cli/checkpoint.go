@@ -1,0 +1,67 @@
+package cli
+
+// This file holds how every command loads a checkpoint a flag names: a
+// minigpt checkpoint or a safetensors file, told apart by its content,
+// with a progress line for a large one and errors that start with the
+// flag and the path.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"example.org/minigpt"
+)
+
+// progressMinBytes is the smallest file whose reading shows progress: a
+// smaller one reads in well under a second, and a line drawn and cleared
+// at once would only flicker.
+var progressMinBytes int64 = 16 << 20
+
+// Formats says what each checkpoint format starts with, for a file that
+// is neither.
+const Formats = `a minigpt checkpoint starts with "\x89GPT\r\n\x1a\n", a safetensors file with an 8-byte header length, then '{'`
+
+// LoadCheckpoint reads the checkpoint file at path, which flag -name
+// names, in either format (minigpt.ReadCheckpoint tells them by their
+// first bytes), refusing bytes after its end as minigpt.LoadCheckpoint
+// does. A file of progressMinBytes or more shows its reading on po.
+// Every error starts with "-name path: ": "-model x.bin: bad checkpoint:
+// magic number is ...".
+func LoadCheckpoint(name, path string, po ProgressOut) (*minigpt.Checkpoint, error) {
+	f, err := OpenRegular(path) // a FIFO is refused, not waited on
+	if err != nil {
+		return nil, fmt.Errorf("-%s %w", name, err)
+	}
+	defer f.Close()
+	fail := func(err error) error { return fmt.Errorf("-%s %s: %w", name, path, err) }
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	if size == 0 {
+		return nil, fail(fmt.Errorf("%w: the file is empty: %s", minigpt.ErrBadCheckpoint, Formats))
+	}
+	var p *Progress
+	if size >= progressMinBytes {
+		p = po.Start("reading "+path, "bytes", size)
+	}
+	defer p.Done()
+	br := bufio.NewReaderSize(p.Reader(f), 64<<10)
+	c, err := minigpt.ReadCheckpoint(br)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("%w: data after the checksum", minigpt.ErrBadCheckpoint)
+		}
+		return nil, fail(err)
+	}
+	return c, nil
+}
+
+// IsBadCheckpoint reports whether err says the bytes are not a usable
+// checkpoint (as opposed to a file that could not be opened).
+func IsBadCheckpoint(err error) bool { return errors.Is(err, minigpt.ErrBadCheckpoint) }
