@@ -14,11 +14,6 @@ import (
 	"example.org/minigpt"
 )
 
-// progressMinBytes is the smallest file whose reading shows progress: a
-// smaller one reads in well under a second, and a line drawn and cleared
-// at once would only flicker.
-var progressMinBytes int64 = 16 << 20
-
 // Formats says what each checkpoint format starts with, for a file that
 // is neither.
 const Formats = `a minigpt checkpoint starts with "\x89GPT\r\n\x1a\n", a safetensors file with an 8-byte header length, then '{'`
@@ -26,7 +21,7 @@ const Formats = `a minigpt checkpoint starts with "\x89GPT\r\n\x1a\n", a safeten
 // LoadCheckpoint reads the checkpoint file at path, which flag -name
 // names, in either format (minigpt.ReadCheckpoint tells them by their
 // first bytes), refusing bytes after its end as minigpt.LoadCheckpoint
-// does. A file of progressMinBytes or more shows its reading on po.
+// does. A large file shows its reading on po (StartLarge).
 // Every error starts with "-name path: ": "-model x.bin: bad checkpoint:
 // magic number is ...".
 func LoadCheckpoint(name, path string, po ProgressOut) (*minigpt.Checkpoint, error) {
@@ -43,10 +38,7 @@ func LoadCheckpoint(name, path string, po ProgressOut) (*minigpt.Checkpoint, err
 	if size == 0 {
 		return nil, fail(fmt.Errorf("%w: the file is empty: %s", minigpt.ErrBadCheckpoint, Formats))
 	}
-	var p *Progress
-	if size >= progressMinBytes {
-		p = po.Start("reading "+path, "bytes", size)
-	}
+	p := po.StartLarge("reading "+path, size)
 	defer p.Done()
 	br := bufio.NewReaderSize(p.Reader(f), 64<<10)
 	c, err := minigpt.ReadCheckpoint(br)

@@ -15,7 +15,7 @@ import (
 )
 
 // ProgressUsage is the -progress flag's usage, the same in every command.
-const ProgressUsage = "show progress with the time left on standard error even when it is not a terminal (a line at every tenth of the work); on a terminal it always shows"
+const ProgressUsage = "show progress and the time left on standard error even when it is not a terminal (a line a tenth of the work); a terminal always gets it"
 
 // ProgressOut is where a command's progress goes: its standard error
 // when that is a terminal (one line, redrawn in place) or when -progress
@@ -62,9 +62,23 @@ func (o ProgressOut) Start(what, unit string, total int64) *Progress {
 	return newProgress(o.w, o.live, what, unit, total, time.Now)
 }
 
+// StartLarge is Start for reading or writing size bytes, or nil when
+// they are too few to take long (under 16 MiB: well under a second).
+func (o ProgressOut) StartLarge(what string, size int64) *Progress {
+	if size < progressMinBytes {
+		return nil
+	}
+	return o.Start(what, "bytes", size)
+}
+
+// progressMinBytes is the smallest file whose reading or writing shows
+// progress; a variable so that tests can lower it.
+var progressMinBytes int64 = 16 << 20
+
 // Progress reports how much of one piece of work is done and how long the
-// rest should take, from the mean rate so far. Its methods are safe for
-// concurrent use.
+// rest should take, from the mean rate so far. A live line first shows
+// half a second into the work (work that ends sooner shows nothing).
+// Its methods are safe for concurrent use.
 type Progress struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -82,15 +96,16 @@ type Progress struct {
 	guess chan struct{} // closed to stop an Estimate
 }
 
-// liveEvery is the least time between two redraws of a live line.
-const liveEvery = 100 * time.Millisecond
+// liveEvery is the least time between two redraws of a live line, and
+// liveAfter the time a live line waits before its first draw, so that
+// work which ends sooner leaves nothing flickering on the terminal.
+const (
+	liveEvery = 100 * time.Millisecond
+	liveAfter = 500 * time.Millisecond
+)
 
 func newProgress(w io.Writer, live bool, what, unit string, total int64, now func() time.Time) *Progress {
-	p := &Progress{w: w, live: live, what: what, unit: unit, total: max(total, 1), now: now, start: now()}
-	if live {
-		p.draw(p.start)
-	}
-	return p
+	return &Progress{w: w, live: live, what: what, unit: unit, total: max(total, 1), now: now, start: now()}
 }
 
 // Set records that done units of the work are done.
@@ -120,7 +135,9 @@ func (p *Progress) set(done int64) {
 	p.done = min(max(done, 0), p.total)
 	now := p.now()
 	if p.live {
-		if p.done == p.total || now.Sub(p.last) >= liveEvery {
+		switch {
+		case p.drawn == 0 && now.Sub(p.start) < liveAfter:
+		case p.done == p.total || now.Sub(p.last) >= liveEvery:
 			p.draw(now)
 		}
 		return

@@ -67,26 +67,35 @@ func TestProgressLiveLine(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(0, 0)}
 	var buf bytes.Buffer
 	p := newProgress(&buf, true, "writing m.safetensors", "bytes", 50e6, clock.now)
-	first := "\rwriting m.safetensors: 0% (0.0 of 50.0 MB), 0s so far"
+	// Nothing for the first half second: work that ends sooner leaves no
+	// flicker.
+	clock.advance(400 * time.Millisecond)
+	p.Set(1e6)
+	if buf.Len() != 0 {
+		t.Fatalf("drawn before %v: %q", liveAfter, buf.String())
+	}
+	clock.advance(100 * time.Millisecond)
+	p.Set(2e6)
+	first := "\rwriting m.safetensors: 4% (2.0 of 50.0 MB), 500ms so far, about 12s left"
 	if buf.String() != first {
-		t.Fatalf("start draws %q, want %q", buf.String(), first)
+		t.Fatalf("first draw %q, want %q", buf.String(), first)
 	}
 	buf.Reset()
 	clock.advance(50 * time.Millisecond)
-	p.Set(1e6)
+	p.Set(3e6)
 	if buf.Len() != 0 {
 		t.Errorf("redrawn within %v: %q", liveEvery, buf.String())
 	}
 	clock.advance(50 * time.Millisecond)
-	p.Add(4e6)
-	if want := "\rwriting m.safetensors: 10% (5.0 of 50.0 MB), 100ms so far, about 900ms left"; buf.String() != want {
+	p.Add(2e6)
+	if want := "\rwriting m.safetensors: 10% (5.0 of 50.0 MB), 600ms so far, about 5.4s left"; buf.String() != want {
 		t.Errorf("redraw = %q, want %q", buf.String(), want)
 	}
 	buf.Reset()
 	// A shorter line blanks what the longer one left on screen.
 	p.Set(50e6)
 	got := buf.String()
-	if !strings.HasPrefix(got, "\rwriting m.safetensors: 100% (50.0 of 50.0 MB), 100ms so far, done") || !strings.HasSuffix(got, "   ") {
+	if !strings.HasPrefix(got, "\rwriting m.safetensors: 100% (50.0 of 50.0 MB), 600ms so far, done") || !strings.HasSuffix(got, "   ") {
 		t.Errorf("the last line (always drawn) = %q", got)
 	}
 	buf.Reset()
@@ -99,6 +108,18 @@ func TestProgressLiveLine(t *testing.T) {
 	p.Set(1)
 	if buf.Len() != 0 {
 		t.Errorf("after Done: %q", buf.String())
+	}
+}
+
+func TestProgressLiveQuickWork(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(0, 0)}
+	var buf bytes.Buffer
+	p := newProgress(&buf, true, "reading m.ckpt", "bytes", 100, clock.now)
+	clock.advance(300 * time.Millisecond)
+	p.Set(100)
+	p.Done()
+	if buf.Len() != 0 {
+		t.Errorf("work of 300ms left %q on the terminal", buf.String())
 	}
 }
 
