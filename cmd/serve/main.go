@@ -146,7 +146,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.training, "training", false, "serve the fine-tuning jobs API (POST /v1/files, /v1/fine_tuning/jobs, the playground's Train tab): one job trains at a time, pausing between steps while completions run; off by default, as training is the expensive operation")
 	fs.StringVar(&o.train.Dir, "train-dir", "", "with -training, also save each fine-tuned model as a checkpoint in this existing `directory` (never replacing a file), loadable with generate -model")
 	fs.Int64Var(&o.train.MaxFileBytes, "train-max-file", t.MaxFileBytes, "with -training, largest training file in bytes")
-	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, "with -training, most steps of one job")
+	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, fmt.Sprintf("with -training, most steps of one job (at most %d)", cli.MaxSteps))
 	fs.IntVar(&o.train.MaxParams, "train-max-params", t.MaxParams, "with -training, most parameters of a model a job trains")
 	fs.IntVar(&o.train.Queue, "train-queue", t.Queue, "with -training, jobs that may wait behind the running one (more get 429); 0: none")
 	return fs
@@ -167,7 +167,8 @@ func (o *options) validate() error {
 		{"-max-inflight", l.MaxInFlightBytes >= l.MaxResponseBytes, "at least -max-response"},
 		{"-request-timeout", l.RequestTimeout > 0, "positive"}, {"-write-timeout", l.WriteTimeout > 0, "positive"},
 		{"-drain-timeout", o.drain > 0, "positive"}, {"-header-timeout", o.headerTimeout > 0, "positive"},
-		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"}, {"-train-max-steps", o.train.MaxSteps >= 1, "at least 1"},
+		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"},
+		{"-train-max-steps", o.train.MaxSteps >= 1 && o.train.MaxSteps <= cli.MaxSteps, fmt.Sprintf("in [1, %d] (2^30: a job must be able to finish)", cli.MaxSteps)},
 		{"-train-max-params", o.train.MaxParams >= 1, "at least 1"}, {"-train-queue", o.train.Queue >= 0, ">= 0 (0: none)"},
 	} {
 		if !c.ok {
