@@ -106,3 +106,17 @@ func TestCorpusPositions(t *testing.T) {
 		}
 	}
 }
+
+// data/lanternbay.txt is the built-in text written out, byte for byte, so
+// that the docs' commands that want a corpus file (python/train_ddp.py
+// --text, train -corpus) can use it; it was written with
+// os.WriteFile(path, []byte(minigpt.LanternBay), 0o644).
+func TestShippedLanternBay(t *testing.T) {
+	b, err := os.ReadFile("../../data/lanternbay.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != minigpt.LanternBay {
+		t.Fatalf("data/lanternbay.txt (%d bytes) is not minigpt.LanternBay (%d bytes)", len(b), len(minigpt.LanternBay))
+	}
+}
