@@ -21,16 +21,25 @@ const Formats = `a minigpt checkpoint starts with "\x89GPT\r\n\x1a\n", a safeten
 // LoadCheckpoint reads the checkpoint file at path, which flag -name
 // names, in either format (minigpt.ReadCheckpoint tells them by their
 // first bytes), refusing bytes after its end as minigpt.LoadCheckpoint
-// does. A large file shows its reading on po (StartLarge).
-// Every error starts with "-name path: ": "-model x.bin: bad checkpoint:
-// magic number is ...".
+// does. A large file shows its reading on po (StartLarge). Every error
+// starts with "-name path: ": "-model x.bin: bad checkpoint: magic
+// number is ...".
 func LoadCheckpoint(name, path string, po ProgressOut) (*minigpt.Checkpoint, error) {
+	return LoadCheckpointAs("-"+name+" "+path, path, po)
+}
+
+// LoadCheckpointAs is LoadCheckpoint with errors that start with label,
+// for a flag whose value is more than the path: "-model tuned=t.ckpt".
+func LoadCheckpointAs(label, path string, po ProgressOut) (*minigpt.Checkpoint, error) {
+	fail := func(err error) error { return fmt.Errorf("%s: %w", label, err) }
 	f, err := OpenRegular(path) // a FIFO is refused, not waited on
 	if err != nil {
-		return nil, fmt.Errorf("-%s %w", name, err)
+		if inner := errors.Unwrap(err); inner != nil && path != "" {
+			err = inner // OpenRegular's message starts with the path, which label has
+		}
+		return nil, fail(err)
 	}
 	defer f.Close()
-	fail := func(err error) error { return fmt.Errorf("-%s %s: %w", name, path, err) }
 	var size int64
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
