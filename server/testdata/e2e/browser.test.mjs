@@ -1,16 +1,24 @@
 // Headless Chromium (Debian's, driven by playwright-core) on the
 // playground: load the page, generate, inspect a character's
-// distribution, stop a long generation, run the strategy comparison;
-// the first-contact checks at 1366×768 and 390×844 (Generate in view,
-// the shortcut, the surprise scale and its legend, a disabled knob with
-// its reason, an error where the user looks, the wording); train Lantern
-// Bay from scratch in the page and generate with the new model; score a
+// distribution, stop a long generation, run the strategy comparison
+// (from its own button, the Generate button and Ctrl+Enter, with the
+// controls it ignores hidden); the shipped models listed, an unknown
+// character named by character, line and column; the first-contact
+// checks at 1366×768 and 390×844 (Generate in view, the shortcut, the
+// surprise scale and its legend, a disabled knob with its reason, an
+// error where the user looks, the wording); the loss chart at its box's
+// width with 11 px labels, and the attention strips at their newest
+// characters, on a phone; train Lantern Bay from scratch in the page,
+// generate with the new model, see that it is saved and remove it (and,
+// on a server without -train-dir, that it lives in memory only); score a
 // text; open the attention view; and save screenshots.
 //
-// e2e.sh starts the server (with -training) and sets MINIGPT_PAGE (the
-// playground's URL), MINIGPT_KEY, MINIGPT_SHOTS (the folder for
-// screenshots) and optionally MINIGPT_HTML_MODEL (a model whose
-// vocabulary holds "<", ">" and quotes).
+// e2e.sh starts the server (with -training -train-dir, from the
+// repository's root so that it serves the shipped models) and sets
+// MINIGPT_PAGE (the playground's URL), MINIGPT_KEY, MINIGPT_SHOTS (the
+// folder for screenshots), optionally MINIGPT_HTML_MODEL (a model whose
+// vocabulary holds "<", ">" and quotes) and MINIGPT_PAGE_MEMORY (a
+// second server's playground: -training, no -train-dir, no key).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -27,10 +35,11 @@ let context, page, profile;
 const external = []; // requests to anything but the server
 const consoleErrors = [];
 
-// watch records what a page loads from elsewhere and what it logs.
-function watch(p) {
+// watch records what a page loads from elsewhere than its server (at
+// from) and what it logs.
+function watch(p, from = origin) {
   p.on("request", (r) => {
-    if (!r.url().startsWith(origin)) external.push(r.url());
+    if (!r.url().startsWith(from)) external.push(r.url());
   });
   p.on("console", (m) => {
     if (m.type() === "error") consoleErrors.push(m.text());
@@ -202,6 +211,68 @@ test("compare: the five strategies side by side, greedy's loop onset marked", as
   await page.click("#tab-generate");
 });
 
+test("compare: the Generate button and Ctrl+Enter run the comparison; the controls it ignores are hidden, those it uses labelled", async () => {
+  await page.fill("#prompt", "the ");
+  await page.fill("#seed", "42");
+  const before = await page.textContent("#output");
+  await page.click("#tab-compare");
+  for (const sel of ["#knob-panel", "#max-tokens-row", "#stop-row", "#bias-row", "#stop-button", "#reset"]) {
+    assert.ok(await page.isHidden(sel), `${sel} is shown on Compare, which ignores it`);
+  }
+  assert.ok(await page.isVisible("#prompt") && await page.isVisible("#seed"));
+  assert.match(await page.textContent("#compare-note"), /five decoding settings on this prompt, all with this seed/);
+  assert.match(await page.textContent('label[for="seed"]'), /^seed \(all 5\)$/);
+  assert.match(await page.textContent("#generate"), /^Run comparison\s*(Ctrl|⌘)\+Enter$/);
+  const done = () => page.waitForFunction(() => document.querySelectorAll("#compare .card").length === 5 &&
+    [...document.querySelectorAll("#compare .card .meta")].every((m) => !/generating/.test(m.textContent)), null, { timeout: 60_000 });
+  await page.fill("#compare-tokens", "400");
+  await page.$eval("#compare", (c) => c.replaceChildren());
+  await page.click("#generate");
+  await done();
+  assert.equal(await page.getAttribute('#compare .card[data-strategy="greedy"]', "data-loop"), "105");
+  await page.$eval("#compare", (c) => c.replaceChildren());
+  await page.press("#prompt", "Control+Enter");
+  await done();
+  assert.equal(await page.getAttribute('#compare .card[data-strategy="greedy"]', "data-loop"), "105");
+  // The Generate pane, hidden, was not written to.
+  assert.equal(await page.textContent("#output"), before);
+  await page.click("#tab-generate");
+  assert.match(await page.textContent("#generate"), /^Generate\s*(Ctrl|⌘)\+Enter$/);
+  assert.ok(await page.isVisible("#knob-panel") && await page.isVisible("#max-tokens-row"));
+});
+
+test("at 390×844, Compare in view: the button runs it, the cards stack", async () => {
+  const p = await context.newPage();
+  watch(p);
+  await p.setViewportSize({ width: 390, height: 844 });
+  await open(p);
+  await p.selectOption("#model", "lanternbay");
+  await p.click("#tab-compare");
+  await p.fill("#compare-tokens", "200");
+  const b = await p.locator("#generate").boundingBox();
+  assert.ok(b && b.y + b.height <= 844, "the Run comparison button is below the fold");
+  await p.click("#generate");
+  await p.waitForFunction(() => document.querySelectorAll("#compare .card").length === 5 &&
+    [...document.querySelectorAll("#compare .card .meta")].every((m) => !/generating/.test(m.textContent)), null, { timeout: 60_000 });
+  await p.screenshot({ path: join(shots, "playground-compare-phone.png") });
+  await p.close();
+});
+
+test("the shipped models are both listed, and a prompt's unknown character is named by character, line and column", async () => {
+  const ids = await page.$$eval("#model option", (os) => os.map((o) => o.value));
+  assert.ok(ids.includes("lanternbay") && ids.includes("shakespeare"), `the model menu holds ${ids}`);
+  await page.selectOption("#model", "shakespeare");
+  await page.fill("#prompt", "ROMEO:\nO <love");
+  await page.dispatchEvent("#prompt", "input");
+  assert.match(await page.textContent("#prompt-error"), /^The model has never seen "<" \(at character 9 \(counting from 0\), line 2, column 3\): it knows only /);
+  await page.selectOption("#model", "lanternbay");
+  await page.fill("#prompt", "the Keeper");
+  await page.dispatchEvent("#prompt", "input");
+  assert.match(await page.textContent("#prompt-error"), /^The model has never seen "K" \(at character 4 \(counting from 0\)\): /);
+  await page.fill("#prompt", "the ");
+  await page.dispatchEvent("#prompt", "input");
+});
+
 // The first-contact checks of issue 31, on a laptop and on a phone.
 for (const [w, h, shot] of [[1366, 768, "playground-laptop.png"], [390, 844, "playground-phone.png"]]) {
   test(`at ${w}×${h}: Generate in view with its shortcut, a surprise scale with a legend, knobs disabled with the reason, errors where the user looks`, async () => {
@@ -270,6 +341,60 @@ for (const [w, h, shot] of [[1366, 768, "playground-laptop.png"], [390, 844, "pl
   });
 }
 
+for (const [w, h, shot] of [[1366, 768, "playground-train-laptop.png"], [390, 844, "playground-train-phone.png"]]) {
+  test(`at ${w}×${h}: the loss chart is drawn at its box's width, its tick labels at least 11 px tall`, async () => {
+    const p = await context.newPage();
+    watch(p);
+    await p.setViewportSize({ width: w, height: h });
+    await open(p);
+    await p.click("#tab-train");
+    const m = await p.evaluate(() => {
+      const svg = document.querySelector("#train-curve"), box = document.querySelector("#train-curve-box");
+      const ticks = [...svg.querySelectorAll("text.tick")].map((t) => t.getBoundingClientRect());
+      return {
+        box: box.clientWidth, svg: svg.getBoundingClientRect().width, viewBox: svg.viewBox.baseVal.width,
+        heights: ticks.map((r) => r.height), right: Math.max(...ticks.map((r) => r.right)), svgRight: svg.getBoundingClientRect().right,
+        fontSize: parseFloat(getComputedStyle(svg.querySelector("text.tick")).fontSize),
+      };
+    });
+    assert.ok(Math.abs(m.svg - Math.min(m.box, 760)) <= 1, `the chart is ${m.svg} px wide in a box of ${m.box}`);
+    assert.ok(Math.abs(m.viewBox - m.svg) <= 1, `drawn ${m.viewBox} units wide at ${m.svg} px: scaled`);
+    assert.ok(m.fontSize >= 11 && Math.min(...m.heights) >= 11, `tick labels ${m.fontSize} px, ${Math.min(...m.heights)} px tall`);
+    assert.ok(m.right <= m.svgRight + 0.5, "a tick label runs off the chart");
+    await p.screenshot({ path: join(shots, shot), fullPage: w < 900 });
+    await p.close();
+  });
+}
+
+test("at 390×844, the attention strips start at the newest characters", async () => {
+  const p = await context.newPage();
+  watch(p);
+  await p.setViewportSize({ width: 390, height: 844 });
+  await open(p);
+  // Shakespeare's context is 64 characters: a strip far wider than a phone.
+  await p.selectOption("#model", "shakespeare");
+  await p.fill("#prompt", "ROMEO:");
+  await p.fill("#max_tokens", "90");
+  await p.fill("#seed", "42");
+  await generateAndWait(p);
+  await p.click('#output .tok[data-step="80"]');
+  await p.locator("#attn-grid .attn-head").first().waitFor();
+  const strips = await p.$$eval("#attn-grid .strip", (ss) => ss.map((s) => {
+    const last = s.lastElementChild.getBoundingClientRect(), box = s.getBoundingClientRect();
+    return { scroll: s.scrollLeft, client: s.clientWidth, width: s.scrollWidth, lastRight: last.right, boxRight: box.right, cells: s.children.length };
+  }));
+  assert.equal(strips.length, 16); // 4 layers × 4 heads
+  for (const st of strips) {
+    assert.equal(st.cells, 64);
+    assert.ok(st.width > st.client, `the strip fits (${st.width} in ${st.client}): the case is not tested`);
+    assert.ok(st.scroll + st.client >= st.width - 1, `scrolled to ${st.scroll} of ${st.width - st.client}: the newest characters are hidden`);
+    assert.ok(st.lastRight <= st.boxRight + 0.5, "the newest character is off the strip's right edge");
+  }
+  assert.match(await p.textContent("#attention-sub"), /the newest at the right/);
+  await p.locator("#inspector").screenshot({ path: join(shots, "playground-attention-phone.png") });
+  await p.close();
+});
+
 test("train Lantern Bay from scratch in the page: the curve falls, samples appear, and Generate with it uses the new model", async () => {
   await page.click("#tab-train");
   assert.ok(await page.isHidden("#train-off"), "the page says training is off");
@@ -283,7 +408,8 @@ test("train Lantern Bay from scratch in the page: the curve falls, samples appea
   // The curve draws while it trains.
   await page.waitForFunction(() => Number(document.querySelector("#train-curve polyline.train").dataset.n) > 5, null, { timeout: 60_000 });
   await page.waitForFunction(() => /^Done/.test(document.querySelector("#train-status").textContent) || !document.querySelector("#train-error").hidden, null, { timeout: 120_000 });
-  assert.match(await page.textContent("#train-status"), /^Done: 200 steps\. The new model is ft:scratch:playground:[0-9a-f]{8}\.$/);
+  // e2e.sh starts this server with -train-dir: the page says the model is saved.
+  assert.match(await page.textContent("#train-status"), /^Done: 200 steps\. The new model is ft:scratch:playground:[0-9a-f]{8}, saved as ft-scratch-playground-[0-9a-f]{8}\.ckpt in the server's training directory\.$/);
   const curve = async (cls) => page.$eval(`#train-curve polyline.${cls}`, (pl) => pl.getAttribute("points").split(" ").filter(Boolean).map((xy) => xy.split(",").map(Number)));
   const trainPts = await curve("train"), valPts = await curve("val");
   assert.equal(trainPts.length, 200);
@@ -319,6 +445,44 @@ test("train Lantern Bay from scratch in the page: the curve falls, samples appea
   assert.equal(await page.locator("#attn-grid .attn-head").count(), 8);
   assert.equal(await page.locator('#attn-grid .attn-head[data-layer="1"][data-head="3"] .cell').count(), 32);
   await page.locator("#inspector").screenshot({ path: join(shots, "playground-attention.png") });
+
+  // The model is listed among those trained here, saved, and Remove takes
+  // it off the server and out of the model menu.
+  await page.click("#tab-train");
+  const row = page.locator(`#tuned-list li[data-model="${name}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /saved as ft-scratch-playground-[0-9a-f]{8}\.ckpt in the server's training directory/);
+  await row.locator("button.remove").click();
+  await row.waitFor({ state: "detached" });
+  assert.ok(!(await page.$$eval("#model option", (os) => os.map((o) => o.value))).includes(name), "the removed model is still in the menu");
+  const gone = await page.request.get(new URL(`v1/models/${encodeURIComponent(name)}`, pageURL).href, { headers: { Authorization: "Bearer " + process.env.MINIGPT_KEY } });
+  assert.equal(gone.status(), 404);
+  assert.ok(await page.isHidden("#train-use"), "Generate with it still offers the removed model");
+});
+
+test("a model trained on a server without -train-dir is said to live in memory only, and can be removed", { skip: !process.env.MINIGPT_PAGE_MEMORY }, async () => {
+  const p = await context.newPage();
+  watch(p, new URL(process.env.MINIGPT_PAGE_MEMORY).origin);
+  await p.goto(process.env.MINIGPT_PAGE_MEMORY);
+  await p.waitForFunction(() => document.querySelectorAll("#model option").length > 0);
+  await p.click("#tab-train");
+  await p.waitForFunction(() => !document.querySelector("#train-run").disabled);
+  await p.check("#train-lanternbay");
+  await p.selectOption("#train-base", "scratch");
+  await p.fill("#train-steps", "20");
+  await p.click("#train-run");
+  await p.waitForFunction(() => /^Done/.test(document.querySelector("#train-status").textContent) || !document.querySelector("#train-error").hidden, null, { timeout: 120_000 });
+  assert.match(await p.textContent("#train-status"), /^Done: 20 steps\. The new model is (ft:scratch:playground:[0-9a-f]{8}), kept in the server's memory only \(serve -train-dir saves models as files\)\.$/);
+  const name = /(ft:scratch:playground:[0-9a-f]{8})/.exec(await p.textContent("#train-status"))[1];
+  const row = p.locator(`#tuned-list li[data-model="${name}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /in the server's memory only: gone when it stops/);
+  assert.match(await p.textContent("#tuned-where"), /-train-dir DIR/);
+  await row.locator("button.remove").click();
+  await row.waitFor({ state: "detached" });
+  assert.ok(await p.isHidden("#tuned"), "the list stays with no model in it");
+  assert.ok(!(await p.$$eval("#model option", (os) => os.map((o) => o.value))).includes(name));
+  await p.close();
 });
 
 test("Stop cancels a training run", async () => {

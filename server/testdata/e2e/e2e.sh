@@ -43,8 +43,9 @@ loud() {
 work=$(mktemp -d)
 server_pid=
 load_pid=
+memory_pid=
 cleanup() {
-  for pid in $server_pid $load_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for pid in $server_pid $load_pid $memory_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -112,6 +113,10 @@ start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$wo
 server_pid=$started_pid url=$started_url
 if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
 echo "server at $url"
+# A second one that trains without -train-dir: its models live in memory.
+start_serve "$work/memory.out" "$work/memory.err" -training
+memory_pid=$started_pid memory_url=$started_url
+if [ -z "$memory_url" ]; then echo "cmd/serve did not start:"; cat "$work/memory.err"; exit 1; fi
 
 echo "== installing the Node test tools (npm ci, versions pinned in package-lock.json)"
 node_ok=1
@@ -147,7 +152,7 @@ if [ "$node_ok" = 1 ]; then
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
-      CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
+      MINIGPT_PAGE_MEMORY="$memory_url/" CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
     echo "screenshots: $shots"
   fi
 fi
