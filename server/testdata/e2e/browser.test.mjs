@@ -1,99 +1,37 @@
 // Headless Chromium (Debian's, driven by playwright-core) on the
 // playground: load the page, generate, inspect a character's
-// distribution, stop a long generation, run the strategy comparison
-// (from its own button, the Generate button and Ctrl+Enter, with the
-// controls it ignores hidden); the shipped models listed, an unknown
-// character named by character, line and column; the first-contact
-// checks at 1366×768 and 390×844 (Generate in view, the shortcut, the
-// surprise scale and its legend, a disabled knob with its reason, an
-// error where the user looks, the wording); the loss chart at its box's
-// width with 11 px labels, and the attention strips at their newest
-// characters, on a phone; train Lantern Bay from scratch in the page,
-// generate with the new model, see that it is saved and remove it (and,
-// on a server without -train-dir, that it lives in memory only); score a
-// text; open the attention view; and save screenshots.
+// distribution, stop a long generation, run the strategy comparison;
+// the first-contact checks at 1366×768 and 390×844 (Generate in view,
+// the shortcut, the surprise scale and its legend, a disabled knob with
+// its reason, an error where the user looks, the wording); train Lantern
+// Bay from scratch in the page, generate with the new model, see that it
+// is saved and remove it; score a text; open the attention view; and
+// save screenshots. playground.test.mjs has the layout's checks.
 //
 // e2e.sh starts the server (with -training -train-dir, from the
 // repository's root so that it serves the shipped models) and sets
 // MINIGPT_PAGE (the playground's URL), MINIGPT_KEY, MINIGPT_SHOTS (the
-// folder for screenshots), optionally MINIGPT_HTML_MODEL (a model whose
-// vocabulary holds "<", ">" and quotes) and MINIGPT_PAGE_MEMORY (a
-// second server's playground: -training, no -train-dir, no key).
+// folder for screenshots) and optionally MINIGPT_HTML_MODEL (a model
+// whose vocabulary holds "<", ">" and quotes).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import * as b from "./browser.mjs";
 
-const pageURL = process.env.MINIGPT_PAGE;
-const shots = process.env.MINIGPT_SHOTS;
-if (!pageURL || !shots) throw new Error("set MINIGPT_PAGE and MINIGPT_SHOTS (see e2e.sh)");
-const origin = new URL(pageURL).origin;
-
-let context, page, profile;
-const external = []; // requests to anything but the server
-const consoleErrors = [];
-
-// watch records what a page loads from elsewhere than its server (at
-// from) and what it logs.
-function watch(p, from = origin) {
-  p.on("request", (r) => {
-    if (!r.url().startsWith(from)) external.push(r.url());
-  });
-  p.on("console", (m) => {
-    if (m.type() === "error") consoleErrors.push(m.text());
-  });
-  p.on("pageerror", (e) => consoleErrors.push(String(e)));
-}
-
-// open loads the page and gives it the key, which it asks for after the
-// first 401.
-async function open(p) {
-  await p.goto(pageURL);
-  await p.locator("#key-box").waitFor({ state: "visible" });
-  await p.fill("#api-key", process.env.MINIGPT_KEY);
-  await p.dispatchEvent("#api-key", "change");
-  await p.waitForFunction(() => document.querySelectorAll("#model option").length > 0);
-}
+const { pageURL, shots, watch, open } = b;
+let context, page, closeBrowser;
 
 before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "minigpt-chromium-"));
-  // A fresh profile every run (playwright passes it as --user-data-dir).
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    ],
-    viewport: { width: 1366, height: 768 },
-    deviceScaleFactor: 1,
-  });
-  page = context.pages()[0] || (await context.newPage());
-  watch(page);
-  await open(page);
+  ({ context, page, close: closeBrowser } = await b.launch());
 });
 
 after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await closeBrowser?.();
 });
 
-async function setKnob(name, value, p = page) {
-  await p.fill(`#knob-${name}`, String(value));
-  await p.dispatchEvent(`#knob-${name}`, "input");
-}
-
-async function generateAndWait(p = page) {
-  await p.click("#generate");
-  return waitGenerated(p);
-}
-
-async function waitGenerated(p = page) {
-  await p.waitForFunction(() => /characters in|Stopped/.test(document.querySelector("#status").textContent) || !document.querySelector("#gen-error").hidden, null, { timeout: 60_000 });
-  return p.textContent("#status");
-}
+const setKnob = (name, value, p = page) => b.setKnob(p, name, value);
+const generateAndWait = (p = page) => b.generateAndWait(p);
+const waitGenerated = (p = page) => b.waitGenerated(p);
 
 test("generate streams the text cmd/generate prints, each character inspectable", async () => {
   await page.selectOption("#model", "lanternbay");
@@ -211,68 +149,6 @@ test("compare: the five strategies side by side, greedy's loop onset marked", as
   await page.click("#tab-generate");
 });
 
-test("compare: the Generate button and Ctrl+Enter run the comparison; the controls it ignores are hidden, those it uses labelled", async () => {
-  await page.fill("#prompt", "the ");
-  await page.fill("#seed", "42");
-  const before = await page.textContent("#output");
-  await page.click("#tab-compare");
-  for (const sel of ["#knob-panel", "#max-tokens-row", "#stop-row", "#bias-row", "#stop-button", "#reset"]) {
-    assert.ok(await page.isHidden(sel), `${sel} is shown on Compare, which ignores it`);
-  }
-  assert.ok(await page.isVisible("#prompt") && await page.isVisible("#seed"));
-  assert.match(await page.textContent("#compare-note"), /five decoding settings on this prompt, all with this seed/);
-  assert.match(await page.textContent('label[for="seed"]'), /^seed \(all 5\)$/);
-  assert.match(await page.textContent("#generate"), /^Run comparison\s*(Ctrl|⌘)\+Enter$/);
-  const done = () => page.waitForFunction(() => document.querySelectorAll("#compare .card").length === 5 &&
-    [...document.querySelectorAll("#compare .card .meta")].every((m) => !/generating/.test(m.textContent)), null, { timeout: 60_000 });
-  await page.fill("#compare-tokens", "400");
-  await page.$eval("#compare", (c) => c.replaceChildren());
-  await page.click("#generate");
-  await done();
-  assert.equal(await page.getAttribute('#compare .card[data-strategy="greedy"]', "data-loop"), "105");
-  await page.$eval("#compare", (c) => c.replaceChildren());
-  await page.press("#prompt", "Control+Enter");
-  await done();
-  assert.equal(await page.getAttribute('#compare .card[data-strategy="greedy"]', "data-loop"), "105");
-  // The Generate pane, hidden, was not written to.
-  assert.equal(await page.textContent("#output"), before);
-  await page.click("#tab-generate");
-  assert.match(await page.textContent("#generate"), /^Generate\s*(Ctrl|⌘)\+Enter$/);
-  assert.ok(await page.isVisible("#knob-panel") && await page.isVisible("#max-tokens-row"));
-});
-
-test("at 390×844, Compare in view: the button runs it, the cards stack", async () => {
-  const p = await context.newPage();
-  watch(p);
-  await p.setViewportSize({ width: 390, height: 844 });
-  await open(p);
-  await p.selectOption("#model", "lanternbay");
-  await p.click("#tab-compare");
-  await p.fill("#compare-tokens", "200");
-  const b = await p.locator("#generate").boundingBox();
-  assert.ok(b && b.y + b.height <= 844, "the Run comparison button is below the fold");
-  await p.click("#generate");
-  await p.waitForFunction(() => document.querySelectorAll("#compare .card").length === 5 &&
-    [...document.querySelectorAll("#compare .card .meta")].every((m) => !/generating/.test(m.textContent)), null, { timeout: 60_000 });
-  await p.screenshot({ path: join(shots, "playground-compare-phone.png") });
-  await p.close();
-});
-
-test("the shipped models are both listed, and a prompt's unknown character is named by character, line and column", async () => {
-  const ids = await page.$$eval("#model option", (os) => os.map((o) => o.value));
-  assert.ok(ids.includes("lanternbay") && ids.includes("shakespeare"), `the model menu holds ${ids}`);
-  await page.selectOption("#model", "shakespeare");
-  await page.fill("#prompt", "ROMEO:\nO <love");
-  await page.dispatchEvent("#prompt", "input");
-  assert.match(await page.textContent("#prompt-error"), /^The model has never seen "<" \(at character 9 \(counting from 0\), line 2, column 3\): it knows only /);
-  await page.selectOption("#model", "lanternbay");
-  await page.fill("#prompt", "the Keeper");
-  await page.dispatchEvent("#prompt", "input");
-  assert.match(await page.textContent("#prompt-error"), /^The model has never seen "K" \(at character 4 \(counting from 0\)\): /);
-  await page.fill("#prompt", "the ");
-  await page.dispatchEvent("#prompt", "input");
-});
-
 // The first-contact checks of issue 31, on a laptop and on a phone.
 for (const [w, h, shot] of [[1366, 768, "playground-laptop.png"], [390, 844, "playground-phone.png"]]) {
   test(`at ${w}×${h}: Generate in view with its shortcut, a surprise scale with a legend, knobs disabled with the reason, errors where the user looks`, async () => {
@@ -341,60 +217,6 @@ for (const [w, h, shot] of [[1366, 768, "playground-laptop.png"], [390, 844, "pl
   });
 }
 
-for (const [w, h, shot] of [[1366, 768, "playground-train-laptop.png"], [390, 844, "playground-train-phone.png"]]) {
-  test(`at ${w}×${h}: the loss chart is drawn at its box's width, its tick labels at least 11 px tall`, async () => {
-    const p = await context.newPage();
-    watch(p);
-    await p.setViewportSize({ width: w, height: h });
-    await open(p);
-    await p.click("#tab-train");
-    const m = await p.evaluate(() => {
-      const svg = document.querySelector("#train-curve"), box = document.querySelector("#train-curve-box");
-      const ticks = [...svg.querySelectorAll("text.tick")].map((t) => t.getBoundingClientRect());
-      return {
-        box: box.clientWidth, svg: svg.getBoundingClientRect().width, viewBox: svg.viewBox.baseVal.width,
-        heights: ticks.map((r) => r.height), right: Math.max(...ticks.map((r) => r.right)), svgRight: svg.getBoundingClientRect().right,
-        fontSize: parseFloat(getComputedStyle(svg.querySelector("text.tick")).fontSize),
-      };
-    });
-    assert.ok(Math.abs(m.svg - Math.min(m.box, 760)) <= 1, `the chart is ${m.svg} px wide in a box of ${m.box}`);
-    assert.ok(Math.abs(m.viewBox - m.svg) <= 1, `drawn ${m.viewBox} units wide at ${m.svg} px: scaled`);
-    assert.ok(m.fontSize >= 11 && Math.min(...m.heights) >= 11, `tick labels ${m.fontSize} px, ${Math.min(...m.heights)} px tall`);
-    assert.ok(m.right <= m.svgRight + 0.5, "a tick label runs off the chart");
-    await p.screenshot({ path: join(shots, shot), fullPage: w < 900 });
-    await p.close();
-  });
-}
-
-test("at 390×844, the attention strips start at the newest characters", async () => {
-  const p = await context.newPage();
-  watch(p);
-  await p.setViewportSize({ width: 390, height: 844 });
-  await open(p);
-  // Shakespeare's context is 64 characters: a strip far wider than a phone.
-  await p.selectOption("#model", "shakespeare");
-  await p.fill("#prompt", "ROMEO:");
-  await p.fill("#max_tokens", "90");
-  await p.fill("#seed", "42");
-  await generateAndWait(p);
-  await p.click('#output .tok[data-step="80"]');
-  await p.locator("#attn-grid .attn-head").first().waitFor();
-  const strips = await p.$$eval("#attn-grid .strip", (ss) => ss.map((s) => {
-    const last = s.lastElementChild.getBoundingClientRect(), box = s.getBoundingClientRect();
-    return { scroll: s.scrollLeft, client: s.clientWidth, width: s.scrollWidth, lastRight: last.right, boxRight: box.right, cells: s.children.length };
-  }));
-  assert.equal(strips.length, 16); // 4 layers × 4 heads
-  for (const st of strips) {
-    assert.equal(st.cells, 64);
-    assert.ok(st.width > st.client, `the strip fits (${st.width} in ${st.client}): the case is not tested`);
-    assert.ok(st.scroll + st.client >= st.width - 1, `scrolled to ${st.scroll} of ${st.width - st.client}: the newest characters are hidden`);
-    assert.ok(st.lastRight <= st.boxRight + 0.5, "the newest character is off the strip's right edge");
-  }
-  assert.match(await p.textContent("#attention-sub"), /the newest at the right/);
-  await p.locator("#inspector").screenshot({ path: join(shots, "playground-attention-phone.png") });
-  await p.close();
-});
-
 test("train Lantern Bay from scratch in the page: the curve falls, samples appear, and Generate with it uses the new model", async () => {
   await page.click("#tab-train");
   assert.ok(await page.isHidden("#train-off"), "the page says training is off");
@@ -458,31 +280,6 @@ test("train Lantern Bay from scratch in the page: the curve falls, samples appea
   const gone = await page.request.get(new URL(`v1/models/${encodeURIComponent(name)}`, pageURL).href, { headers: { Authorization: "Bearer " + process.env.MINIGPT_KEY } });
   assert.equal(gone.status(), 404);
   assert.ok(await page.isHidden("#train-use"), "Generate with it still offers the removed model");
-});
-
-test("a model trained on a server without -train-dir is said to live in memory only, and can be removed", { skip: !process.env.MINIGPT_PAGE_MEMORY }, async () => {
-  const p = await context.newPage();
-  watch(p, new URL(process.env.MINIGPT_PAGE_MEMORY).origin);
-  await p.goto(process.env.MINIGPT_PAGE_MEMORY);
-  await p.waitForFunction(() => document.querySelectorAll("#model option").length > 0);
-  await p.click("#tab-train");
-  await p.waitForFunction(() => !document.querySelector("#train-run").disabled);
-  await p.check("#train-lanternbay");
-  await p.selectOption("#train-base", "scratch");
-  await p.fill("#train-steps", "20");
-  await p.click("#train-run");
-  await p.waitForFunction(() => /^Done/.test(document.querySelector("#train-status").textContent) || !document.querySelector("#train-error").hidden, null, { timeout: 120_000 });
-  assert.match(await p.textContent("#train-status"), /^Done: 20 steps\. The new model is (ft:scratch:playground:[0-9a-f]{8}), kept in the server's memory only \(serve -train-dir saves models as files\)\.$/);
-  const name = /(ft:scratch:playground:[0-9a-f]{8})/.exec(await p.textContent("#train-status"))[1];
-  const row = p.locator(`#tuned-list li[data-model="${name}"]`);
-  await row.waitFor();
-  assert.match(await row.textContent(), /in the server's memory only: gone when it stops/);
-  assert.match(await p.textContent("#tuned-where"), /-train-dir DIR/);
-  await row.locator("button.remove").click();
-  await row.waitFor({ state: "detached" });
-  assert.ok(await p.isHidden("#tuned"), "the list stays with no model in it");
-  assert.ok(!(await p.$$eval("#model option", (os) => os.map((o) => o.value))).includes(name));
-  await p.close();
 });
 
 test("Stop cancels a training run", async () => {
@@ -554,9 +351,4 @@ test("generated text is inserted as text, never as HTML", { skip: !process.env.M
   await page.selectOption("#model", "lanternbay");
 });
 
-test("the page loaded nothing from elsewhere and logged no errors", () => {
-  assert.deepEqual(external, []);
-  // The 401 that made each page ask for the key is expected; so are the
-  // 400s the tests provoke on purpose.
-  assert.deepEqual(consoleErrors.filter((e) => !/status of (401|400)/.test(e)), []);
-});
+test("the page loaded nothing from elsewhere and logged no errors", () => b.nothingElsewhere(assert));

@@ -6,8 +6,10 @@
 #      -training; LangChain's ChatOpenAI and the Vercel AI SDK's chat
 #      model (chat.test.mjs) on POST /v1/chat/completions,
 #   2. Debian's chromium driven by playwright-core on the playground
-#      (browser.test.mjs): generating, comparing, scoring, training in
-#      the page, at 1366×768 and 390×844; it saves screenshots,
+#      (browser.test.mjs, playground.test.mjs): generating, comparing,
+#      scoring, training in the page and removing what it trained, the
+#      layout at 1366×768 and 390×844; it saves screenshots; a second
+#      cmd/serve -training without -train-dir, for models kept in memory,
 #   3. the bounded load test (go test ./server -run TestLoad -load) against
 #      its own cmd/serve: clients that never read, the largest responses
 #      allowed, the server's peak RSS, and SIGTERM at the drain deadline
@@ -152,7 +154,7 @@ if [ "$node_ok" = 1 ]; then
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
-      MINIGPT_PAGE_MEMORY="$memory_url/" CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
+      MINIGPT_PAGE_MEMORY="$memory_url/" CHROMIUM="$(command -v chromium)" node --test --test-concurrency=1 browser.test.mjs playground.test.mjs)
     echo "screenshots: $shots"
   fi
 fi
