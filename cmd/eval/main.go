@@ -227,7 +227,7 @@ func writeJSONL(w io.Writer, scores []minigpt.Step, chars []rune) error {
 			t.Top = append(t.Top, topJSON{string(chars[c.ID]), c.Logprob})
 		}
 		if err := enc.Encode(t); err != nil {
-			return fmt.Errorf("position %d: %w", s.Pos, err)
+			return fmt.Errorf("the line of character %d (counting from 0): %w", s.Pos, err)
 		}
 	}
 	return nil

@@ -221,7 +221,7 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions
 			if id < 0 {
 				ids, err := vocab.Encode(string(b.char))
 				if err != nil {
-					return g, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
+					return g, fmt.Errorf("-logit-bias %s: %w: %q (%U) is not in the model's vocabulary", b.arg, minigpt.ErrBadText, b.char, b.char)
 				}
 				id = ids[0]
 			} else if id >= vocab.Size() {

@@ -136,7 +136,7 @@ func TestNewBadFlags(t *testing.T) {
 		{[]string{"-logit-bias", "e=x"}, `bias "x" is not a number`},
 		{[]string{"-logit-bias", "ab=1"}, `"ab" is neither one character nor #ID`},
 		{[]string{"-logit-bias", "e=-101"}, "-logit-bias e=-101"},
-		{[]string{"-logit-bias", "Z=5"}, "-logit-bias Z=5"},
+		{[]string{"-logit-bias", "Z=5"}, "-logit-bias Z=5: unusable text: 'Z' (U+005A) is not in the model's vocabulary"},
 		{[]string{"-logit-bias", "#24=5"}, "id 24 is outside the vocabulary"},
 		{[]string{"-no-repeat-ngram", "-1"}, "-no-repeat-ngram -1"},
 		{[]string{"-stop", "a", "-stop", "b", "-stop", "c", "-stop", "d", "-stop", "e"}, "-stop given 5 times"},
