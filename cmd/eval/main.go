@@ -15,7 +15,10 @@
 // windows side by side (the cheapest; the mean loss is then exactly
 // Model.Loss over those windows), and -stride 1 gives every character
 // the most context the model can see. Each character is scored once, in
-// the first window that predicts it (minigpt.Model.Score).
+// the first window that predicts it (minigpt.Model.Score, called on
+// pieces of the text so that a long one can show its progress and the
+// time left on a terminal, or anywhere with -progress; pieces.go).
+// -model takes minigpt's checkpoints and safetensors files alike.
 //
 // With -jsonl, standard output gets one JSON object per scored character,
 //
