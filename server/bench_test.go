@@ -118,3 +118,29 @@ func BenchmarkServeGuided(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGuidedCompile measures compiling a request's format for its
+// model, as each constrained request does once.
+func BenchmarkGuidedCompile(b *testing.B) {
+	s, _ := newGuidedServer(b, nil)
+	for _, tc := range []struct {
+		name, model, kind string
+		src               []string
+	}{
+		{"regex", "lanternbay", "regex", []string{sentence}},
+		{"choice", "lanternbay", "choice", []string{"yes", "no", "the lamp glows"}},
+		{"grammar", "lanternbay", "grammar", []string{wordsGrammar}},
+		{"json-schema", "json", "json-schema", []string{personSchema}},
+		{"json-object", "json", "json-object", nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := s.model(tc.model)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.engine.constrain(&format{field: tc.kind, param: tc.kind, kind: tc.kind, src: tc.src}, m.name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

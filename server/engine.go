@@ -277,9 +277,9 @@ func (e *engine) faultOf(err error, sp *sampling) (string, bool) {
 // called with each sample's tokens as soon as they are final (with stop
 // strings, once they cannot begin one), and on its last call with its
 // finish reason and whether its text fell short of the format (cut by a
-// stop string). It returns, by sample, whether the text as it got fell
-// short of the format: for the samples a cancellation cut, which have no
-// last call.
+// stop string). It returns, for the samples a cancellation cut, which
+// have no last call, whether the text they released falls short of the
+// format.
 //
 // With logprobs or trace, each released token comes with its step, which
 // is turned into the token's logprobs and trace.
@@ -322,26 +322,13 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 	} else {
 		got, err = batch.Complete(ctx, e.vocab, prompt, opts)
 	}
-	if ctx.Err() != nil {
+	// A beam search cut short (the request's time is up, the server is
+	// closing) streams nothing more, but returns its best beams so far:
+	// they are the answer, ended at "length".
+	if ctx.Err() != nil && sp.numBeams > 1 {
 		for i := range got {
-			c := got[i]
-			switch {
-			case c.Index >= n || ended[c.Index]:
-			case sp.numBeams > 1:
-				// A beam search cut short (the request's time is up, the
-				// server is closing) streams nothing more, but returns
-				// its best beams so far: they are the answer, ended at
-				// "length".
-				if rerr := opts.Stream(&c); rerr != nil {
-					return nil, rerr
-				}
-			case !opts.Trace && len(c.IDs) > delivered[c.Index]:
-				// The batch may have released tokens it had not yet
-				// delivered when the call was cut: they are final, and
-				// they are the text Incomplete judges. (With steps to
-				// deliver, which the results keep none of, they stay out.)
-				c.IDs = c.IDs[delivered[c.Index]:]
-				if rerr := opts.Stream(&c); rerr != nil {
+			if got[i].Index < n && !ended[got[i].Index] {
+				if rerr := opts.Stream(&got[i]); rerr != nil {
 					return nil, rerr
 				}
 			}
@@ -349,10 +336,10 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 	}
 	incomplete := make([]bool, n)
 	for _, c := range got {
-		if c.Index < n {
-			// A text shorter than the one Incomplete judges may or may
-			// not be a whole match: it is reported as falling short.
-			incomplete[c.Index] = c.Incomplete || (sp.format != nil && delivered[c.Index] < len(c.IDs))
+		if sp.format != nil && c.Index < n && !ended[c.Index] && delivered[c.Index] <= len(c.IDs) {
+			// A call cut short may have released tokens it had not yet
+			// delivered: the text judged is the one the client has.
+			incomplete[c.Index] = !sp.format.c.Matches(c.IDs[:delivered[c.Index]])
 		}
 	}
 	return incomplete, err
