@@ -31,6 +31,7 @@ var (
 		"enum": true, "const": true, "minItems": true, "maxItems": true,
 		"minLength": true, "maxLength": true, "pattern": true,
 		"additionalProperties": true,
+		"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 	}
 	schemaAnnotations = map[string]bool{
 		"$schema": true, "$id": true, "$comment": true, "title": true,
@@ -43,8 +44,10 @@ var (
 // texts valid against it. It supports type (object, array, string,
 // number, integer, boolean, null, or a list of them), properties,
 // required, items, enum, const, minItems, maxItems, minLength, maxLength,
-// pattern and additionalProperties (true or false), and refuses any other
-// keyword by name.
+// pattern, additionalProperties (true or false), and for integers
+// minimum, maximum, exclusiveMinimum and exclusiveMaximum (numbers, as
+// JSON Schema 2019 and later write them), and refuses any other keyword
+// by name.
 //
 // The output is one fixed rendering of each valid value: an object's keys
 // come in the order properties lists them (optional ones may be left
@@ -155,9 +158,20 @@ func (c *jsonCompiler) schema(s *jvalue) (*expr, error) {
 		case "string":
 			e, err = c.str(s)
 		case "number":
+			if b := firstBound(s); b != nil {
+				return nil, c.fail(b.off, ErrUnsupported, "bounds hold only integers here: use type integer")
+			}
 			e = ref(c.once("number", c.number))
 		case "integer":
-			e = ref(c.once("integer", c.integer))
+			if firstBound(s) == nil {
+				e = ref(c.once("integer", c.integer))
+				break
+			}
+			lo, hi, berr := c.intBounds(s)
+			if berr != nil {
+				return nil, berr
+			}
+			e = intRange(lo, hi)
 		case "boolean":
 			e = alt(literal("true"), literal("false"))
 		case "null":

@@ -5,6 +5,8 @@ package grammar
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -141,4 +143,118 @@ func jsonString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// maxInteger is the largest integer a schema's output writes: 16 digits,
+// as integer() allows, so that every one fits a float64's mantissa
+// closely enough for readers.
+const maxInteger = 1e16 - 1
+
+// boundKeywords are the integer bounds a schema may give.
+var boundKeywords = []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}
+
+// firstBound returns the first bound keyword's value in s, or nil.
+func firstBound(s *jvalue) *jvalue {
+	for _, kw := range boundKeywords {
+		if v := s.get(kw); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// intBounds reads s's bounds as the closed range [lo, hi] of integers,
+// within what integer() writes.
+func (c *jsonCompiler) intBounds(s *jvalue) (lo, hi int64, err error) {
+	lo, hi = -maxInteger, maxInteger
+	for _, kw := range boundKeywords {
+		v := s.get(kw)
+		if v == nil {
+			continue
+		}
+		if v.kind != 'n' {
+			return 0, 0, c.fail(v.off, ErrSyntax, "%s must be a number", kw)
+		}
+		f, perr := strconv.ParseFloat(string(v.raw), 64)
+		if perr != nil {
+			return 0, 0, c.fail(v.off, ErrSyntax, "%s %s is not a number this engine reads", kw, v.raw)
+		}
+		switch kw {
+		case "minimum":
+			f = math.Ceil(f)
+		case "exclusiveMinimum":
+			f = math.Floor(f) + 1
+		case "maximum":
+			f = math.Floor(f)
+		case "exclusiveMaximum":
+			f = math.Ceil(f) - 1
+		}
+		f = max(-maxInteger, min(maxInteger, f))
+		if strings.HasPrefix(kw, "exclusiveMin") || kw == "minimum" {
+			lo = max(lo, int64(f))
+		} else {
+			hi = min(hi, int64(f))
+		}
+	}
+	if lo > hi {
+		return 0, 0, c.fail(s.off, ErrSyntax, "no integer lies within the bounds: the least is %d, the greatest %d", lo, hi)
+	}
+	return lo, hi, nil
+}
+
+// intRange matches exactly the integers in [lo, hi], written as JSON
+// writes them: no leading zeros, no "-0".
+func intRange(lo, hi int64) *expr {
+	var alts []*expr
+	if lo < 0 {
+		alts = append(alts, concat(char('-'), natRange(max(1, -hi), -lo)))
+	}
+	if hi >= 0 {
+		alts = append(alts, natRange(max(0, lo), hi))
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	return alt(alts...)
+}
+
+// natRange matches the decimal numerals of [a, b], 0 <= a <= b: for each
+// length of numeral, the range of that length, digit by digit.
+func natRange(a, b int64) *expr {
+	var alts []*expr
+	for L := len(strconv.FormatInt(a, 10)); L <= len(strconv.FormatInt(b, 10)); L++ {
+		lo, hi := int64(math.Pow10(L-1)), int64(math.Pow10(L))-1
+		if L == 1 {
+			lo = 0
+		}
+		lo, hi = max(lo, a), min(hi, b)
+		alts = append(alts, digitsRange(strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)))
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	return alt(alts...)
+}
+
+// digitsRange matches the strings of len(s) digits from s to t (s <= t,
+// of one length), leading zeros allowed: the first digit fixed at s's,
+// strictly between, or fixed at t's, and the rest recursively.
+func digitsRange(s, t string) *expr {
+	switch {
+	case s == t:
+		return literal(s)
+	case strings.Trim(s, "0") == "" && strings.Trim(t, "9") == "":
+		return repeat(digit, len(s), len(s)) // every string of the length: no branching
+	case len(s) == 1:
+		return class(runeSet{{rune(s[0]), rune(t[0])}})
+	case s[0] == t[0]:
+		return concat(char(rune(s[0])), digitsRange(s[1:], t[1:]))
+	}
+	n := len(s) - 1
+	alts := []*expr{concat(char(rune(s[0])), digitsRange(s[1:], strings.Repeat("9", n)))}
+	if t[0]-s[0] > 1 {
+		alts = append(alts, concat(class(runeSet{{rune(s[0] + 1), rune(t[0] - 1)}}), repeat(digit, n, n)))
+	}
+	alts = append(alts, concat(char(rune(t[0])), digitsRange(strings.Repeat("0", n), t[1:])))
+	return alt(alts...)
 }
