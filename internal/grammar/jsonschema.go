@@ -31,7 +31,7 @@ var (
 		"enum": true, "const": true, "minItems": true, "maxItems": true,
 		"minLength": true, "maxLength": true, "pattern": true,
 		"additionalProperties": true,
-		"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+		"minimum":              true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 	}
 	schemaAnnotations = map[string]bool{
 		"$schema": true, "$id": true, "$comment": true, "title": true,
