@@ -30,8 +30,8 @@ var (
 		"type": true, "properties": true, "required": true, "items": true,
 		"enum": true, "const": true, "minItems": true, "maxItems": true,
 		"minLength": true, "maxLength": true, "pattern": true,
-		"additionalProperties": true,
-		"minimum":              true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+		"additionalProperties": true, "minimum": true, "maximum": true,
+		"exclusiveMinimum": true, "exclusiveMaximum": true,
 	}
 	schemaAnnotations = map[string]bool{
 		"$schema": true, "$id": true, "$comment": true, "title": true,
