@@ -150,7 +150,7 @@ test("errors: the SDK raises its own classes for 400, 401 and 404", async () => 
   );
   await assert.rejects(
     client.completions.create({ model, prompt: "The Keeper" }),
-    (e) => e instanceof OpenAI.BadRequestError && e.code === "unknown_character" && /'T' at position 0/.test(e.message),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "unknown_character" && /'T' \(U\+0054\) at character 0 \(counting from 0\)/.test(e.message),
   );
   await assert.rejects(
     client.completions.create({ model, prompt: "the ", suffix: "x" }),
@@ -351,7 +351,7 @@ test("fine-tuning: cancel, and the errors the SDK raises", async () => {
   const upper = await client.files.create({ file: await toFile(Buffer.from("the lamp keeper walks. ".repeat(20) + "The End"), "upper.txt"), purpose: "fine-tune" });
   await assert.rejects(
     client.fineTuning.jobs.create({ model, training_file: upper.id }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === "training_file" && e.code === "unknown_character" && /'T' \(U\+0054\) at position 460/.test(e.message),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "training_file" && e.code === "unknown_character" && /'T' \(U\+0054\) at character 460 \(counting from 0\)/.test(e.message),
   );
   await assert.rejects(client.fineTuning.jobs.retrieve("ftjob-nope"), (e) => e instanceof OpenAI.NotFoundError);
   await assert.rejects(
