@@ -1,7 +1,10 @@
 // Command eval scores a text under a MiniGPT: how surprised the model is
-// by each of its characters. It prints the mean loss (nats per
-// character), the perplexity and the bits per character, and on request
-// every character's surprisal as JSON lines.
+// by each of its tokens (a character model's tokens are its characters).
+// It prints the mean loss (nats per token), the perplexity and the bits
+// per token, with the bits per byte for a BPE model (and for a character
+// model on a text beyond ASCII): the surprisal of the scored tokens over
+// their bytes, the figure on which models over different tokens compare.
+// On request it writes every token's surprisal as JSON lines.
 //
 //	go run ./cmd/eval -text notes.txt                        # the embedded Lantern Bay model
 //	go run ./cmd/eval -model shakespeare.ckpt -text val.txt -stride 64
@@ -28,7 +31,11 @@
 // character's probability; bits is its surprisal, -logprob/ln 2; context
 // is how many characters the prediction saw; top, with -top N, the N
 // most probable characters there), and the summary goes to standard
-// error.
+// error. A BPE model's lines count tokens, and give each token's bytes
+// (its "token" is no JSON string when it holds part of a character: there
+// it has U+FFFD) and the character of the text that holds its first byte:
+//
+//	{"pos":9,"token":"�","bytes":[195],"text_offset":19,"logprob":-2.19,"bits":3.16,"context":9}
 //
 // Exit status (cli.ExitRule): 0 done; 2 refused before any work (a bad
 // flag, a text or model that cannot be read, a character the model does

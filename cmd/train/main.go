@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/train                                   # the default run: Lantern Bay, 1200 steps
 //	go run ./cmd/train -preset baby -corpus input.txt -out shakespeare.ckpt
+//	go run ./cmd/train -preset baby -corpus input.txt -tokenizer bpe -vocab-size 1024 -out bpe.ckpt
 //	go run ./cmd/train -resume minigpt.ckpt -steps 2400  # continue, exactly
 //	go run ./cmd/train -init-from models/lanternbay.ckpt -corpus mine.txt -steps 200 -out tuned.ckpt
 //
