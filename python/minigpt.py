@@ -19,6 +19,11 @@ blocks.0.qkv_weight, ...), so model.state_dict() is what the file holds.
 Everything runs in float64 by default, where the logits match Go's within
 1e-12 (python/test_interop.py checks it).
 
+A model reads characters (format 1: the vocabulary is the list of its
+characters, minigpt.vocab) or byte-level BPE tokens (format 2: a
+minigpt_bpe.Tokenizer, whose JSON form is minigpt.tokenizer); encode and
+decode work with either.
+
 Debian ships no safetensors package: the reader and writer here are a few
 lines of json and torch.frombuffer. When safetensors.torch is installed
 it is used instead (that path is not exercised by python/test.sh, which
@@ -35,13 +40,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from minigpt_bpe import Tokenizer, TokenizerError  # noqa: E402
+
 try:  # pragma: no cover - not installed where the tests run
     import safetensors.torch as _st
 except ImportError:
     _st = None
 
 LAYERNORM_EPS = 1e-5
-FORMAT_VERSION = "1"  # the metadata's minigpt.format
+FORMAT_VERSION = "1"  # the metadata's minigpt.format for a character vocabulary
+FORMAT_TOKENIZER = "2"  # and for a BPE tokenizer
 
 # The per-layer tensors in Go's slab order (Model.Tensors): each is
 # blocks.<layer>.<name> in the file and in state_dict().
@@ -188,18 +197,37 @@ def tensor_names(cfg):
     return names
 
 
+def encode(vocab, text):
+    """The token ids of text: a character vocabulary's (every character
+    must be in it) or a BPE tokenizer's."""
+    if isinstance(vocab, Tokenizer):
+        return vocab.encode(text)
+    index = {c: i for i, c in enumerate(vocab)}
+    return [index[c] for c in text]
+
+
+def decode(vocab, ids):
+    """The text of the token ids."""
+    if isinstance(vocab, Tokenizer):
+        return vocab.decode(ids)
+    return "".join(vocab[i] for i in ids)
+
+
 def metadata(cfg, vocab, step):
-    """The __metadata__ of a minigpt file, in the order Go writes it."""
+    """The __metadata__ of a minigpt file, in the order Go writes it:
+    format 1 with the characters, format 2 with a BPE tokenizer's JSON
+    form in their place."""
+    bpe = isinstance(vocab, Tokenizer)
     return {
         "format": "pt",
-        "minigpt.format": FORMAT_VERSION,
+        "minigpt.format": FORMAT_TOKENIZER if bpe else FORMAT_VERSION,
         "minigpt.vocab_size": str(cfg.vocab_size),
         "minigpt.block_size": str(cfg.block_size),
         "minigpt.embed_dim": str(cfg.embed_dim),
         "minigpt.heads": str(cfg.heads),
         "minigpt.layers": str(cfg.layers),
         "minigpt.tied_head": "true" if cfg.tied_head else "false",
-        "minigpt.vocab": "".join(vocab),
+        **({"minigpt.tokenizer": vocab.to_json()} if bpe else {"minigpt.vocab": "".join(vocab)}),
         "minigpt.step": str(step),
     }
 
@@ -340,11 +368,20 @@ def _meta_int(meta, key):
 def load_safetensors(path, dtype=torch.float64, device="cpu"):
     """Reads a minigpt safetensors file (from cmd/export or save_safetensors)
     into a MiniGPT: returns (model, vocab, step), vocab the list of
-    characters in token-id order. Names, shapes and finite values are
-    checked; F32 tensors are widened to dtype."""
+    characters in token-id order (format 1) or the BPE Tokenizer (format
+    2). Names, shapes and finite values are checked; F32 tensors are
+    widened to dtype."""
     tensors, meta = read_safetensors(path)
-    if meta.get("minigpt.format") != FORMAT_VERSION:
-        raise FormatError(f"{path}: metadata minigpt.format is {meta.get('minigpt.format')!r}, want {FORMAT_VERSION!r}: not a minigpt file?")
+    fmt = meta.get("minigpt.format")
+    if fmt not in (FORMAT_VERSION, FORMAT_TOKENIZER):
+        raise FormatError(f"{path}: metadata minigpt.format is {fmt!r}, want {FORMAT_VERSION!r} or {FORMAT_TOKENIZER!r}: not a minigpt file?")
+    known = set(metadata(Config(vocab_size=2), [], 0)) | {"minigpt.tokenizer"}
+    for k in meta:
+        if k.startswith("minigpt.") and k not in known:
+            raise FormatError(f"{path}: metadata {k!r}: not a key of minigpt's format")
+    want, other = ("minigpt.tokenizer", "minigpt.vocab") if fmt == FORMAT_TOKENIZER else ("minigpt.vocab", "minigpt.tokenizer")
+    if other in meta or want not in meta:
+        raise FormatError(f"{path}: metadata: format {fmt} has {want} and no {other}")
     tied = meta.get("minigpt.tied_head")
     if tied not in ("true", "false"):
         raise FormatError(f"{path}: metadata minigpt.tied_head is {tied!r}, want 'true' or 'false'")
@@ -356,9 +393,17 @@ def load_safetensors(path, dtype=torch.float64, device="cpu"):
         layers=_meta_int(meta, "minigpt.layers"),
         tied_head=tied == "true",
     )
-    vocab = list(meta.get("minigpt.vocab", ""))
-    if len(vocab) != cfg.vocab_size or vocab != sorted(set(vocab)):
-        raise FormatError(f"{path}: metadata minigpt.vocab: want {cfg.vocab_size} distinct characters in ascending order")
+    if fmt == FORMAT_TOKENIZER:
+        try:
+            vocab = Tokenizer.from_json(meta["minigpt.tokenizer"])
+        except TokenizerError as e:
+            raise FormatError(f"{path}: metadata minigpt.tokenizer: {e}") from None
+        if len(vocab) != cfg.vocab_size:
+            raise FormatError(f"{path}: metadata minigpt.tokenizer has {len(vocab)} tokens, minigpt.vocab_size says {cfg.vocab_size}")
+    else:
+        vocab = list(meta["minigpt.vocab"])
+        if len(vocab) != cfg.vocab_size or vocab != sorted(set(vocab)):
+            raise FormatError(f"{path}: metadata minigpt.vocab: want {cfg.vocab_size} distinct characters in ascending order")
     step = _meta_int(meta, "minigpt.step")
     model = MiniGPT(cfg, dtype=dtype)
     want = model.state_dict()
@@ -378,12 +423,12 @@ def load_safetensors(path, dtype=torch.float64, device="cpu"):
 
 
 def save_safetensors(path, model, vocab, step, dtype=torch.float64, overwrite=False):
-    """Writes model (with its vocabulary and step) as a minigpt safetensors
-    file that cmd/import reads, every tensor as dtype (float64: every bit;
+    """Writes model (with its vocabulary, characters or a Tokenizer, and
+    step) as a minigpt safetensors file that cmd/import reads, every tensor as dtype (float64: every bit;
     float32: rounded)."""
     cfg = model.config
     if len(vocab) != cfg.vocab_size:
-        raise ValueError(f"vocabulary of {len(vocab)} characters for a model of vocab size {cfg.vocab_size}")
+        raise ValueError(f"vocabulary of {len(vocab)} tokens for a model of vocab size {cfg.vocab_size}")
     state, tensors = model.state_dict(), {}
     for name in tensor_names(cfg):
         t = state[name].detach().to("cpu")

@@ -1,7 +1,9 @@
 """The interop tests of issue 29 (python/test.sh runs them; docs/interop.md):
 logits parity with Go, Python's files against Go's byte for byte, DDP on 1
 and 2 processes, resuming, and the whole path export -> torchrun ->
-import -> generate with the weights checked bit for bit.
+import -> generate with the weights checked bit for bit; and of issue 42:
+a BPE model's logits, its tokenizer's ids on many texts, and its files
+(safetensors format 2) both ways.
 
 Go's commands come from $MINIGPT_BIN (test.sh builds them there) or are
 built into a temporary directory.
@@ -9,6 +11,7 @@ built into a temporary directory.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +51,7 @@ def setUpModule():
     BIN = os.environ.get("MINIGPT_BIN")
     if not BIN:
         BIN = os.path.join(TMP, "bin")
-        subprocess.run(["go", "build", "-o", BIN + "/", "./cmd/export", "./cmd/import", "./cmd/generate", "./cmd/train"],
+        subprocess.run(["go", "build", "-o", BIN + "/", "./cmd/export", "./cmd/import", "./cmd/generate", "./cmd/train", "./cmd/tokenize"],
                        cwd=ROOT, check=True)
     with open(os.path.join(TMP, "lanternbay.txt"), "w", encoding="utf-8") as f:
         f.write(LANTERN_BAY)
@@ -67,10 +70,12 @@ def path(name):
 
 def go(cmd, *args):
     """Runs one of Go's commands; returns its stdout."""
-    r = subprocess.run([os.path.join(BIN, cmd), *args], capture_output=True, text=True)
+    r = subprocess.run([os.path.join(BIN, cmd), *args], capture_output=True)
+    # A BPE model's sample may hold bytes that are no character.
+    stdout, stderr = (b.decode("utf-8", errors="replace") for b in (r.stdout, r.stderr))
     if r.returncode != 0:
-        raise AssertionError(f"{cmd} {' '.join(args)}: exit {r.returncode}: {r.stderr}")
-    return r.stdout
+        raise AssertionError(f"{cmd} {' '.join(args)}: exit {r.returncode}: {stderr}")
+    return stdout
 
 
 def torchrun(nproc, *args, check=True):
@@ -288,6 +293,148 @@ class WholePath(unittest.TestCase):
             self.assertTrue(torch.equal(bits(t), bits(back.state_dict()[name])), f"{name} differs after import")
             moved += not torch.equal(t, start.state_dict()[name])
         self.assertEqual(moved, len(trained), "some tensors did not train")
+
+
+# A corpus for BPE models: Lantern Bay's sentences and words of two-,
+# three- and four-byte characters.
+BPE_CORPUS = (LANTERN_BAY[:490] + "naïve café über straße — “quoted” don't we'll 3.14 🙂 ") * 10
+
+# Texts whose encoding Python and Go must agree on: contractions, runs of
+# white space, digits, punctuation, Unicode letters and marks, emoji (four
+# bytes each, split across tokens), and GPT-2's special token's text.
+BPE_TEXTS = [
+    "the lamp keeper walks the shore at dusk.",
+    "don't we'll they're I've she'd it's 'll 'S",
+    "   leading spaces, trailing spaces   ",
+    "tabs\tand\nnew\n\n\nlines\r\n  \n",
+    "3.14159 and 2026-12-01, 1000000 boats; ½ ² ٣",
+    "naïve café über straße — “quoted” «guillemets»",
+    "Ελληνικά, русский, 日本語のテキスト, 한국어",
+    "e\u0301 combining, \u200bzero width, \u00a0no-break space",
+    "🙂🙃 emoji 👩‍👩‍👧 families, 🏳️‍🌈 flags",
+    "<|endoftext|> is text here",
+    "!!!???...---***",
+    "x" * 300,
+    " ",
+    "",
+]
+
+
+class BPE(unittest.TestCase):
+    """A BPE model trained by Go: its logits, its tokenizer's ids and its
+    safetensors file (format 2) in Python, and Python's files in Go."""
+
+    @classmethod
+    def setUpClass(cls):
+        corpus = path("bpe-corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.write(BPE_CORPUS)
+        if not os.path.exists(path("bpe.ckpt")):
+            go("train", "-corpus", corpus, "-tokenizer", "bpe", "-vocab-size", "420", "-steps", "40", "-batch", "8",
+               "-block", "24", "-embd", "32", "-heads", "2", "-eval-batches", "2", "-weights-only", "-out", path("bpe.ckpt"))
+        cls.prompt = "naïve café: don't 🙂 the keeper"
+        go("export", "-model", path("bpe.ckpt"), "-out", path("bpe.safetensors"), "-logits", path("bpe.json"),
+           "-logits-prompt", cls.prompt, "-force")
+
+    def test_logits(self):
+        """The logits of a prompt with multi-byte characters, on the ids
+        Python's encoder gives, are Go's within 1e-12."""
+        model, tok, _ = minigpt.load_safetensors(path("bpe.safetensors"))
+        self.assertIsInstance(tok, minigpt.Tokenizer)
+        self.assertEqual(len(tok), 420)
+        with open(path("bpe.json")) as f:
+            want = json.load(f)
+        self.assertEqual(minigpt.encode(tok, self.prompt), want["tokens"])
+        self.assertEqual(minigpt.decode(tok, want["tokens"]), self.prompt)
+        self.assertLess(len(want["tokens"]), len(self.prompt.encode()), "no merge applies to the prompt")
+        with torch.no_grad():
+            got = model(torch.tensor([want["tokens"]]))[0]
+        ref = torch.tensor(want["logits"], dtype=torch.float64)
+        rel = ((got - ref).abs() / ref.abs().clamp(min=1.0)).max().item()
+        print(f"\n  bpe.safetensors: {len(want['tokens'])} tokens, {ref.numel()} logits, max scaled error {rel:.3g}", file=sys.stderr)
+        self.assertLessEqual(rel, 1e-12)
+
+    def test_encoding_equals_gos(self):
+        """Python's encoder gives Go's ids (tokenize -model -ids) on every
+        text of BPE_TEXTS and on the corpus, and decodes them back."""
+        _, tok, _ = minigpt.load_safetensors(path("bpe.safetensors"))
+        merged = 0
+        for i, text in enumerate(BPE_TEXTS + [BPE_CORPUS]):
+            f = path(f"text{i}.txt")
+            with open(f, "w", encoding="utf-8", newline="") as out:
+                out.write(text)
+            ids = [int(x) for x in go("tokenize", "-model", path("bpe.ckpt"), "-text-file", f, "-ids").split()]
+            self.assertEqual(tok.encode(text), ids, f"text {i}: {text!r}")
+            self.assertEqual(tok.decode(ids), text)
+            merged += sum(id >= 256 for id in ids)
+        self.assertGreater(merged, 100, "the merges hardly apply: the comparison checks little")
+
+    def test_python_writes_gos_bytes(self):
+        """Loaded and saved again by Python, Go's export of a BPE model is
+        the same file, in F64 and F32."""
+        model, tok, step = minigpt.load_safetensors(path("bpe.safetensors"))
+        minigpt.save_safetensors(path("bpe-py64.safetensors"), model, tok, step, overwrite=True)
+        go("export", "-model", path("bpe.ckpt"), "-out", path("bpe-go32.safetensors"), "-dtype", "F32", "-force")
+        minigpt.save_safetensors(path("bpe-py32.safetensors"), model, tok, step, dtype=torch.float32, overwrite=True)
+        for py, ref in (("bpe-py64", "bpe"), ("bpe-py32", "bpe-go32")):
+            self.assertTrue(read(path(py + ".safetensors"), "rb") == read(path(ref + ".safetensors"), "rb"), f"{py} differs from Go's {ref}")
+
+    def test_go_reads_pythons_tokenizer(self):
+        """A tokenizer made in Python (merges by hand, a special token)
+        and a model over it: Go imports the file, encodes as Python does
+        and gives the file back the same."""
+        # (h,e) -> 256 "he", (t,256) -> 257 "the", (' ',257) -> 258 " the", then <|endoftext|> 259.
+        tok = minigpt.Tokenizer([[104, 101], [116, 256], [32, 257]], specials=["<|endoftext|>"])
+        cfg = minigpt.Config(vocab_size=len(tok), block_size=8, embed_dim=8, heads=2, layers=1)
+        model = minigpt.MiniGPT(cfg)
+        model.init_weights(torch.Generator().manual_seed(5))
+        minigpt.save_safetensors(path("pybpe.safetensors"), model, tok, 3, overwrite=True)
+        go("import", "-in", path("pybpe.safetensors"), "-out", path("pybpe.ckpt"), "-force")
+        text = "the theme: then the end"
+        self.assertEqual(tok.encode(text), [257, 258, 109, 101, 58, 258, 110, 258, 32, 101, 110, 100])
+        ids = [int(x) for x in go("tokenize", "-model", path("pybpe.ckpt"), "-text", text, "-ids").split()]
+        self.assertEqual(ids, tok.encode(text))
+        info = go("generate", "-model", path("pybpe.ckpt"), "-info")
+        self.assertIn("byte-level BPE, 260 tokens (3 merges, 1 special)", info)
+        out = go("generate", "-model", path("pybpe.ckpt"), "-prompt", "the", "-n", "5", "-greedy")
+        self.assertTrue(out.startswith("the"), out)
+        go("export", "-model", path("pybpe.ckpt"), "-out", path("pybpe2.safetensors"), "-force")
+        self.assertTrue(read(path("pybpe2.safetensors"), "rb") == read(path("pybpe.safetensors"), "rb"), "Go's export differs from Python's file")
+
+    def test_reader_refuses(self):
+        """A tokenizer that is not one, or not the model's size, is refused
+        naming the key."""
+        good = read(path("bpe.safetensors"), "rb")
+        n = int.from_bytes(good[:8], "little")
+        header = good[8:8 + n].decode()
+        cases = {
+            "a merge of a later token": re.sub(r'(\\"merges\\":\[\[)\d+', r"\g<1>300", header, count=1),
+            "another pattern": header.replace(r"(?!\\\\S)", "", 1),
+            "another size": header.replace('"minigpt.vocab_size":"420"', '"minigpt.vocab_size":"421"', 1),
+            "format 1": header.replace('"minigpt.format":"2"', '"minigpt.format":"1"', 1),
+        }
+        for name, h in cases.items():
+            self.assertNotEqual(h, header, name)
+            h = h.encode()
+            h += b" " * (-len(h) % 8)
+            with open(path("bad.safetensors"), "wb") as f:
+                f.write(len(h).to_bytes(8, "little") + h + good[8 + n:])
+            with self.assertRaises(minigpt.FormatError, msg=name):
+                minigpt.load_safetensors(path("bad.safetensors"))
+
+    def test_train_ddp_continues_a_bpe_model(self):
+        """train_ddp.py fine-tunes Go's BPE model on the text encoded by
+        its tokenizer, and Go generates with the result."""
+        r = train_plain("--init", path("bpe.safetensors"), "--text", path("bpe-corpus.txt"), "--steps", "5", "--batch", "4",
+                        "--quiet", "--out", path("bpe-tuned.safetensors"), "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tuned, tok, step = minigpt.load_safetensors(path("bpe-tuned.safetensors"))
+        start, tok0, _ = minigpt.load_safetensors(path("bpe.safetensors"))
+        self.assertEqual((tok, step), (tok0, 5))
+        self.assertFalse(torch.equal(tuned.token_embedding, start.token_embedding), "the embedding did not train")
+        go("import", "-in", path("bpe-tuned.safetensors"), "-out", path("bpe-tuned.ckpt"), "-force")
+        out = go("generate", "-model", path("bpe-tuned.ckpt"), "-prompt", "naïve ", "-n", "20", "-seed", "3")
+        self.assertTrue(out.startswith("naïve "), out)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ GPU was available). Without torchrun the script runs as one process.
 The training rules follow cmd/train: the first 90% of the text trains and
 the rest validates, Adam(W) with beta1 0.9, beta2 0.999, eps 1e-8, decay
 only on matrices and embeddings, linear warmup and optional cosine decay,
-optional gradient clipping. The vocabulary is the --init model's (every
-character of the text must be in it) or, from scratch, the text's sorted
-characters, as minigpt builds it.
+optional gradient clipping. The vocabulary is the --init model's (for a
+character model every character of the text must be in it; a BPE model's
+tokenizer encodes the two parts of the text apart, as minigpt does) or,
+from scratch, the text's sorted characters, as minigpt builds it.
 
 --checkpoint FILE saves the whole state (model, optimizer, sampler,
 step, loss history) with torch.save; --resume FILE continues it exactly
@@ -141,14 +142,23 @@ def read_text(path):
     return text.removeprefix("\ufeff")
 
 
-def encode(text, vocab, path):
+def split(text, vocab, path):
+    """The training and validation tokens of text, split at its 90%
+    character as minigpt.NewDataset splits it: a character vocabulary's
+    (every character must be in it), or a BPE tokenizer's, which encodes
+    the two parts apart so that no token spans the split."""
+    k = len(text) * 9 // 10
+    if isinstance(vocab, minigpt.Tokenizer):
+        return (torch.tensor(vocab.encode(text[:k]), dtype=torch.long),
+                torch.tensor(vocab.encode(text[k:]), dtype=torch.long))
     index = {c: i for i, c in enumerate(vocab)}
     ids = []
     for pos, c in enumerate(text):
         if c not in index:
             raise Refusal(f"--text {path}: {c!r} (U+{ord(c):04X}) at character {pos} is not one of the model's {len(vocab)} characters")
         ids.append(index[c])
-    return torch.tensor(ids, dtype=torch.long)
+    data = torch.tensor(ids, dtype=torch.long)
+    return data[:k], data[k:]
 
 
 def setup(args):
@@ -189,7 +199,8 @@ def setup(args):
             raise Refusal(f"--resume {args.resume}: {e}") from None
         if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
             raise Refusal(f"--resume {args.resume}: not a train_ddp.py checkpoint")
-        cfg, vocab = minigpt.Config(**ck["config"]), list(ck["vocab"])
+        cfg = minigpt.Config(**ck["config"])
+        vocab = minigpt.Tokenizer.from_json(ck["tokenizer"]) if "tokenizer" in ck else list(ck["vocab"])
         tc = dict(ck["train"])
         model = minigpt.MiniGPT(cfg, dtype=getattr(torch, tc["precision"]))
         model.load_state_dict(ck["model"])
@@ -226,13 +237,10 @@ def setup(args):
     tc["steps"] = args.steps
     if tc["batch"] < 1 or tc["lr"] <= 0 or tc["warmup"] < 0 or tc["eval_batches"] < 1 or tc["eval_every"] < 0:
         raise Refusal(f"training settings out of range: {tc}")
-    data = encode(text, vocab, args.text)
-    n = len(data)
-    split = n * 9 // 10
-    train, val = data[:split], data[split:]
+    train, val = split(text, vocab, args.text)
     need = cfg.block_size + 2
     if len(train) < need or len(val) < need:
-        raise Refusal(f"--text {args.text}: {n} characters give {len(train)} training and {len(val)} validation tokens; block size {cfg.block_size} needs {need} in each")
+        raise Refusal(f"--text {args.text}: {len(text)} characters give {len(train)} training and {len(val)} validation tokens; block size {cfg.block_size} needs {need} in each")
     st.update(cfg=cfg, vocab=vocab, tc=tc, model=model, train=train, val=val,
               text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
     return st
@@ -307,8 +315,9 @@ def main(argv=None):
 
     def save_checkpoint(step):
         if rank == 0:
+            vocab_entry = {"tokenizer": vocab.to_json()} if isinstance(vocab, minigpt.Tokenizer) else {"vocab": "".join(vocab)}
             state = {
-                "format": CHECKPOINT_FORMAT, "config": asdict(cfg), "vocab": "".join(vocab),
+                "format": CHECKPOINT_FORMAT, "config": asdict(cfg), **vocab_entry,
                 "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                 "optimizer": opt.state_dict(), "step": step, "generator": gen.get_state(), "train": tc,
                 "text_sha256": st["text_sha256"], "history": st["history"], "val_history": st["val_history"],

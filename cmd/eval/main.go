@@ -1,7 +1,10 @@
 // Command eval scores a text under a MiniGPT: how surprised the model is
-// by each of its characters. It prints the mean loss (nats per
-// character), the perplexity and the bits per character, and on request
-// every character's surprisal as JSON lines.
+// by each of its tokens (a character model's tokens are its characters).
+// It prints the mean loss (nats per token), the perplexity and the bits
+// per token, with the bits per byte for a BPE model (and for a character
+// model on a text beyond ASCII): the surprisal of the scored tokens over
+// their bytes, the figure on which models over different tokens compare.
+// On request it writes every token's surprisal as JSON lines.
 //
 //	go run ./cmd/eval -text notes.txt                        # the embedded Lantern Bay model
 //	go run ./cmd/eval -model shakespeare.ckpt -text val.txt -stride 64
@@ -28,7 +31,11 @@
 // character's probability; bits is its surprisal, -logprob/ln 2; context
 // is how many characters the prediction saw; top, with -top N, the N
 // most probable characters there), and the summary goes to standard
-// error.
+// error. A BPE model's lines count tokens, and give each token's bytes
+// (its "token" is no JSON string when it holds part of a character: there
+// it has U+FFFD) and the character of the text that holds its first byte:
+//
+//	{"pos":9,"token":"�","bytes":[195],"text_offset":19,"logprob":-2.19,"bits":3.16,"context":9}
 //
 // Exit status (cli.ExitRule): 0 done; 2 refused before any work (a bad
 // flag, a text or model that cannot be read, a character the model does
@@ -74,17 +81,19 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.StringVar(&o.text, "text", "", "score the UTF-8 text in this `file` (required); - reads standard input")
 	fs.StringVar(&o.model, "model", "", "the model to score with: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
-	fs.IntVar(&o.stride, "stride", 0, "move the context window by this many characters over a text longer than it, 1 to the context length; 0 = the context length (windows side by side)")
-	fs.BoolVar(&o.jsonl, "jsonl", false, "write every scored character's surprisal to standard output as a JSON line, and the summary to standard error")
-	fs.IntVar(&o.top, "top", 0, fmt.Sprintf("with -jsonl, also list the `N` most probable characters at each position (0..%d)", maxTop))
+	fs.IntVar(&o.stride, "stride", 0, "move the context window by this many tokens (characters, for a character model) over a text longer than it, 1 to the context length; 0 = the context length (windows side by side)")
+	fs.BoolVar(&o.jsonl, "jsonl", false, "write every scored token's surprisal to standard output as a JSON line, and the summary to standard error")
+	fs.IntVar(&o.top, "top", 0, fmt.Sprintf("with -jsonl, also list the `N` most probable tokens at each position (0..%d)", maxTop))
 	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage)
 	return fs
 }
 
 // summary heads -h.
 const summary = `Scores a text under a MiniGPT checkpoint (default: the embedded Lantern Bay
-model): the mean loss in nats per character, the perplexity and the bits per
-character; with -jsonl, every character's surprisal as JSON lines.`
+model): the mean loss in nats per token (a character model's tokens are its
+characters), the perplexity and the bits per token, and for a BPE model or a
+text beyond ASCII the bits per byte, the figure models over different tokens
+compare on; with -jsonl, every token's surprisal as JSON lines.`
 
 // run checks every write: output that did not arrive is a failure.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -123,18 +132,23 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	isBPE := cli.IsBPE(vocab)
+	unit := "characters"
+	if isBPE {
+		unit = "tokens"
+	}
 	block := m.Config().BlockSize
 	if o.stride > block {
-		return cli.BadValue(fs, "stride", fmt.Sprintf("the model's context window holds %d characters: the stride must be at most that", block))
+		return cli.BadValue(fs, "stride", fmt.Sprintf("the model's context window holds %d %s: the stride must be at most that", block, unit))
 	}
 	ids, err := vocab.Encode(text)
 	if err != nil {
 		return cli.Usagef("-text %s: %w", textName, cli.CheckText(text, vocab))
 	}
 	if len(ids) < 2 {
-		return cli.Usagef("-text %s: scoring needs at least 2 characters (the first has nothing to be predicted from), it has %d", textName, len(ids))
+		return cli.Usagef("-text %s: scoring needs at least 2 %s (the first has nothing to be predicted from), it has %d", textName, unit, len(ids))
 	}
-	p := po.Start("scoring "+textName, "characters", int64(len(ids)-1))
+	p := po.Start("scoring "+textName, unit, int64(len(ids)-1))
 	scores, err := scoreInPieces(ctx, m, ids, o.stride, o.top, p)
 	p.Done()
 	if err != nil {
@@ -146,18 +160,49 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	report := stdout
 	if o.jsonl {
-		if err := writeJSONL(stdout, scores, vocab.Chars()); err != nil {
+		if err := writeJSONL(stdout, scores, vocab, isBPE, ids, text); err != nil {
 			return err
 		}
 		report = stderr
 	}
 	stride := cmp.Or(o.stride, block)
-	fmt.Fprintf(report, "text:       %s, %d characters; %d scored (the first has no context)\n", textName, len(ids), len(scores))
-	fmt.Fprintf(report, "model:      %s, %d parameters, context window %d, stride %d\n", modelName, m.Config().NumParams(), block, stride)
-	fmt.Fprintf(report, "loss:       %.6f nats per character (the mean of -ln p)\n", loss)
-	fmt.Fprintf(report, "perplexity: %.6f\n", math.Exp(loss))
-	fmt.Fprintf(report, "bits/char:  %.6f\n", loss/math.Ln2)
+	scoredBytes := 0
+	for _, s := range scores {
+		scoredBytes += len(vocab.Token(s.Chosen.ID))
+	}
+	bitsPerByte := bitsPerByte(scores, scoredBytes)
+	if !isBPE {
+		fmt.Fprintf(report, "text:       %s, %d characters; %d scored (the first has no context)\n", textName, len(ids), len(scores))
+		fmt.Fprintf(report, "model:      %s, %d parameters, context window %d, stride %d\n", modelName, m.Config().NumParams(), block, stride)
+		fmt.Fprintf(report, "loss:       %.6f nats per character (the mean of -ln p)\n", loss)
+		fmt.Fprintf(report, "perplexity: %.6f\n", math.Exp(loss))
+		fmt.Fprintf(report, "bits/char:  %.6f\n", loss/math.Ln2)
+		if scoredBytes != len(scores) {
+			// Beyond ASCII a character is several bytes: the figure
+			// a BPE model's compares with.
+			fmt.Fprintf(report, "bits/byte:  %.6f (over the %d bytes of the scored characters)\n", bitsPerByte, scoredBytes)
+		}
+		return nil
+	}
+	fmt.Fprintf(report, "text:       %s, %d characters, %d bytes, %d tokens (%s, %.2f characters per token); %d scored (the first has no context)\n",
+		textName, utf8.RuneCountInString(text), len(text), len(ids), vocab, float64(utf8.RuneCountInString(text))/float64(len(ids)), len(scores))
+	fmt.Fprintf(report, "model:      %s, %d parameters, context window %d tokens, stride %d\n", modelName, m.Config().NumParams(), block, stride)
+	fmt.Fprintf(report, "loss:       %.6f nats per token (the mean of -ln p)\n", loss)
+	fmt.Fprintf(report, "perplexity: %.6f (per token)\n", math.Exp(loss))
+	fmt.Fprintf(report, "bits/token: %.6f\n", loss/math.Ln2)
+	fmt.Fprintf(report, "bits/byte:  %.6f (over the %d bytes of the scored tokens)\n", bitsPerByte, scoredBytes)
 	return nil
+}
+
+// bitsPerByte is the surprisal of the scored tokens in bits, summed in
+// order, over the bytes of their text: a figure that does not depend on
+// how the text is cut into tokens.
+func bitsPerByte(scores []minigpt.Step, bytes int) float64 {
+	total := 0.0
+	for _, s := range scores {
+		total -= s.Logprob
+	}
+	return total / math.Ln2 / float64(bytes)
 }
 
 // meanLoss is the mean of -Logprob over scores, in nats, summed in order.
@@ -206,32 +251,70 @@ func loadModel(path string, po cli.ProgressOut) (*minigpt.Model, *minigpt.Vocab,
 	return c.Model, c.Vocab, path, nil
 }
 
-// tokenJSON is one scored character as a JSON line.
+// tokenJSON is one scored token as a JSON line. A BPE model's token
+// also has its bytes (a token that is part of a character is no JSON
+// string) and its text offset, the character of the text that holds its
+// first byte (counting from 0); a character model's token is the
+// character at pos.
 type tokenJSON struct {
-	Pos     int       `json:"pos"`
-	Token   string    `json:"token"`
-	Logprob float64   `json:"logprob"`
-	Bits    float64   `json:"bits"`
-	Context int       `json:"context"`
-	Top     []topJSON `json:"top,omitempty"`
+	Pos        int       `json:"pos"`
+	Token      string    `json:"token"`
+	Bytes      []int     `json:"bytes,omitempty"`
+	TextOffset *int      `json:"text_offset,omitempty"`
+	Logprob    float64   `json:"logprob"`
+	Bits       float64   `json:"bits"`
+	Context    int       `json:"context"`
+	Top        []topJSON `json:"top,omitempty"`
 }
 
 type topJSON struct {
 	Token   string  `json:"token"`
+	Bytes   []int   `json:"bytes,omitempty"`
 	Logprob float64 `json:"logprob"`
 }
 
-// writeJSONL writes one JSON object per score.
-func writeJSONL(w io.Writer, scores []minigpt.Step, chars []rune) error {
+// writeJSONL writes one JSON object per score; ids are the scored
+// text's tokens.
+func writeJSONL(w io.Writer, scores []minigpt.Step, vocab *minigpt.Vocab, isBPE bool, ids []int, text string) error {
 	enc := json.NewEncoder(w)
+	var offsets []int
+	if isBPE {
+		offsets = textOffsets(vocab, ids, text)
+	}
 	for _, s := range scores {
-		t := tokenJSON{Pos: s.Pos, Token: string(chars[s.Chosen.ID]), Logprob: s.Logprob, Bits: -s.Logprob / math.Ln2, Context: s.Context}
+		tok := vocab.Token(s.Chosen.ID)
+		t := tokenJSON{Pos: s.Pos, Token: tok, Logprob: s.Logprob, Bits: -s.Logprob / math.Ln2, Context: s.Context}
+		if isBPE {
+			t.Bytes, t.TextOffset = cli.TokenBytes(tok), &offsets[s.Pos]
+		}
 		for _, c := range s.Top {
-			t.Top = append(t.Top, topJSON{string(chars[c.ID]), c.Logprob})
+			top := topJSON{Token: vocab.Token(c.ID), Logprob: c.Logprob}
+			if isBPE {
+				top.Bytes = cli.TokenBytes(top.Token)
+			}
+			t.Top = append(t.Top, top)
 		}
 		if err := enc.Encode(t); err != nil {
-			return fmt.Errorf("the line of character %d (counting from 0): %w", s.Pos, err)
+			return fmt.Errorf("the line of token %d (counting from 0): %w", s.Pos, err)
 		}
 	}
 	return nil
+}
+
+// textOffsets returns, for each token of ids (text's tokens), the index
+// in characters (from 0) of the character of text that holds the token's
+// first byte: the characters that start at or before that byte, less one.
+func textOffsets(vocab *minigpt.Vocab, ids []int, text string) []int {
+	out := make([]int, len(ids))
+	at, b, starts := 0, 0, 0 // the token's first byte; starts counts the characters that start in text[:b]
+	for i, id := range ids {
+		for ; b <= at && b < len(text); b++ {
+			if utf8.RuneStart(text[b]) {
+				starts++
+			}
+		}
+		out[i] = starts - 1
+		at += len(vocab.Token(id))
+	}
+	return out
 }

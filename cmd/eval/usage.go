@@ -14,7 +14,7 @@ var command = cli.Command{
 		Flags:   []string{"text", "model", "stride"},
 		Example: []string{"-text", "data/tinyshakespeare.txt", "-stride", "16"},
 	}, {
-		Title:   "Every character",
+		Title:   "Every token",
 		Flags:   []string{"jsonl", "top"},
 		Example: []string{"-text", "-", "-jsonl", "-top", "3"},
 	}, {
@@ -22,10 +22,12 @@ var command = cli.Command{
 		Flags:   []string{"progress"},
 		Example: []string{"-text", "data/tinyshakespeare.txt", "-progress"},
 	}},
-	Notes: `Every character but the first is predicted from those before it, as many as
+	Notes: `Every token but the first is predicted from those before it, as many as
 the model's context holds; a longer text is read in windows moving by
--stride characters, each character scored once. The mean loss with the
-default stride is exactly Model.Loss over windows laid side by side.
+-stride tokens, each token scored once. The mean loss with the default
+stride is exactly Model.Loss over windows laid side by side. Bits per byte
+are the scored tokens' surprisal in bits over their bytes (the text's, less
+the first token's).
 A text that takes more than half a second shows on a terminal how much is
 scored and the time left (on standard error, never in piped output).`,
 	Exit: cli.ExitStatus{

@@ -7,8 +7,9 @@
 //	go run ./cmd/export -model shakespeare.ckpt -out shakespeare.safetensors
 //	go run ./cmd/export -model shakespeare.ckpt -out small.safetensors -dtype F32
 //
-// Only the weights go out, with the config, vocabulary and step in the
-// file's __metadata__; a full checkpoint's optimizer state does not.
+// Only the weights go out, with the config, vocabulary (a BPE model's
+// tokenizer: safetensors format 2) and step in the file's __metadata__; a
+// full checkpoint's optimizer state does not.
 // -logits also writes the model's float64 logits on -logits-prompt as
 // JSON, for checking another implementation of the model against this
 // one (python/test.sh does).
@@ -53,7 +54,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.dtype, "dtype", "F64", "store the weights as F64 (every bit) or F32 (half the size, rounded to float32)")
 	fs.BoolVar(&o.force, "force", false, "replace existing -out and -logits files")
 	fs.StringVar(&o.logits, "logits", "", "also write the model's float64 logits on -logits-prompt to this JSON `file`, to check another implementation against this one")
-	fs.StringVar(&o.logitsPrompt, "logits-prompt", "the keeper rings the bell", "the `text` -logits runs the model on (at most the block size in characters, all in the vocabulary)")
+	fs.StringVar(&o.logitsPrompt, "logits-prompt", "the keeper rings the bell", "the `text` -logits runs the model on (at most the block size in tokens; for a character model, all in the vocabulary)")
 	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage)
 	return fs
 }
@@ -123,7 +124,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fi, err := os.Stat(o.out); err == nil {
 		size = fi.Size()
 	}
-	fmt.Fprintf(stderr, "wrote %s: %s as %s, %d parameters, step %d, %d bytes\n", o.out, from, o.dtype, c.Model.Config().NumParams(), c.Step, size)
+	vocab := ""
+	if cli.IsBPE(c.Vocab) {
+		vocab = fmt.Sprintf(", %s (safetensors format 2: the tokenizer in minigpt.tokenizer)", c.Vocab)
+	}
+	fmt.Fprintf(stderr, "wrote %s: %s as %s, %d parameters%s, step %d, %d bytes\n", o.out, from, o.dtype, c.Model.Config().NumParams(), vocab, c.Step, size)
 	if logitsOut != nil {
 		if err := logitsOut.Save(func(w io.Writer) error { _, err := w.Write(logits); return err }); err != nil {
 			return fmt.Errorf("wrote %s, but %w", o.out, err)
@@ -167,7 +172,11 @@ func logitsJSON(c *minigpt.Checkpoint, prompt string) ([]byte, error) {
 	}
 	T, V := len(ids), c.Model.Config().VocabSize
 	if T == 0 || T > c.Model.Config().BlockSize {
-		return nil, fmt.Errorf("%d characters, want 1 to the block size, %d", T, c.Model.Config().BlockSize)
+		unit := "characters"
+		if cli.IsBPE(c.Vocab) {
+			unit = "tokens"
+		}
+		return nil, fmt.Errorf("%d %s, want 1 to the block size, %d", T, unit, c.Model.Config().BlockSize)
 	}
 	flat, err := c.Model.Logits(ids, 1, T)
 	if err != nil {

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // many prints several samples (-samples) or beams (-beams), generated
@@ -23,9 +25,10 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 	if err != nil {
 		return err
 	}
-	count := 0
+	count, chars := 0, 0
 	for _, c := range res {
 		count += len(c.IDs)
+		chars += utf8.RuneCountInString(c.Text)
 		switch {
 		case o.samples == 1:
 		case o.beams > 0:
@@ -37,14 +40,26 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", count, elapsed.Round(time.Microsecond), float64(count)/elapsed.Seconds())
+	reportSpeed(stderr, vocab, count, chars, elapsed)
 	return nil
 }
 
-// traced runs -explain or -logprobs: every released character with its
+// reportSpeed says how many tokens were generated and how fast: for a
+// character model, in characters; for a BPE model, in tokens and the
+// characters they decode to.
+func reportSpeed(stderr io.Writer, vocab *minigpt.Vocab, tokens, chars int, elapsed time.Duration) {
+	if !cli.IsBPE(vocab) {
+		fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", tokens, elapsed.Round(time.Microsecond), float64(tokens)/elapsed.Seconds())
+		return
+	}
+	fmt.Fprintf(stderr, "%d tokens, %d characters, in %v (%.0f tokens/s, %.0f characters/s)\n",
+		tokens, chars, elapsed.Round(time.Microsecond), float64(tokens)/elapsed.Seconds(), float64(chars)/elapsed.Seconds())
+}
+
+// traced runs -explain or -logprobs: every released token with its
 // trace, through minigpt.Complete (so -samples and -stop work as without).
 func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
-	chars := vocab.Chars()
+	tv := tokenView{vocab, cli.IsBPE(vocab)}
 	gen.N, gen.Seed = o.samples, o.seed
 	gen.Trace = true
 	gen.TraceTopN = min(o.explainTop, vocab.Size())
@@ -52,11 +67,11 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		gen.TraceTopN = min(o.logprobs, vocab.Size())
 	}
 	if o.explain {
-		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen))
-		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), "char", "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
+		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen, tv.unit()))
+		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), tv.unit(), "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
 		gen.Stream = func(c *minigpt.Completion) error {
 			for _, s := range c.Steps {
-				if _, err := fmt.Fprintln(stdout, explainLine(o, chars, c.Index, &s)); err != nil {
+				if _, err := fmt.Fprintln(stdout, explainLine(o, tv, c.Index, &s)); err != nil {
 					return err
 				}
 			}
@@ -66,7 +81,7 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		enc := json.NewEncoder(stdout)
 		gen.Stream = func(c *minigpt.Completion) error {
 			for _, s := range c.Steps {
-				if err := enc.Encode(logprobLine(chars, c.Index, &s)); err != nil {
+				if err := enc.Encode(logprobLine(tv, c.Index, &s)); err != nil {
 					return err
 				}
 			}
@@ -104,9 +119,13 @@ func sampleSeed(g minigpt.GenerateOptions, i int) uint64 {
 	return g.Seed + uint64(i)
 }
 
-// describe names the stages that are on, in pipeline order.
-func describe(g minigpt.GenerateOptions) string {
+// describe names the stages that are on, in pipeline order; unit is
+// what a token is ("char" or "token").
+func describe(g minigpt.GenerateOptions, unit string) string {
 	if g.Greedy {
+		if unit == "token" {
+			return "greedy: the most probable token, no filters"
+		}
 		return "greedy: the most probable character, no filters"
 	}
 	var on []string
@@ -153,16 +172,34 @@ func sampleCol(o *options, i int) string {
 	return fmt.Sprintf("%-3d ", i)
 }
 
-// explainLine is one -explain row: position, character, its probability
+// tokenView shows a vocabulary's tokens: a character model's as rune
+// literals ('e'), a BPE model's as string literals ("the", "\xe2\x80"
+// for part of a character), so the two never read alike.
+type tokenView struct {
+	vocab *minigpt.Vocab
+	bpe   bool
+}
+
+func (v tokenView) quote(id int) string { return cli.QuoteToken(v.vocab, v.bpe, id) }
+
+// unit is what a token is called in headers.
+func (v tokenView) unit() string {
+	if v.bpe {
+		return "token"
+	}
+	return "char"
+}
+
+// explainLine is one -explain row: position, token, its probability
 // after the filters and under the raw distribution, then the top
 // candidates, the chosen one marked * (after "…" when it is not among
 // them).
-func explainLine(o *options, chars []rune, sample int, s *minigpt.Step) string {
+func explainLine(o *options, tv tokenView, sample int, s *minigpt.Step) string {
 	var b strings.Builder
 	if o.samples > 1 {
 		fmt.Fprintf(&b, "%-3d ", sample)
 	}
-	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, fmt.Sprintf("%q", chars[s.Chosen.ID]), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.Chosen.Logprob))+"%")
+	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, tv.quote(s.Chosen.ID), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.Chosen.Logprob))+"%")
 	top := s.Top
 	if !slices.ContainsFunc(top, func(c minigpt.Candidate) bool { return c.ID == s.Chosen.ID }) {
 		// Drawn from outside the top N shown: listed after them, so that
@@ -181,7 +218,7 @@ func explainLine(o *options, chars []rune, sample int, s *minigpt.Step) string {
 		if c.CutBy != minigpt.StageRaw {
 			after = c.CutBy.String()
 		}
-		fmt.Fprintf(&b, " %s%-4s%5s→%-5s", mark, fmt.Sprintf("%q", chars[c.ID]), pct(c.Probs[minigpt.StageRaw]), after)
+		fmt.Fprintf(&b, " %s%-4s%5s→%-5s", mark, tv.quote(c.ID), pct(c.Probs[minigpt.StageRaw]), after)
 	}
 	return strings.TrimRight(b.String(), " ")
 }
@@ -200,9 +237,13 @@ func pct(p float64) string {
 	}
 }
 
-// candidateJSON is one of -logprobs' top candidates.
+// candidateJSON is one of -logprobs' top candidates: a character model's
+// character (char), or a BPE model's token (its text, and its bytes,
+// which a token that is part of a character needs).
 type candidateJSON struct {
-	Char       string   `json:"char"`
+	Char       string   `json:"char,omitempty"`
+	Token      string   `json:"token,omitempty"`
+	Bytes      []int    `json:"bytes,omitempty"`
 	ID         int      `json:"id"`
 	RawLogprob float64  `json:"raw_logprob"`
 	Logprob    *float64 `json:"logprob"`       // null once cut
@@ -212,17 +253,29 @@ type candidateJSON struct {
 type stepJSON struct {
 	Sample     int             `json:"sample"`
 	Pos        int             `json:"pos"`
-	Char       string          `json:"char"`
+	Char       string          `json:"char,omitempty"`
+	Token      string          `json:"token,omitempty"`
+	Bytes      []int           `json:"bytes,omitempty"`
 	ID         int             `json:"id"`
 	Logprob    float64         `json:"logprob"`
 	RawLogprob float64         `json:"raw_logprob"`
 	Top        []candidateJSON `json:"top"`
 }
 
-func logprobLine(chars []rune, sample int, s *minigpt.Step) stepJSON {
-	out := stepJSON{Sample: sample, Pos: s.Pos, Char: string(chars[s.Chosen.ID]), ID: s.Chosen.ID, Logprob: s.Logprob, RawLogprob: s.Chosen.Logprob}
+func logprobLine(tv tokenView, sample int, s *minigpt.Step) stepJSON {
+	out := stepJSON{Sample: sample, Pos: s.Pos, ID: s.Chosen.ID, Logprob: s.Logprob, RawLogprob: s.Chosen.Logprob}
+	if t := tv.vocab.Token(s.Chosen.ID); tv.bpe {
+		out.Token, out.Bytes = t, cli.TokenBytes(t)
+	} else {
+		out.Char = t
+	}
 	for _, c := range s.Top {
-		cj := candidateJSON{Char: string(chars[c.ID]), ID: c.ID, RawLogprob: math.Log(c.Probs[minigpt.StageRaw])}
+		cj := candidateJSON{ID: c.ID, RawLogprob: math.Log(c.Probs[minigpt.StageRaw])}
+		if t := tv.vocab.Token(c.ID); tv.bpe {
+			cj.Token, cj.Bytes = t, cli.TokenBytes(t)
+		} else {
+			cj.Char = t
+		}
 		if c.CutBy != minigpt.StageRaw {
 			cj.Cut = c.CutBy.String()
 		} else {

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 type options struct {
@@ -28,10 +30,10 @@ type options struct {
 	explainTop, logprobs                     int
 }
 
-// biasFlag is one -logit-bias value: a character or #id, and a bias.
+// biasFlag is one -logit-bias value: a token's text or #id, and a bias.
 type biasFlag struct {
-	char  rune
-	id    int // -1 when given by character
+	text  string // the token's text, when given by text
+	id    int    // -1 when given by text
 	value float64
 	arg   string
 }
@@ -51,32 +53,59 @@ const (
 // larger one's.
 const maxN = 1 << 20
 
+// parseBias reads TEXT=BIAS or #ID=BIAS; which token TEXT names is
+// found once the model is loaded (biasID).
 func parseBias(arg string) (biasFlag, error) {
 	i := strings.LastIndex(arg, "=")
 	if i <= 0 {
-		return biasFlag{}, fmt.Errorf("want CHAR=BIAS or #ID=BIAS, e.g. e=-100")
+		return biasFlag{}, fmt.Errorf("want CHAR=BIAS or TEXT=BIAS (a token's text) or #ID=BIAS, e.g. e=-100")
 	}
 	key, val := arg[:i], arg[i+1:]
 	v, err := strconv.ParseFloat(val, 64)
 	if err != nil {
 		return biasFlag{}, fmt.Errorf("bias %q is not a number", val)
 	}
-	b := biasFlag{id: -1, value: v, arg: arg}
-	if r := []rune(key); len(r) == 1 {
-		b.char = r[0]
-	} else if id, err := strconv.Atoi(strings.TrimPrefix(key, "#")); err == nil && strings.HasPrefix(key, "#") {
-		b.id = id
-	} else {
-		return biasFlag{}, fmt.Errorf("%q is neither one character nor #ID", key)
+	b := biasFlag{text: key, id: -1, value: v, arg: arg}
+	if digits, ok := strings.CutPrefix(key, "#"); ok && digits != "" {
+		id, err := strconv.Atoi(digits)
+		if err != nil || id < 0 {
+			return biasFlag{}, fmt.Errorf("%q is not #ID: want # and a token id from 0", key)
+		}
+		b.text, b.id = "", id
 	}
 	return b, nil
+}
+
+// biasID returns the id of the token b names in vocab: #ID itself, or
+// the token whose text is exactly b's (for a character model, one
+// character).
+func biasID(b biasFlag, vocab *minigpt.Vocab, tokenOf map[string]int) (int, error) {
+	switch id, ok := tokenOf[b.text]; {
+	case b.id >= vocab.Size():
+		return 0, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, b.id, vocab.Size())
+	case b.id >= 0:
+		return b.id, nil
+	case ok:
+		return id, nil
+	case !cli.IsBPE(vocab) && utf8.RuneCountInString(b.text) == 1:
+		r, _ := utf8.DecodeRuneInString(b.text)
+		return 0, fmt.Errorf("-logit-bias %s: %w: %q (%U) is not in the model's vocabulary", b.arg, minigpt.ErrBadText, r, r)
+	case !cli.IsBPE(vocab):
+		return 0, fmt.Errorf("-logit-bias %s: %q is neither one character nor #ID", b.arg, b.text)
+	}
+	ids, _ := vocab.Encode(b.text) // a BPE vocabulary encodes any text
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%s #%d", cli.QuoteToken(vocab, true, id), id)
+	}
+	return 0, fmt.Errorf("-logit-bias %s: %w: no token's text is exactly %q; it encodes as %d tokens: %s", b.arg, minigpt.ErrBadText, b.text, len(ids), strings.Join(parts, ", "))
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.StringVar(&o.prompt, "prompt", "the ", "`text` to continue (every character must be in the model's vocabulary)")
 	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this `file` instead of -prompt (keeps newlines); - reads standard input")
-	fs.IntVar(&o.n, "n", 200, fmt.Sprintf("number of characters to generate, at most %d (with -compare: 80 unless given)", maxN))
+	fs.IntVar(&o.n, "n", 200, fmt.Sprintf("number of tokens to generate (characters, for a character model), at most %d (with -compare: 80 unless given)", maxN))
 	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
 	fs.Float64Var(&o.temperature, "temperature", 1.0, fmt.Sprintf("divide logits by this before sampling: 0 means greedy (the same as -greedy), otherwise at least %g", minTemperature))
 	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
@@ -85,7 +114,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.rep, "repetition-penalty", 1.0, "penalise characters already in the text, > 0; 1 = off, above 1 discourages repeats")
 	fs.Float64Var(&o.presence, "presence-penalty", 0, "subtract this from the logit of every character already generated, in [-2, 2] (OpenAI's)")
 	fs.Float64Var(&o.frequency, "frequency-penalty", 0, "subtract this times its count from each generated character's logit, in [-2, 2] (OpenAI's)")
-	fs.Func("logit-bias", "add a bias in [-100, 100] to a character's logit: `CHAR=BIAS` or #ID=BIAS, repeatable; -100 bans, 100 forces", func(s string) error {
+	fs.Func("logit-bias", "add a bias in [-100, 100] to a token's logit: `TEXT=BIAS` for the token whose text is exactly TEXT (a character, for a character model), or #ID=BIAS; repeatable; -100 bans, 100 forces", func(s string) error {
 		b, err := parseBias(s)
 		if err == nil {
 			o.bias = append(o.bias, b)
@@ -104,9 +133,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.model, "model", "", "the model to load: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
 	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
 	fs.BoolVar(&o.compare, "compare", false, "print the sampling lesson's comparison of decoders: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
-	fs.BoolVar(&o.explain, "explain", false, "for each generated character, print its probability and the top candidates before and after the filters, with the stage that cut each")
+	fs.BoolVar(&o.explain, "explain", false, "for each generated token (character, for a character model), print its probability and the top candidates before and after the filters, with the stage that cut each")
 	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")
-	fs.IntVar(&o.logprobs, "logprobs", 0, "print each generated character's log-probabilities and its top N candidates as JSON lines instead of the text; 0 = off")
+	fs.IntVar(&o.logprobs, "logprobs", 0, "print each generated token's log-probabilities and its top N candidates as JSON lines instead of the text; 0 = off")
 	fs.BoolVar(&o.loops, "loops", false, "report on stderr where the output starts repeating itself (loop onset)")
 	fs.IntVar(&o.loopWindow, "loop-window", 20, "window length, in characters, for -loops")
 	return fs
@@ -215,17 +244,17 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions
 		Stop:              o.stop,
 	}
 	if len(o.bias) > 0 {
+		tokenOf := make(map[string]int, vocab.Size())
+		for id := range vocab.Size() {
+			if _, dup := tokenOf[vocab.Token(id)]; !dup {
+				tokenOf[vocab.Token(id)] = id
+			}
+		}
 		g.LogitBias = map[int]float64{}
 		for _, b := range o.bias {
-			id := b.id
-			if id < 0 {
-				ids, err := vocab.Encode(string(b.char))
-				if err != nil {
-					return g, fmt.Errorf("-logit-bias %s: %w: %q (%U) is not in the model's vocabulary", b.arg, minigpt.ErrBadText, b.char, b.char)
-				}
-				id = ids[0]
-			} else if id >= vocab.Size() {
-				return g, fmt.Errorf("-logit-bias %s: id %d is outside the vocabulary [0, %d)", b.arg, id, vocab.Size())
+			id, err := biasID(b, vocab, tokenOf)
+			if err != nil {
+				return g, err
 			}
 			g.LogitBias[id] = b.value
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
@@ -41,7 +43,15 @@ func printInfo(path string, w io.Writer) error {
 	fmt.Fprintf(w, "checkpoint: %s, %s%s, every byte checked\n", name, kind, size)
 	fmt.Fprintf(w, "model:      %d parameters: vocab %d, block %d, width %d, %d heads, %d layers, %s head\n",
 		cfg.NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, head)
-	fmt.Fprintf(w, "vocabulary: %q\n", string(c.Vocab.Chars()))
+	if cli.IsBPE(c.Vocab) {
+		fmt.Fprintf(w, "vocabulary: %s (tokenize -model %s -merges lists them)\n", c.Vocab, cmp.Or(path, "FILE"))
+	} else {
+		var chars strings.Builder
+		for id := range c.Vocab.Size() {
+			chars.WriteString(c.Vocab.Token(id))
+		}
+		fmt.Fprintf(w, "vocabulary: %q\n", chars.String())
+	}
 	fmt.Fprintf(w, "step:       %d\n", c.Step)
 	if tc := c.Train; tc != nil {
 		fmt.Fprintf(w, "training:   %d steps of batch %d, lr %g, seed %d, warmup %d, cosine %v to %g, clip %g, weight decay %g, eval every %d on %d batches\n",

@@ -143,9 +143,10 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := io.WriteString(stdout, o.prompt); err != nil {
 		return err
 	}
-	count := 0
+	count, chars := 0, 0
 	gen.Stream = func(c *minigpt.Completion) error {
 		count += len(c.IDs)
+		chars += utf8.RuneCountInString(c.Text)
 		_, err := io.WriteString(stdout, c.Text)
 		if o.loops {
 			out.WriteString(c.Text)
@@ -159,7 +160,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%d characters in %v (%.0f characters/s)\n", count, elapsed.Round(time.Microsecond), float64(count)/elapsed.Seconds())
+	reportSpeed(stderr, vocab, count, chars, elapsed)
 	if o.loops {
 		if i := loopOnset(out.String(), o.loopWindow); i >= 0 {
 			fmt.Fprintf(stderr, "loop onset: the %d-character window at character %d repeats later\n", o.loopWindow, i)

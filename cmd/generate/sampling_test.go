@@ -196,9 +196,9 @@ func TestExplainPinned(t *testing.T) {
 	if len(lines) != 2+20+1 || lines[len(lines)-1] != fmt.Sprintf("text %q (length)", text) {
 		t.Fatalf("%d lines, last %q; want 23 ending with the text %q", len(lines), lines[len(lines)-1], text)
 	}
-	chars := vocab.Chars()
+	char := func(id int) rune { return []rune(vocab.Token(id))[0] }
 	for i, s := range steps {
-		prefix := fmt.Sprintf("%5d  %-6s %6.1f%%", 4+i, fmt.Sprintf("%q", chars[s.Chosen.ID]), 100*math.Exp(s.Logprob))
+		prefix := fmt.Sprintf("%5d  %-6s %6.1f%%", 4+i, fmt.Sprintf("%q", char(s.Chosen.ID)), 100*math.Exp(s.Logprob))
 		if !strings.HasPrefix(lines[2+i], prefix) {
 			t.Errorf("line %d %q: want it to start %q", i, lines[2+i], prefix)
 		}
@@ -223,7 +223,7 @@ func TestExplainMarksChoiceOutsideTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")[2:]
-	chars, outside := vocab.Chars(), 0
+	char, outside := func(id int) rune { return []rune(vocab.Token(id))[0] }, 0
 	for i, s := range res[0].Steps {
 		line := lines[i]
 		if strings.Count(line, "*") != 1 {
@@ -236,7 +236,7 @@ func TestExplainMarksChoiceOutsideTop(t *testing.T) {
 			continue
 		}
 		outside++
-		want := fmt.Sprintf(" … *%-4s%5s→%s", fmt.Sprintf("%q", chars[s.Chosen.ID]), pct(s.Chosen.Probs[minigpt.StageRaw]), pct(s.Chosen.Probs[len(s.Chosen.Probs)-1]))
+		want := fmt.Sprintf(" … *%-4s%5s→%s", fmt.Sprintf("%q", char(s.Chosen.ID)), pct(s.Chosen.Probs[minigpt.StageRaw]), pct(s.Chosen.Probs[len(s.Chosen.Probs)-1]))
 		if !strings.HasSuffix(line, want) {
 			t.Errorf("line %d = %q: want it to end %q", i, line, want)
 		}

@@ -8,7 +8,7 @@
 //
 // The file is checked whole before anything is written (minigpt.
 // ReadSafetensors: the header, the config and vocabulary in its metadata,
-// every tensor's name, dtype, shape and offsets, finite values), and a
+// a BPE model's tokenizer included, every tensor's name, dtype, shape and offsets, finite values), and a
 // refusal names the tensor or key and what is wrong. F64 weights come in
 // bit for bit; F32 ones are widened exactly. An existing -out is replaced
 // only with -force, and a device, FIFO, socket, symbolic link or
@@ -88,8 +88,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := c.Model.Config()
-	fmt.Fprintf(stderr, "wrote %s: a weights-only checkpoint of %s, step %d: %d parameters, vocabulary of %d, block %d, width %d, %d heads, %d layers, tied head %v\n",
-		o.out, o.in, c.Step, c.Model.Config().NumParams(), cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, cfg.TiedHead)
+	vocab := fmt.Sprintf("vocabulary of %d", cfg.VocabSize)
+	if cli.IsBPE(c.Vocab) {
+		vocab = fmt.Sprintf("vocabulary %s (format version 3)", c.Vocab)
+	}
+	fmt.Fprintf(stderr, "wrote %s: a weights-only checkpoint of %s, step %d: %d parameters, %s, block %d, width %d, %d heads, %d layers, tied head %v\n",
+		o.out, o.in, c.Step, c.Model.Config().NumParams(), vocab, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, cfg.TiedHead)
 	return nil
 }
 

@@ -18,6 +18,7 @@ type options struct {
 	vocabSize       int
 	force           bool
 	tokenizer, gpt2 string
+	model           string
 	text, textFile  string
 	ids, merges     bool
 	decode          string
@@ -32,6 +33,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.out, "out", "", "with -corpus, write the trained tokenizer to this `file` (for -tokenizer)")
 	fs.BoolVar(&o.force, "force", false, "replace an existing -out file")
 	fs.StringVar(&o.tokenizer, "tokenizer", "", "use the tokenizer in this `file`, written by -out")
+	fs.StringVar(&o.model, "model", "", "use the BPE tokenizer of the model in this checkpoint `file` (minigpt's own or a .safetensors one, told by its content)")
 	fs.StringVar(&o.gpt2, "gpt2", "", "use GPT-2's tokenizer from the encoder.json and vocab.bpe in this `directory`")
 	fs.StringVar(&o.text, "text", "", "encode this `text` and list its tokens")
 	fs.StringVar(&o.textFile, "text-file", "", "encode the text in this `file` (any bytes) and list its tokens; - reads standard input")
@@ -45,7 +47,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 func (o *options) validate(fs *flag.FlagSet, set map[string]bool) error {
 	o.textGiven = set["text"]
 	sources := 0
-	for _, f := range []string{"corpus", "tokenizer", "gpt2"} {
+	for _, f := range []string{"corpus", "tokenizer", "model", "gpt2"} {
 		if set[f] {
 			sources++
 		}
@@ -58,11 +60,11 @@ func (o *options) validate(fs *flag.FlagSet, set map[string]bool) error {
 	}
 	switch {
 	case sources == 0:
-		return cli.Usagef("give -corpus to train a tokenizer, or -tokenizer or -gpt2 to use one")
+		return cli.Usagef("give -corpus to train a tokenizer, or -tokenizer or -gpt2 to use one, or -model for a BPE model's")
 	case sources > 1:
-		return cli.Usagef("-corpus, -tokenizer and -gpt2 each name the tokenizer: give one")
-	case set["corpus"] && o.corpus == "", set["tokenizer"] && o.tokenizer == "", set["gpt2"] && o.gpt2 == "":
-		return cli.Usagef("an empty file name: -corpus, -tokenizer and -gpt2 name a file or directory")
+		return cli.Usagef("-corpus, -tokenizer, -model and -gpt2 each name the tokenizer: give one")
+	case set["corpus"] && o.corpus == "", set["tokenizer"] && o.tokenizer == "", set["model"] && o.model == "", set["gpt2"] && o.gpt2 == "":
+		return cli.Usagef("an empty file name: -corpus, -tokenizer, -model and -gpt2 name a file or directory")
 	case !set["corpus"] && (set["vocab-size"] || set["out"]):
 		return cli.Usagef("-vocab-size and -out are for training: give -corpus")
 	case set["force"] && o.out == "":

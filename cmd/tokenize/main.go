@@ -7,6 +7,7 @@
 //	go run ./cmd/tokenize -gpt2 DIR -text "The keeper's lamp"    # DIR holds encoder.json and vocab.bpe
 //	go run ./cmd/tokenize -gpt2 DIR -decode "464 28356 338 20450"    # "The keeper's lamp"
 //	go run ./cmd/tokenize -tokenizer shakespeare.bpe -merges
+//	go run ./cmd/tokenize -model bpe.ckpt -text "To be, or not to be"    # a model's own tokenizer
 //
 // Training prints what it learnt and the compression on the corpus (bytes
 // per token) to standard error. Encoding lists each token, one a line:
@@ -98,6 +99,10 @@ func tokenize(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if tok, err = readTokenizer(o.tokenizer); err != nil {
 			return cli.Usagef("-tokenizer %w", err)
 		}
+	case o.model != "":
+		if tok, err = modelTokenizer(o.model, cli.ProgressTo(stderr, false)); err != nil {
+			return cli.UsageError{Err: err}
+		}
 	default:
 		if tok, err = readGPT2(o.gpt2); err != nil {
 			return cli.Usagef("-gpt2 %w", err)
@@ -181,6 +186,23 @@ func readTokenizer(path string) (*bpe.Tokenizer, error) {
 	tok, err := bpe.ReadBinary(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tok, nil
+}
+
+// modelTokenizer returns the BPE tokenizer of the checkpoint at path, in
+// either format; a character model has none.
+func modelTokenizer(path string, po cli.ProgressOut) (*bpe.Tokenizer, error) {
+	c, err := cli.LoadCheckpoint("model", path, po)
+	if err != nil {
+		return nil, err
+	}
+	if !cli.IsBPE(c.Vocab) {
+		return nil, fmt.Errorf("-model %s: the model reads %s, one token each, not a BPE tokenizer's", path, c.Vocab)
+	}
+	tok, err := cli.Tokenizer(c.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("-model %s: %w", path, err)
 	}
 	return tok, nil
 }

@@ -9,7 +9,7 @@ import "example.org/minigpt/cmd/internal/cli"
 var command = cli.Command{
 	Name: "tokenize",
 	Summary: `Trains a byte-level BPE tokenizer on a text, or loads one (a file it wrote,
-or GPT-2's), and shows how text becomes tokens: a text split into its tokens
+a BPE model's, or GPT-2's), and shows how text becomes tokens: a text split into its tokens
 with their ids and the compression in bytes per token, token ids decoded
 back to bytes, or the merges.`,
 	Groups: []cli.Group{{
@@ -18,7 +18,7 @@ back to bytes, or the merges.`,
 		Example: []string{"-corpus", "data/tinyshakespeare.txt", "-vocab-size", "1024", "-out", "tiny.bpe"},
 	}, {
 		Title:   "Or use one",
-		Flags:   []string{"tokenizer", "gpt2"},
+		Flags:   []string{"tokenizer", "model", "gpt2"},
 		Example: []string{"-tokenizer", "tiny.bpe", "-text", "To be, or not to be"},
 	}, {
 		Title:   "What to show",
@@ -33,7 +33,7 @@ until -vocab-size; pairs that occur equally often go to the smaller ids.
 With -gpt2 the ids are GPT-2's; the text "<|endoftext|>" encodes as its
 characters, as in GPT-2's own encoder, and only -decode shows token 50256.`,
 	Exit: cli.ExitStatus{
-		Refused:     "a bad flag or value, a -corpus, -tokenizer, -gpt2 or -text-file that cannot be read or used, an -out that may not be written, or an id outside the vocabulary",
+		Refused:     "a bad flag or value, a -corpus, -tokenizer, -model, -gpt2 or -text-file that cannot be read or used, an -out that may not be written, or an id outside the vocabulary",
 		Failed:      "writing the tokenizer or the output failed; a replaced file is intact",
 		Interrupted: "nothing is written if the signal came before the writing",
 	},

@@ -5,8 +5,10 @@ package main
 // limit takes a minute before the first step.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -108,6 +110,34 @@ func newDataset(text string, vocab *minigpt.Vocab, block int, name string, po cl
 		}
 	}
 	return d, err
+}
+
+// learnBPE learns a BPE vocabulary of size tokens from the training part
+// of text (minigpt.NewBPEVocab) and says what it learnt and how long it
+// took; a large corpus is announced first, since learning from it takes
+// a while and reports nothing until it ends.
+func learnBPE(ctx context.Context, text string, size int, name string, stderr io.Writer) (*minigpt.Vocab, error) {
+	if int64(len(text)) >= largeCorpus {
+		fmt.Fprintf(stderr, "learning %d BPE tokens from the training part of %s\n", size, name)
+	}
+	start := time.Now()
+	v, err := minigpt.NewBPEVocab(ctx, text, size)
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%w while learning the BPE merges; nothing saved", errInterrupted)
+	case err != nil:
+		return nil, fmt.Errorf("corpus %s: %w", name, err)
+	}
+	elapsed := time.Since(start)
+	if elapsed >= time.Millisecond {
+		elapsed = elapsed.Round(time.Millisecond)
+	}
+	fmt.Fprintf(stderr, "learnt %s from the training part of %s in %v", v, name, elapsed.Round(time.Microsecond))
+	if v.Size() < size {
+		fmt.Fprintf(stderr, " (fewer than -vocab-size %d: every piece of the text is one token, no pair was left to merge)", size)
+	}
+	fmt.Fprintln(stderr)
+	return v, nil
 }
 
 // largeCorpus is the size from which preparing a corpus shows progress:

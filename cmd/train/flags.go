@@ -9,11 +9,14 @@ import (
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
+	"example.org/minigpt/internal/bpe"
 )
 
 // options are the command's flags.
 type options struct {
 	corpus, out, resume, initFrom, preset string
+	tokenizer                             string // "char" or "bpe"
+	vocabSize                             int    // with bpe: the tokens to learn
 
 	steps, batch, block, embd, heads, layers int
 	lr                                       float64
@@ -120,7 +123,16 @@ var architectureFlags = []string{"block", "embd", "heads", "layers", "tied"}
 // and -force.
 var fixedByCheckpoint = append(slices.Clone(architectureFlags),
 	"batch", "seed", "lr", "warmup", "cosine", "min-lr", "grad-clip", "weight-decay",
-	"eval-every", "eval-batches", "preset", "init-from")
+	"eval-every", "eval-batches", "preset", "init-from", "tokenizer", "vocab-size")
+
+// Tokenizers -tokenizer takes.
+const (
+	tokenizerChar = "char" // the text's characters (minigpt.NewVocab)
+	tokenizerBPE  = "bpe"  // byte-level BPE learnt from the text (minigpt.NewBPEVocab)
+)
+
+// defaultVocabSize is -vocab-size's default: 256 merges over the bytes.
+const defaultVocabSize = 512
 
 func newFlagSet(o *options) *flag.FlagSet {
 	mc, tc := minigpt.ConfigFor(lanternBayVocab()), minigpt.DefaultTrainConfig()
@@ -129,15 +141,17 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.out, "out", "minigpt.ckpt", "write the checkpoint to this `file` (a -resume run without -out rewrites its -resume file)")
 	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; the model and training settings come from it: give only -steps (to extend), the same -corpus, outputs (-out, -weights-only, -plot, -keep-best) and -force")
 	fs.BoolVar(&o.force, "force", false, "replace existing -out, -plot and -keep-best files, and -resume on a corpus other than the checkpoint's")
-	fs.StringVar(&o.initFrom, "init-from", "", "fine-tune: start from the weights of this checkpoint `file` (full or weights-only) with a fresh optimizer at step 0; the model's shape comes from it (shape flags must match or be omitted) and every character of -corpus must be in its vocabulary")
+	fs.StringVar(&o.initFrom, "init-from", "", "fine-tune: start from the weights of this checkpoint `file` (full or weights-only) with a fresh optimizer at step 0; the model's shape and tokens come from it (shape flags must match or be omitted) and, for a character model, every character of -corpus must be in its vocabulary")
 	fs.BoolVar(&o.weightsOnly, "weights-only", false, "write a weights-only checkpoint (config, vocabulary, step, parameters: enough to generate or fine-tune, not to resume)")
 	fs.StringVar(&o.preset, "preset", "", presetHelp())
+	fs.StringVar(&o.tokenizer, "tokenizer", tokenizerChar, "the tokens the model reads: char (the text's characters) or bpe (byte-level BPE merges learnt from the training part)")
+	fs.IntVar(&o.vocabSize, "vocab-size", defaultVocabSize, fmt.Sprintf("with -tokenizer bpe, the tokens to learn: the 256 bytes and one a merge, %d to %d", bpe.NumBytes, bpe.MaxVocabSize))
 
 	fs.IntVar(&o.steps, "steps", tc.Steps, fmt.Sprintf("optimizer steps in the whole run, at most %d (with -resume: counted from the start, to extend)", cli.MaxSteps))
 	fs.Float64Var(&o.lr, "lr", tc.LR, "peak learning rate of Adam")
-	fs.IntVar(&o.batch, "batch", tc.BatchSize, "windows of -block characters per batch")
+	fs.IntVar(&o.batch, "batch", tc.BatchSize, "windows of -block tokens per batch")
 	fs.Uint64Var(&o.seed, "seed", tc.Seed, "seed of the parameter initialisation and of batch sampling")
-	fs.IntVar(&o.block, "block", mc.BlockSize, "context length in characters")
+	fs.IntVar(&o.block, "block", mc.BlockSize, "context length in tokens (characters, or BPE tokens with -tokenizer bpe)")
 	fs.IntVar(&o.embd, "embd", mc.EmbedDim, "width of the residual stream; a multiple of -heads")
 	fs.IntVar(&o.heads, "heads", mc.Heads, "attention heads per layer")
 	fs.IntVar(&o.layers, "layers", mc.Layers, "transformer blocks")
@@ -177,6 +191,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 		}
 		return o, set, checkValues(fs, o, set, []string{"steps"})
 	}
+	if err := checkTokenizer(fs, o, set); err != nil {
+		return nil, nil, err
+	}
 	if o.preset != "" {
 		p, ok := findPreset(o.preset)
 		if !ok {
@@ -208,6 +225,27 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 		return nil, nil, cli.BadValue(fs, "warmup", why)
 	}
 	return o, set, nil
+}
+
+// checkTokenizer checks -tokenizer and -vocab-size: a known tokenizer, a
+// size only for BPE and in its range, and neither with a checkpoint to
+// start from, whose vocabulary is the model's.
+func checkTokenizer(fs *flag.FlagSet, o *options, set map[string]bool) error {
+	switch {
+	case o.tokenizer != tokenizerChar && o.tokenizer != tokenizerBPE:
+		return cli.BadValue(fs, "tokenizer", "want char or bpe")
+	case o.initFrom != "" && (set["tokenizer"] || set["vocab-size"]):
+		name := "tokenizer"
+		if !set["tokenizer"] {
+			name = "vocab-size"
+		}
+		return cli.Usagef("-%s cannot be combined with -init-from: the model reads the tokens of its checkpoint's vocabulary", name)
+	case set["vocab-size"] && o.tokenizer != tokenizerBPE:
+		return cli.Usagef("-vocab-size is the size of a BPE vocabulary: give -tokenizer bpe too (a character model's vocabulary is its text's characters)")
+	case o.vocabSize < bpe.NumBytes || o.vocabSize > bpe.MaxVocabSize:
+		return cli.BadValue(fs, "vocab-size", fmt.Sprintf("want %d (the bytes alone) to %d", bpe.NumBytes, bpe.MaxVocabSize))
+	}
+	return nil
 }
 
 // trainFlags set the TrainConfig, in the order their checks are blamed.

@@ -42,7 +42,10 @@ func TestPreset(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := *o
-			got.preset, got.out = "", ""
+			if got.tokenizer != tokenizerChar || got.vocabSize != defaultVocabSize {
+				t.Errorf("-tokenizer %q -vocab-size %d, want the defaults %q and %d", got.tokenizer, got.vocabSize, tokenizerChar, defaultVocabSize)
+			}
+			got.preset, got.out, got.tokenizer, got.vocabSize = "", "", "", 0
 			if got != tc.want {
 				t.Fatalf("options %+v\nwant    %+v", got, tc.want)
 			}

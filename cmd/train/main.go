@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/train                                   # the default run: Lantern Bay, 1200 steps
 //	go run ./cmd/train -preset baby -corpus input.txt -out shakespeare.ckpt
+//	go run ./cmd/train -preset baby -corpus input.txt -tokenizer bpe -vocab-size 1024 -out bpe.ckpt
 //	go run ./cmd/train -resume minigpt.ckpt -steps 2400  # continue, exactly
 //	go run ./cmd/train -init-from models/lanternbay.ckpt -corpus mine.txt -steps 200 -out tuned.ckpt
 //
@@ -36,7 +37,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"example.org/minigpt"
@@ -60,12 +60,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	po := cli.ProgressTo(stderr, o.progress)
-	tr, outs, best, corpusName, err := prepare(o, set, po, stderr)
+	tr, data, outs, best, corpusName, err := prepare(ctx, o, set, po, stderr)
 	if err != nil {
 		// Everything before the first step is checking: a refusal here
-		// has done nothing, whatever its cause (cli.ExitRule).
+		// has done nothing, whatever its cause (cli.ExitRule); so has an
+		// interrupt, which keeps its own status.
 		var ue cli.UsageError
-		if !errors.As(err, &ue) {
+		if !errors.As(err, &ue) && !errors.Is(err, errInterrupted) {
 			err = cli.UsageError{Err: err}
 		}
 		return err
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "step %d/%d: %s, val loss %.4f, wall time %s; wrote %s (%s)\n",
 		tr.Step(), tr.Config().Steps, lossText, val, time.Since(start).Round(time.Millisecond), o.out, kind)
 	if outs.plot != nil {
-		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr))
+		title := fmt.Sprintf("%s: %s", filepath.Base(corpusName), describeShape(tr, data.Vocab))
 		trainLosses, valLosses := tr.LossHistory()
 		err := outs.plot.save(func(w io.Writer) error {
 			return writeLossPlot(w, title, toPoints(trainLosses), toPoints(valLosses))
@@ -158,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // prepare does everything before the first step: it checks the outputs,
 // reads the corpus, and builds the trainer.
-func prepare(o *options, set map[string]bool, po cli.ProgressOut, stderr io.Writer) (tr *minigpt.Trainer, outs *outputs, best *bestKeeper, corpusName string, err error) {
+func prepare(ctx context.Context, o *options, set map[string]bool, po cli.ProgressOut, stderr io.Writer) (tr *minigpt.Trainer, data *minigpt.Dataset, outs *outputs, best *bestKeeper, corpusName string, err error) {
 	outFromResume := o.resume != "" && !set["out"]
 	if outFromResume {
 		o.out = o.resume
@@ -175,8 +176,7 @@ func prepare(o *options, set map[string]bool, po cli.ProgressOut, stderr io.Writ
 	if text, corpusName, err = readCorpus(o.corpus, po); err != nil {
 		return
 	}
-	var data *minigpt.Dataset
-	if tr, data, err = newTrainer(o, set, text, corpusName, po, stderr); err != nil {
+	if tr, data, err = newTrainer(ctx, o, set, text, corpusName, po, stderr); err != nil {
 		return
 	}
 	if outs.best != nil {
@@ -199,24 +199,32 @@ func toPoints(ps []minigpt.LossPoint) []point {
 
 // newTrainer builds the run's trainer: resumed (-resume), fine-tuning a
 // checkpoint's weights (-init-from) or a fresh model, and announces it.
-func newTrainer(o *options, set map[string]bool, text, corpusName string, po cli.ProgressOut, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
+func newTrainer(ctx context.Context, o *options, set map[string]bool, text, corpusName string, po cli.ProgressOut, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
 	switch {
 	case o.resume != "":
 		tr, d, err := resume(o, set, text, corpusName, po, stderr)
 		if err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, d, corpusName))
+		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, d, corpusName, text))
 		return tr, d, nil
 	case o.initFrom != "":
 		tr, d, err := initFrom(o, set, text, corpusName, po)
 		if err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(stderr, "fine-tuning %s: %s\n", o.initFrom, describe(tr, d, corpusName))
+		fmt.Fprintf(stderr, "fine-tuning %s: %s\n", o.initFrom, describe(tr, d, corpusName, text))
 		return tr, d, nil
 	}
-	d, err := newDataset(text, nil, o.block, corpusName, po)
+	var vocab *minigpt.Vocab // nil: the text's characters
+	if o.tokenizer == tokenizerBPE {
+		v, err := learnBPE(ctx, text, o.vocabSize, corpusName, stderr)
+		if err != nil {
+			return nil, nil, err
+		}
+		vocab = v
+	}
+	d, err := newDataset(text, vocab, o.block, corpusName, po)
 	if err != nil {
 		return nil, nil, fmt.Errorf("corpus %s: %w", corpusName, err)
 	}
@@ -228,7 +236,7 @@ func newTrainer(o *options, set map[string]bool, text, corpusName string, po cli
 	if err != nil {
 		return nil, nil, cli.UsageError{Err: err}
 	}
-	fmt.Fprintf(stderr, "training %s\n", describe(tr, d, corpusName))
+	fmt.Fprintf(stderr, "training %s\n", describe(tr, d, corpusName, text))
 	return tr, d, nil
 }
 
@@ -265,6 +273,19 @@ func initFrom(o *options, set map[string]bool, text, corpusName string, po cli.P
 	return tr, d, nil
 }
 
+// sameTokens reports whether a and b give every id the same token.
+func sameTokens(a, b *minigpt.Vocab) bool {
+	if a.Size() != b.Size() || cli.IsBPE(a) != cli.IsBPE(b) {
+		return false
+	}
+	for id := range a.Size() {
+		if a.Token(id) != b.Token(id) {
+			return false
+		}
+	}
+	return true
+}
+
 // resume loads the -resume checkpoint and returns its trainer on text.
 // A version-2 checkpoint records its text's fingerprint: another text is
 // refused unless -force (and then said).
@@ -287,7 +308,7 @@ func resume(o *options, set map[string]bool, text, corpusName string, po cli.Pro
 		// checkpoint that was not trained on it rather than switch texts.
 		lb, _ := minigpt.NewVocab(minigpt.LanternBay)
 		sum := sha256.Sum256([]byte(minigpt.LanternBay))
-		if !slices.Equal(lb.Chars(), c.Vocab.Chars()) || (c.CorpusSHA256 != nil && !bytes.Equal(c.CorpusSHA256, sum[:])) {
+		if !sameTokens(lb, c.Vocab) || (c.CorpusSHA256 != nil && !bytes.Equal(c.CorpusSHA256, sum[:])) {
 			return nil, nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 )
 
 // tinyArgs is a model and run small enough for tests: milliseconds a step.
@@ -295,7 +296,7 @@ func TestCorpusByteOrderMarkIsDropped(t *testing.T) {
 	if _, stderr, err := runTrain(context.Background(), tinyArgs(out, "-corpus", corpus)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if chars := string(load(t, out).Vocab.Chars()); strings.ContainsRune(chars, '\uFEFF') {
+	if chars := strings.Join(clitest.Tokens(load(t, out).Vocab), ""); strings.ContainsRune(chars, '\uFEFF') {
 		t.Fatalf("vocabulary %q holds the byte-order mark", chars)
 	}
 }
@@ -322,8 +323,8 @@ func TestInitFromFineTunes(t *testing.T) {
 		t.Errorf("stderr does not announce the fine-tuning:\n%s", stderr)
 	}
 	b, got := load(t, base), load(t, tuned)
-	if got.Model.Config() != b.Model.Config() || !slices.Equal(got.Vocab.Chars(), b.Vocab.Chars()) {
-		t.Fatalf("fine-tuned model %+v %q, want the base's shape %+v and vocabulary %q", got.Model.Config(), string(got.Vocab.Chars()), b.Model.Config(), string(b.Vocab.Chars()))
+	if got.Model.Config() != b.Model.Config() || !slices.Equal(clitest.Tokens(got.Vocab), clitest.Tokens(b.Vocab)) {
+		t.Fatalf("fine-tuned model %+v %q, want the base's shape %+v and vocabulary %q", got.Model.Config(), strings.Join(clitest.Tokens(got.Vocab), ""), b.Model.Config(), strings.Join(clitest.Tokens(b.Vocab), ""))
 	}
 	if got.Step != 2 || got.Train.Seed != 7 || got.Train.Steps != 2 {
 		t.Fatalf("fine-tuned checkpoint at step %d (seed %d, steps %d); want a fresh run of 2 steps with seed 7", got.Step, got.Train.Seed, got.Train.Steps)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // point is one (step, loss) sample of a curve.
@@ -111,9 +112,14 @@ func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
 
-// describeShape is the model and batch shape in a few words, for titles.
-func describeShape(tr *minigpt.Trainer) string {
+// describeShape is the model and batch shape in a few words, for titles;
+// vocab is the model's.
+func describeShape(tr *minigpt.Trainer, vocab *minigpt.Vocab) string {
 	c := tr.Model().Config()
-	return fmt.Sprintf("%d layers, %d heads, width %d, block %d, batch %d, lr %g",
+	s := fmt.Sprintf("%d layers, %d heads, width %d, block %d, batch %d, lr %g",
 		c.Layers, c.Heads, c.EmbedDim, c.BlockSize, tr.Config().BatchSize, tr.Config().LR)
+	if cli.IsBPE(vocab) {
+		s += fmt.Sprintf(", BPE of %d tokens", vocab.Size())
+	}
+	return s
 }

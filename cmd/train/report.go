@@ -6,21 +6,29 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
 )
 
-// describe summarises the model and the run in one line.
-func describe(tr *minigpt.Trainer, data *minigpt.Dataset, corpusName string) string {
+// describe summarises the model and the run in one line; text is the
+// corpus, whose characters a BPE model's tokens are counted against.
+func describe(tr *minigpt.Trainer, data *minigpt.Dataset, corpusName, text string) string {
 	c, tc := tr.Model().Config(), tr.Config()
 	head := "untied"
 	if c.TiedHead {
 		head = "tied"
 	}
-	s := fmt.Sprintf("%d parameters (vocab %d, block %d, width %d, %d heads, %d layers, %s head) on %s (%d training, %d validation characters); %d steps of batch %d, lr %g",
+	parts := fmt.Sprintf("%d training, %d validation characters", len(data.Train), len(data.Val))
+	if cli.IsBPE(data.Vocab) {
+		tokens := len(data.Train) + len(data.Val)
+		parts = fmt.Sprintf("%d training, %d validation tokens; %s, %.2f characters per token",
+			len(data.Train), len(data.Val), data.Vocab, float64(utf8.RuneCountInString(text))/float64(tokens))
+	}
+	s := fmt.Sprintf("%d parameters (vocab %d, block %d, width %d, %d heads, %d layers, %s head) on %s (%s); %d steps of batch %d, lr %g",
 		tr.Model().Config().NumParams(), c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, head,
-		corpusName, len(data.Train), len(data.Val), tc.Steps, tc.BatchSize, tc.LR)
+		corpusName, parts, tc.Steps, tc.BatchSize, tc.LR)
 	if tc.WarmupSteps > 0 {
 		s += fmt.Sprintf(", warmup %d", tc.WarmupSteps)
 	}

@@ -23,6 +23,10 @@ with -progress).`,
 		Flags:   []string{"corpus"},
 		Example: []string{"-corpus", "data/tinyshakespeare.txt", "-preset", "baby"},
 	}, {
+		Title:   "Tokens (fixed by a -resume or -init-from checkpoint)",
+		Flags:   []string{"tokenizer", "vocab-size"},
+		Example: []string{"-corpus", "data/tinyshakespeare.txt", "-tokenizer", "bpe", "-vocab-size", "1024"},
+	}, {
 		Title:   "Where to start",
 		Flags:   []string{"preset", "resume", "init-from"},
 		Example: []string{"-resume", "minigpt.ckpt", "-steps", "2400"},

@@ -21,15 +21,19 @@ func At(text string, pos int) string { return textpos.At(text, pos) }
 
 // CheckText reports the first thing in text that vocab cannot encode,
 // with its position (At) and an excerpt around it, as one line however
-// long the text: bytes that are not UTF-8, or a character outside vocab
-// (a nil vocab checks only the UTF-8). The error wraps
-// minigpt.ErrBadText; the caller prefixes the flag.
+// long the text: bytes that are not UTF-8, or a character outside a
+// character vocabulary (a nil vocab, or a BPE one, which encodes any
+// text, checks only the UTF-8). The error wraps minigpt.ErrBadText; the
+// caller prefixes the flag.
 func CheckText(text string, vocab *minigpt.Vocab) error {
 	var known map[rune]bool
-	if vocab != nil {
+	var chars []rune // the vocabulary's characters, in id order
+	if vocab != nil && !IsBPE(vocab) {
 		known = make(map[rune]bool, vocab.Size())
-		for _, c := range vocab.Chars() {
+		for id := range vocab.Size() {
+			c, _ := utf8.DecodeRuneInString(vocab.Token(id))
 			known[c] = true
+			chars = append(chars, c)
 		}
 	}
 	pos := 0
@@ -39,7 +43,7 @@ func CheckText(text string, vocab *minigpt.Vocab) error {
 			return fmt.Errorf("%w: not valid UTF-8 (byte offset %d) %s, in %s", minigpt.ErrBadText, off, At(text, pos), Excerpt(text, pos, 20))
 		case known != nil && !known[c]:
 			msg := fmt.Sprintf("%q (%U) %s is not in the model's vocabulary, in %s", c, c, At(text, pos), Excerpt(text, pos, 20))
-			if chars := vocab.Chars(); len(chars) <= 100 {
+			if len(chars) <= 100 {
 				msg += fmt.Sprintf("; the model knows %q", string(chars))
 			}
 			return fmt.Errorf("%w: %s", minigpt.ErrBadText, msg)

@@ -109,6 +109,44 @@ func LargeCheckpoint(t *testing.T) (string, *minigpt.Checkpoint) {
 	return path, c
 }
 
+// Tokens returns every token of vocab in id order, the vocabulary as
+// tests compare it.
+func Tokens(vocab *minigpt.Vocab) []string {
+	out := make([]string, vocab.Size())
+	for id := range out {
+		out[id] = vocab.Token(id)
+	}
+	return out
+}
+
+// BPEText is a text for BPE models in tests: Lantern Bay's sentences and
+// words of two- and three-byte characters, repeated so that the merges
+// learn whole words (the, keeper) and leave the accented letters in
+// pieces of one byte.
+var BPEText = strings.Repeat(minigpt.LanternBay[:500]+"naïve café über straße — “quoted” ", 10)
+
+// BPECheckpoint writes a weights-only checkpoint of a small model over a
+// BPE vocabulary of 300 tokens learnt from BPEText, its weights as
+// initialised (seed 1: the test needs tokens, not skill), and returns its
+// path and the checkpoint.
+func BPECheckpoint(t *testing.T) (string, *minigpt.Checkpoint) {
+	t.Helper()
+	vocab, err := minigpt.NewBPEVocab(context.Background(), BPEText, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := minigpt.NewModel(minigpt.Config{VocabSize: vocab.Size(), BlockSize: 16, EmbedDim: 16, Heads: 2, Layers: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 5}
+	path := filepath.Join(t.TempDir(), "bpe.ckpt")
+	if err := minigpt.SaveCheckpoint(path, c); err != nil {
+		t.Fatal(err)
+	}
+	return path, c
+}
+
 // ProgressLines returns the lines of stderr that report progress on what
 // ("reading x.ckpt"), and fails unless they are a -progress log of one
 // piece of work: at least two lines, percentages rising, the time left on
