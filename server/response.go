@@ -147,13 +147,17 @@ func newEncoder(out *api.ClientWriter, req *completionRequest) encoder {
 }
 
 // text writes s as JSON string content, a KiB or so at a time, each
-// piece cut where a character begins: no character is split, so each
+// piece cut before a byte that begins a character, or inside a run of
+// four bytes that continue one: no valid character is split, so each
 // piece reads as it does in s.
 func (e *encoder) text(s string) {
 	for len(s) > 0 {
 		n := min(len(s), 1<<10)
-		for k := 0; k < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); k++ {
-			n--
+		for p := n; p > n-utf8.UTFMax && p < len(s); p-- {
+			if utf8.RuneStart(s[p]) {
+				n = p
+				break
+			}
 		}
 		e.scratch = appendJSONText(e.scratch[:0], s[:n])
 		e.w.Write(e.scratch)
