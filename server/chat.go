@@ -139,7 +139,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*completionR
 		return nil, err
 	}
 	top := 0
-	if err := f.Integer("top_logprobs", &top, 0, min(maxLogprobs, len(req.model.chars))); err != nil {
+	if err := f.Integer("top_logprobs", &top, 0, min(maxLogprobs, req.model.vocab.size())); err != nil {
 		return nil, err
 	}
 	switch {
@@ -298,17 +298,21 @@ func messageContent(where string, raw json.RawMessage) (string, *api.Error) {
 }
 
 // chatPrompt makes req's prompt from msgs with its model's chat
-// template: every character of the messages, and then of the prompt, must
-// be in the model's vocabulary (a 400 names the first that is not, with
-// its character index counted from 0), and the prompt may not be empty
-// or above MaxPromptChars.
+// template: for a character model, every character of the messages, and
+// then of the prompt, must be in the model's vocabulary (a 400 names the
+// first that is not, with its character index counted from 0; BPE
+// encodes any text), and the prompt may not be empty or above
+// MaxPromptChars.
 func (s *Server) chatPrompt(req *completionRequest, msgs []chatMessage) *api.Error {
 	m := req.model
-	known := make(map[rune]bool, len(m.chars))
-	for _, c := range m.chars {
+	known := make(map[rune]bool, len(m.vocab.chars))
+	for _, c := range m.vocab.chars {
 		known[c] = true
 	}
 	unknown := func(text string) (rune, int, bool) {
+		if m.vocab.kind != kindChar {
+			return 0, 0, false
+		}
 		i := 0
 		for _, c := range text {
 			if !known[c] {
@@ -319,8 +323,8 @@ func (s *Server) chatPrompt(req *completionRequest, msgs []chatMessage) *api.Err
 		return 0, 0, false
 	}
 	vocab := ""
-	if len(m.chars) <= 200 {
-		vocab = fmt.Sprintf(" %q", string(m.chars))
+	if m.vocab.size() <= 200 {
+		vocab = fmt.Sprintf(" %q", m.vocab.chars)
 	}
 	for i, msg := range msgs {
 		if c, at, ok := unknown(msg.Content); ok {

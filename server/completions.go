@@ -114,7 +114,7 @@ func (s *Server) newChoices(req *completionRequest) []*choiceState {
 		for i := range n {
 			c := &choiceState{index: p*n + i, promptID: p, seed: req.model.engine.sampleSeed(&req.sampling, i)}
 			if req.echo {
-				c.echo, c.chars = ids, len(ids)
+				c.echo, c.echoIDs, c.chars = req.prompts[p], ids, countChars(req.prompts[p])
 			}
 			choices[c.index] = c
 		}
@@ -141,14 +141,14 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, choices [
 				return err
 			}
 		}
-		incomplete, err := e.complete(ctx, prompt, &req.sampling, s.limits.Slots, func(i int, toks []token, finish string, incomplete bool) error {
+		incomplete, err := e.complete(ctx, prompt, &req.sampling, s.limits.Slots, func(i int, toks []token, text string, finish string, incomplete bool) error {
 			c := group[i]
 			if first && len(toks) > 0 {
 				first = false
 				s.metrics.firstTokenAfter(time.Since(arrived))
 			}
-			err := out.tokens(c, toks, finish, incomplete)
-			c.chars += len(toks)
+			err := out.tokens(c, toks, text, finish, incomplete)
+			c.chars += countChars(text)
 			c.nTokens += len(toks)
 			if finish != "" {
 				c.finish, c.incomplete = finish, incomplete

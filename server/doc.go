@@ -9,9 +9,11 @@
 //
 //	POST /v1/completions       completions, streamed as Server-Sent Events with "stream": true
 //	POST /v1/chat/completions  chat completions, streamed with "stream": true: a completion of the messages' prompt (below)
-//	GET  /v1/models            the models, with their vocabularies
+//	GET  /v1/models            the models, with their tokenizers and vocabularies
 //	GET  /v1/models/{model}    one model
-//	POST /v1/score             an extension: every character's log-probability and surprisal, the loss, perplexity and bits per character (score.go)
+//	POST /v1/score             an extension: every token's log-probability and surprisal, the loss, perplexity, bits per token, character and byte (score.go)
+//	POST /v1/tokenize          an extension: a text's tokens, under a model's tokenizer or GPT-2's, with their merge trees (tokenize.go)
+//	GET  /v1/tokenizers        the tokenizers POST /v1/tokenize offers beside the models' (GPT-2's, with Config.GPT2)
 //	GET  /health               {"status":"ok","slots":…,"busy":…,"queued":…}; "draining" with 503
 //	GET  /metrics              Prometheus text format
 //	GET  /                     the playground (and GET /playground/{file})
@@ -44,7 +46,7 @@
 // Besides OpenAI's fields, a request may carry the extensions llama.cpp
 // and vLLM accept (top_k, min_p, repetition_penalty), Hugging Face's
 // no_repeat_ngram_size, num_beams and length_penalty, and the
-// playground's trace: per generated character, the most likely
+// playground's trace: per generated token, the most likely
 // candidates with their probability after each stage of the sampler and
 // the stage that cut them, and with trace_attention the attention weights
 // of every layer and head that chose it. A field the server does not know, or one the
@@ -74,6 +76,32 @@
 // rows. At most half the processors compile at once (429 after
 // Limits.QueueTimeout waiting), and the trace lists the format's stage,
 // "grammar", after "raw".
+//
+// # Tokens
+//
+// A model reads characters (the lessons' vocabulary: a token is a
+// character) or byte-level BPE tokens (a token is bytes: several
+// characters, or part of one); GET /v1/models says which ("tokenizer":
+// "char" or "bpe", with "vocab_size"). Either way a choice's text is
+// what the library releases: whole characters, a token that ends inside
+// one held back until the character is complete (or the sample ends), so
+// no stream chunk splits one, and the text a stop string leaves, which
+// may end inside a token the ids then leave out. Bytes that begin no
+// valid character are written as U+FFFD, as encoding/json writes them,
+// each one character of the text. Where a response names one token
+// (logprobs' tokens and top_logprobs keys, chat logprobs' token, the
+// trace, /v1/models' vocab) it writes the token's text, or, for a token
+// whose bytes are not valid UTF-8, OpenAI's form for it: "bytes:" then
+// \xNN for each byte ("bytes:\xe2\x80"); chat logprobs' "bytes" are the
+// token's own. text_offset counts characters of the returned text: a
+// token that begins inside a character gets that character's. logit_bias
+// keys are token ids; only a character model refuses text it has no
+// token for (unknown_character), a BPE model encodes any. Bits per byte
+// put both kinds on one scale: /v1/score's summary gives them beside
+// bits per token and per character, and a completion with echo and
+// logprobs gives its prompt's in each choice's extension "prompt_score"
+// ({"tokens", "bytes", "bits_per_token", "bits_per_byte"}: Σ -log2 p
+// over the prompt's scored tokens, all but the first, divided by each).
 //
 // A character model trained on plain text has no roles and no end of a
 // reply, so a chat completion is a completion of one prompt: the model's
@@ -158,11 +186,12 @@
 // size: an upper bound, computed from its fields before it runs, on its
 // response's content,
 //
-//	Σ over choices (prompts × n) of (echoed prompt characters + max_tokens)
-//	  × bytes per character,
+//	Σ over choices (prompts × n) of (echoed prompt tokens + max_tokens)
+//	  × bytes per token,
 //
-// where a character costs 8 bytes of text, plus 48 + 34 × (logprobs+1)
-// with logprobs, plus a trace step of at most trace+1 candidates over
+// where a token costs 8 bytes of text (more for a BPE vocabulary whose
+// longest token's JSON is longer, and as much more in each of its forms),
+// plus 48 + 34 × (logprobs+1) with logprobs, plus a trace step of at most trace+1 candidates over
 // every stage with trace, and of layers × heads × block size weights
 // with trace_attention (size.go has the constants); a request with an
 // output format is charged besides 1 KiB per token of every row

@@ -1,7 +1,7 @@
 package server
 
-// This file is the only one in the package that calls the minigpt
-// library: what the server derives from a model once (its shape,
+// This file and vocab.go are the only ones in the package that call the
+// minigpt library: what the server derives from a model once (its shape,
 // fingerprint and batch), encoding, generation through the batch,
 // echo's and /v1/score's scoring, and the steps' traces. The rest of the
 // package speaks in terms of sampling, released tokens and results, and
@@ -26,7 +26,7 @@ import (
 // checkVocab refuses a model whose vocabulary does not match it.
 func checkVocab(m Model) error {
 	if v, c := m.Vocab.Size(), m.Model.Config().VocabSize; v != c {
-		return fmt.Errorf("vocabulary has %d characters, the model %d", v, c)
+		return fmt.Errorf("vocabulary has %d tokens, the model %d", v, c)
 	}
 	return nil
 }
@@ -34,21 +34,19 @@ func checkVocab(m Model) error {
 // newServedModel derives what the server needs of m (also for the models
 // training jobs make).
 func newServedModel(m Model, created int64) *servedModel {
-	chars := m.Vocab.Chars()
+	vc := newVocabulary(m.Model, m.Vocab)
 	return &servedModel{
-		name: m.Name, model: m.Model, vocab: m.Vocab, created: created,
-		config: m.Model.Config(), params: m.Model.Config().NumParams(), chars: chars,
-		fingerprint: fingerprint(m.Model, m.Vocab),
-		jsonChars:   jsonChars(chars),
-		jsonBytes:   jsonBytes(chars),
+		name: m.Name, model: m.Model, lib: m.Vocab, vocab: vc, created: created,
+		config: m.Model.Config(), params: m.Model.Config().NumParams(),
+		fingerprint: fingerprint(m.Model, vc),
 		chat:        defaultChat,
-		engine:      newEngine(m.Model, m.Vocab),
+		engine:      newEngine(m.Model, m.Vocab, vc),
 	}
 }
 
 // fingerprint hashes a model's configuration, weights and vocabulary: two
 // servers with the same fingerprint and seed return the same text.
-func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
+func fingerprint(m *minigpt.Model, vc *vocabulary) string {
 	h := sha256.New()
 	c := m.Config()
 	fmt.Fprintf(h, "%d %d %d %d %d %t\n", c.VocabSize, c.BlockSize, c.EmbedDim, c.Heads, c.Layers, c.TiedHead)
@@ -57,7 +55,17 @@ func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
 		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
 		h.Write(b[:])
 	}
-	h.Write([]byte(string(v.Chars())))
+	if vc.kind == kindChar {
+		h.Write([]byte(vc.chars)) // the characters in id order, as ever
+	} else {
+		// Tokens of any length: each after its length, so that no two
+		// vocabularies hash alike.
+		h.Write([]byte("bpe\n"))
+		for _, t := range vc.tokens {
+			h.Write(binary.AppendUvarint(b[:0], uint64(len(t))))
+			h.Write([]byte(t))
+		}
+	}
 	return "fp_" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
@@ -75,7 +83,7 @@ const (
 type engine struct {
 	model *minigpt.Model // Logits (echo's scores) is safe for concurrent use on it
 	vocab *minigpt.Vocab
-	chars []rune
+	vc    *vocabulary
 	// alone makes every generation run by itself with Model.Complete
 	// instead of in the batch: the serial reference of the tests.
 	alone bool
@@ -84,8 +92,8 @@ type engine struct {
 	batch *minigpt.Batch // made by the first batchFor
 }
 
-func newEngine(m *minigpt.Model, v *minigpt.Vocab) *engine {
-	return &engine{model: m, vocab: v, chars: v.Chars()}
+func newEngine(m *minigpt.Model, v *minigpt.Vocab, vc *vocabulary) *engine {
+	return &engine{model: m, vocab: v, vc: vc}
 }
 
 // batchFor returns the model's batch, made with rows rows if there is
@@ -201,8 +209,8 @@ func (e *engine) constrain(fm *format, model string) *api.Error {
 		code = "format_too_large"
 	}
 	msg := fm.param + ": " + libraryText(err)
-	if code == "unsatisfiable_format" && len(e.chars) <= 200 {
-		msg += fmt.Sprintf(" (model %s writes only %q)", model, string(e.chars))
+	if code == "unsatisfiable_format" && e.vc.kind == kindChar && e.vc.size() <= 200 {
+		msg += fmt.Sprintf(" (model %s writes only %q)", model, e.vc.chars)
 	}
 	return api.BadParam(fm.param, code, "%s", msg)
 }
@@ -283,7 +291,7 @@ func (e *engine) faultOf(err error, sp *sampling) (string, bool) {
 //
 // With logprobs or trace, each released token comes with its step, which
 // is turned into the token's logprobs and trace.
-func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string, incomplete bool) error) ([]bool, error) {
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, text string, finish string, incomplete bool) error) ([]bool, error) {
 	batch, err := e.batchFor(batchRows)
 	if err != nil {
 		// The server's rows do not fit the model: not the request's fault.
@@ -311,10 +319,12 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 			}
 			toks = append(toks, t)
 		}
-		if len(toks) == 0 && c.Finish == "" {
+		if len(toks) == 0 && c.Text == "" && c.Finish == "" {
 			return nil
 		}
-		return release(c.Index, toks, c.Finish, c.Incomplete)
+		// The text, not the tokens' bytes: a stop string may cut it inside
+		// a token, which IDs then leave out.
+		return release(c.Index, toks, c.Text, c.Finish, c.Incomplete)
 	}
 	var got []minigpt.Completion
 	if e.alone {
@@ -364,7 +374,7 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 		}
 	}
 	if sp.trace > 0 {
-		tj := &traceJSON{Token: string(e.chars[st.Chosen.ID]), Logprob: st.Logprob, RawLogprob: st.Chosen.Logprob}
+		tj := &traceJSON{Token: e.vc.display[st.Chosen.ID], Logprob: st.Logprob, RawLogprob: st.Chosen.Logprob}
 		var active []minigpt.Stage
 		for s, on := range st.Active {
 			if on {
@@ -381,7 +391,7 @@ func (e *engine) fromStep(t *token, st *minigpt.Step, sp *sampling) {
 			cands = append(cands[:len(cands):len(cands)], st.Chosen)
 		}
 		for _, c := range cands {
-			cj := candidateJSON{Token: string(e.chars[c.ID]), ID: c.ID, Chosen: c.ID == st.Chosen.ID}
+			cj := candidateJSON{Token: e.vc.display[c.ID], ID: c.ID, Chosen: c.ID == st.Chosen.ID}
 			for _, s := range active {
 				cj.Probs = append(cj.Probs, c.Probs[s])
 			}
@@ -418,11 +428,13 @@ func (e *engine) promptLogprobs(ctx context.Context, prompt []int, top int) ([]t
 // encode returns text's token ids.
 func (e *engine) encode(text string) ([]int, error) { return e.vocab.Encode(text) }
 
-// score scores a text (minigpt.Model.Score with stride and top
-// predictions per character), and sums it up as cmd/eval does: the mean
-// of -Logprob in nats, summed in order, its perplexity exp(loss) and bits
-// per character loss/ln 2.
-func (e *engine) score(ctx context.Context, ids []int, stride, top int) ([]minigpt.Step, scoreSummaryJSON, error) {
+// score scores text, whose tokens are ids (minigpt.Model.Score with
+// stride and top predictions per token), and sums it up as cmd/eval does:
+// the mean of -Logprob in nats, summed in order, its perplexity exp(loss)
+// and bits per token loss/ln 2; and the bits per character and per byte
+// of the scored tokens' text (the text from the character the second
+// token begins in), Σ -log2 p over each.
+func (e *engine) score(ctx context.Context, text string, ids []int, stride, top int) ([]minigpt.Step, scoreSummaryJSON, error) {
 	scores, err := e.model.Score(ctx, ids, stride, top)
 	if err != nil {
 		return nil, scoreSummaryJSON{}, err
@@ -432,10 +444,18 @@ func (e *engine) score(ctx context.Context, ids []int, stride, top int) ([]minig
 		total := 0.0
 		for _, t := range scores {
 			total -= t.Logprob
+			s.Bytes += len(e.vc.tokens[t.Chosen.ID])
 		}
 		s.Loss = total / float64(s.Tokens)
 		s.Perplexity = math.Exp(s.Loss)
-		s.BitsPerChar = s.Loss / math.Ln2
+		s.BitsPerToken = s.Loss / math.Ln2
+		first := charOffsets(nil, text, ids[:2], e.vc.tokens, 0)[1]
+		s.Characters = countChars(text) - first
+		s.BitsPerChar = total / math.Ln2 / float64(s.Characters)
+		if e.vc.kind == kindChar {
+			s.BitsPerChar = s.BitsPerToken // one token a character: the same figure, as cmd/eval computes it
+		}
+		s.BitsPerByte = total / math.Ln2 / float64(s.Bytes)
 	}
 	return scores, s, nil
 }

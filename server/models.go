@@ -18,14 +18,12 @@ import (
 type servedModel struct {
 	name        string
 	model       *minigpt.Model
-	vocab       *minigpt.Vocab
+	lib         *minigpt.Vocab // the vocabulary, for the library
+	vocab       *vocabulary    // the vocabulary, for responses (vocab.go)
 	config      minigpt.Config // the model's shape
 	params      int            // its parameters
-	chars       []rune         // token id -> its character
 	created     int64
 	fingerprint string             // system_fingerprint: a hash of the weights and vocabulary
-	jsonChars   []string           // token id -> its character as JSON string content
-	jsonBytes   []string           // token id -> its character's UTF-8 bytes as a JSON array
 	chat        *template.Template // makes a chat completion's prompt (chat.go)
 	engine      *engine
 	rows        modelRows // its batch's rows taken and waited for (Server.slots)
@@ -88,30 +86,33 @@ func (s *Server) modelNames() []string {
 // as extensions (a client needs the vocabulary for logit_bias, whose keys
 // are token ids).
 type modelJSON struct {
-	ID                string   `json:"id"`
-	Object            string   `json:"object"`
-	Created           int64    `json:"created"`
-	OwnedBy           string   `json:"owned_by"`
-	SystemFingerprint string   `json:"system_fingerprint"`
-	ContextLength     int      `json:"context_length"` // the block size; longer prompts slide
-	Parameters        int      `json:"parameters"`
-	Layers            int      `json:"layers"`
-	EmbedDim          int      `json:"embed_dim"`
-	Heads             int      `json:"heads"`
-	Vocab             []string `json:"vocab"` // token id -> character
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	OwnedBy           string `json:"owned_by"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	ContextLength     int    `json:"context_length"` // the block size, in tokens; longer prompts slide
+	Parameters        int    `json:"parameters"`
+	Layers            int    `json:"layers"`
+	EmbedDim          int    `json:"embed_dim"`
+	Heads             int    `json:"heads"`
+	// Tokenizer is "char" (a token is a character) or "bpe" (byte-level
+	// BPE: a token is bytes, several characters or part of one), with
+	// VocabSize tokens; TokenizerDescription says it in words.
+	Tokenizer            string   `json:"tokenizer"`
+	VocabSize            int      `json:"vocab_size"`
+	TokenizerDescription string   `json:"tokenizer_description"`
+	Vocab                []string `json:"vocab"` // token id -> its form: its text, or "bytes:\xNN..." for part of a character
 }
 
 func (m *servedModel) json() modelJSON {
 	c := m.config
-	vocab := make([]string, 0, c.VocabSize)
-	for _, r := range m.chars {
-		vocab = append(vocab, string(r))
-	}
 	return modelJSON{
 		ID: m.name, Object: "model", Created: m.created, OwnedBy: "minigpt",
 		SystemFingerprint: m.fingerprint, ContextLength: c.BlockSize,
 		Parameters: m.params, Layers: c.Layers, EmbedDim: c.EmbedDim, Heads: c.Heads,
-		Vocab: vocab,
+		Tokenizer: m.vocab.kind, VocabSize: m.vocab.size(), TokenizerDescription: m.vocab.describe,
+		Vocab: m.vocab.display,
 	}
 }
 

@@ -98,7 +98,7 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	if err := parsePrompt(f, req, s.limits.MaxPromptChars); err != nil {
 		return nil, err
 	}
-	V := len(req.model.chars)
+	V := req.model.vocab.size()
 	sp := &req.sampling
 	for _, err := range []*api.Error{
 		f.Integer("max_tokens", &sp.maxTokens, 0, s.limits.MaxTokens),
@@ -194,7 +194,7 @@ func (s *Server) parseKnobs(f api.Fields, req *completionRequest) *api.Error {
 	if err := parseStop(f, sp); err != nil {
 		return err
 	}
-	if err := parseLogitBias(f, sp, len(req.model.chars)); err != nil {
+	if err := parseLogitBias(f, sp, req.model.vocab.size()); err != nil {
 		return err
 	}
 	if f.Has("stream_options") {
@@ -286,7 +286,8 @@ func parsePrompt(f api.Fields, req *completionRequest, maxChars int) *api.Error 
 		}
 		ids, err := req.model.engine.encode(p)
 		if err != nil {
-			return api.BadParam("prompt", "unknown_character", "%s: %v (model %s knows only %q)", where, err, req.model.name, string(req.model.chars))
+			// Only a character vocabulary refuses text: BPE encodes any.
+			return api.BadParam("prompt", "unknown_character", "%s: %v (model %s knows only %q)", where, err, req.model.name, req.model.vocab.chars)
 		}
 		req.promptIDs = append(req.promptIDs, ids)
 	}
@@ -334,7 +335,7 @@ func parseLogitBias(f api.Fields, sp *sampling, V int) *api.Error {
 	for k, v := range m {
 		id, err := strconv.Atoi(k)
 		if err != nil || id < 0 || id >= V || strconv.Itoa(id) != k {
-			return api.BadParam("logit_bias", "invalid_value", "logit_bias key %q is not a token id of this model: ids are 0 to %d (GET /v1/models/{model} lists the characters)", k, V-1)
+			return api.BadParam("logit_bias", "invalid_value", "logit_bias key %q is not a token id of this model: ids are 0 to %d (GET /v1/models/{model} lists the tokens)", k, V-1)
 		}
 		var b float64
 		if api.Kind(v) != "a number" || json.Unmarshal(v, &b) != nil {

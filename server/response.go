@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"example.org/minigpt/server/internal/api"
 )
@@ -20,18 +21,19 @@ type usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// traceJSON is one generated character's step in the playground trace:
-// the stages that ran and the most likely candidates under the raw
+// traceJSON is one generated token's step in the playground trace: the
+// stages that ran and the most likely candidates under the raw
 // distribution, each with its probability after every stage.
 type traceJSON struct {
-	Token      string          `json:"token"`
+	Token      string          `json:"token"`       // its form (vocabulary.display)
+	TextOffset int             `json:"text_offset"` // the character of the text it begins in, as logprobs' text_offset
 	Logprob    float64         `json:"logprob"`     // of the token, under the distribution it was drawn from
 	RawLogprob float64         `json:"raw_logprob"` // of the token, under the model's raw distribution
 	Stages     []string        `json:"stages"`
 	Candidates []candidateJSON `json:"candidates"`
 	// Attention, with trace_attention, is the attention weights of the
 	// position that chose the token: [layer][head][s] over the s-th of the
-	// characters before it that the model saw (the last len of them).
+	// tokens before it that the model saw (the last len of them).
 	Attention [][][]float64 `json:"attention,omitempty"`
 }
 
@@ -62,8 +64,9 @@ type choiceState struct {
 	index    int
 	promptID int
 	seed     *uint64 // the sample's own seed, when sampling
-	echo     []int   // the echoed prompt's ids (with echo)
-	scored   []token // with echo and logprobs, scored[j-1] scores echo[j]; shorter if time ran out
+	echo     string  // the echoed prompt (with echo)
+	echoIDs  []int   // its tokens
+	scored   []token // with echo and logprobs, scored[j-1] scores echoIDs[j]; shorter if time ran out
 	echoSent bool    // its echo has been streamed
 	roleSent bool    // a chat stream: its first chunk, with the role, has been sent
 	chars    int     // characters of its text so far, the echo included
@@ -73,15 +76,15 @@ type choiceState struct {
 	// a stop string or by the request's time
 	incomplete bool
 	toks       []token // generated tokens kept for a whole response, with logprobs or trace
-	ids        []int32 // generated ids kept for a whole response, without
+	text       []byte  // generated text kept for a whole response
 }
 
 // completionWriter sends a completion to the client as it is generated.
 type completionWriter interface {
-	// tokens is called with a choice's released tokens, and on its last
-	// call with its finish reason and whether its text fell short of the
-	// format; c is as it was before them.
-	tokens(c *choiceState, toks []token, finish string, incomplete bool) error
+	// tokens is called with a choice's released tokens and their text,
+	// and on its last call with its finish reason and whether its text
+	// fell short of the format; c is as it was before them.
+	tokens(c *choiceState, toks []token, text string, finish string, incomplete bool) error
 	// end sends the rest of the response, every choice as far as it got
 	// (finish_reason "length" for those the time cut, format_incomplete
 	// when their text falls short of the format).
@@ -91,35 +94,6 @@ type completionWriter interface {
 	fail(e *api.Error)
 	// broken reports whether a write to the client failed.
 	broken() bool
-}
-
-// jsonChars returns each character's JSON string content (escaped as
-// encoding/json escapes it), so that a text is written character by
-// character.
-func jsonChars(chars []rune) []string {
-	out := make([]string, len(chars))
-	for i, r := range chars {
-		b, _ := json.Marshal(string(r))
-		out[i] = string(b[1 : len(b)-1])
-	}
-	return out
-}
-
-// jsonBytes returns each character's UTF-8 bytes as a JSON array
-// ("[195,169]"), the "bytes" of chat logprobs.
-func jsonBytes(chars []rune) []string {
-	out := make([]string, len(chars))
-	for i, r := range chars {
-		b := []byte("[")
-		for j, c := range []byte(string(r)) {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendUint(b, uint64(c), 10)
-		}
-		out[i] = string(append(b, ']'))
-	}
-	return out
 }
 
 // head returns a completion object's opening up to its choices array:
@@ -137,15 +111,17 @@ func head(object, id string, created int64, m *servedModel, seed uint64) []byte 
 	return append(b, `,"choices":[`...)
 }
 
-// span is a run of a choice's characters to encode: its echoed prompt
-// (with its scores), then generated tokens (toks, or ids when neither
-// logprobs nor trace is asked for).
+// span is a run of a choice's text to encode: its echoed prompt (with
+// its tokens and their scores), then generated text and, with logprobs
+// or trace, its tokens, whose bytes begin the text (a stop string may cut
+// the text inside a token it leaves out).
 type span struct {
-	echo   []int
-	scored []token
-	toks   []token
-	ids    []int32
-	offset int // text_offset of the span's first character
+	echo    string
+	echoIDs []int
+	scored  []token
+	text    string // generated: a whole response's, or one chunk's
+	toks    []token
+	offset  int // characters of the choice's text before the generated text
 }
 
 // encoder writes a model's choices as JSON to a buffered writer, in the
@@ -153,21 +129,51 @@ type span struct {
 // (chatChoice, response_chat.go).
 type encoder struct {
 	w        *bufio.Writer
-	chars    []string // token id -> JSON string content
-	bytes    []string // token id -> its UTF-8 bytes as a JSON array
-	chat     bool     // a chat completion
-	logprobs bool     // the request asked for logprobs
-	top      int      // with logprobs, the alternatives per token
+	vocab    *vocabulary
+	chat     bool // a chat completion
+	logprobs bool // the request asked for logprobs
+	top      int  // with logprobs, the alternatives per token
 	scratch  []byte
+	offsets  []int // text offsets, reused
+	ids      []int // token ids, reused
 }
 
 // newEncoder returns req's encoder, writing to out through a small
 // buffer: each write must be accepted within WriteTimeout, so a client
 // reading slowly but steadily never misses one.
 func newEncoder(out *api.ClientWriter, req *completionRequest) encoder {
-	m := req.model
-	return encoder{w: bufio.NewWriterSize(out, 4<<10), chars: m.jsonChars, bytes: m.jsonBytes,
+	return encoder{w: bufio.NewWriterSize(out, 4<<10), vocab: req.model.vocab,
 		chat: req.chat, logprobs: req.logprobs >= 0, top: req.logprobs}
+}
+
+// text writes s as JSON string content, a KiB or so at a time, each
+// piece cut before a byte that begins a character, or inside a run of
+// four bytes that continue one: no valid character is split, so each
+// piece reads as it does in s.
+func (e *encoder) text(s string) {
+	for len(s) > 0 {
+		n := min(len(s), 1<<10)
+		for p := n; p > n-utf8.UTFMax && p < len(s); p-- {
+			if utf8.RuneStart(s[p]) {
+				n = p
+				break
+			}
+		}
+		e.scratch = appendJSONText(e.scratch[:0], s[:n])
+		e.w.Write(e.scratch)
+		s = s[n:]
+	}
+}
+
+// genOffsets returns the text offsets of s's generated tokens (reused
+// until the next call).
+func (e *encoder) genOffsets(s span) []int {
+	e.ids = e.ids[:0]
+	for _, t := range s.toks {
+		e.ids = append(e.ids, t.id)
+	}
+	e.offsets = charOffsets(e.offsets[:0], s.text, e.ids, e.vocab.tokens, s.offset)
+	return e.offsets
 }
 
 // ending is what follows a choice's content: why it ended ("" in a
@@ -182,19 +188,13 @@ type ending struct {
 
 // choice writes one choice object: OpenAI's text, index, logprobs (null
 // unless asked for) and finish_reason, then the extensions
-// format_incomplete, seed and trace when present.
+// format_incomplete, seed, prompt_score (with an echo's logprobs) and
+// trace when present.
 func (e *encoder) choice(index int, s span, end ending) {
 	w := e.w
 	w.WriteString(`{"text":"`)
-	for _, id := range s.echo {
-		w.WriteString(e.chars[id])
-	}
-	for _, t := range s.toks {
-		w.WriteString(e.chars[t.id])
-	}
-	for _, id := range s.ids {
-		w.WriteString(e.chars[id])
-	}
+	e.text(s.echo)
+	e.text(s.text)
 	w.WriteString(`","index":`)
 	e.int(index)
 	w.WriteString(`,"logprobs":`)
@@ -204,12 +204,17 @@ func (e *encoder) choice(index int, s span, end ending) {
 		w.WriteString("null")
 	}
 	e.ending(end)
+	if e.logprobs && s.echoIDs != nil {
+		e.promptScore(s)
+	}
 	if len(s.toks) > 0 && s.toks[0].trace != nil {
+		offsets := e.genOffsets(s)
 		w.WriteString(`,"trace":[`)
 		for i, t := range s.toks {
 			if i > 0 {
 				w.WriteByte(',')
 			}
+			t.trace.TextOffset = offsets[i]
 			b, _ := json.Marshal(t.trace) // finite floats only: probabilities and log-probabilities of finite logits
 			w.Write(b)
 		}
@@ -218,33 +223,61 @@ func (e *encoder) choice(index int, s span, end ending) {
 	w.WriteByte('}')
 }
 
+// promptScore writes the extension "prompt_score" of an echoed prompt's
+// scored tokens (all but its first, or those the time allowed): how many,
+// their bytes, and their mean surprisal per token and per byte, Σ -log2 p
+// over them divided by each, so that models over characters and over BPE
+// tokens compare on the same scale.
+func (e *encoder) promptScore(s span) {
+	nats, bytes := 0.0, 0
+	for j, t := range s.scored {
+		nats -= t.logprob
+		bytes += len(e.vocab.tokens[s.echoIDs[j+1]])
+	}
+	w := e.w
+	w.WriteString(`,"prompt_score":{"tokens":`)
+	e.int(len(s.scored))
+	w.WriteString(`,"bytes":`)
+	e.int(bytes)
+	w.WriteString(`,"bits_per_token":`)
+	if len(s.scored) == 0 {
+		w.WriteString(`null,"bits_per_byte":null}`)
+		return
+	}
+	e.float(nats / math.Ln2 / float64(len(s.scored)))
+	w.WriteString(`,"bits_per_byte":`)
+	e.float(nats / math.Ln2 / float64(bytes))
+	w.WriteByte('}')
+}
+
 // logprobsObject writes OpenAI's legacy logprobs object, one entry per
-// character: an echoed prompt's first character, and any the time left
-// unscored, have null log-probabilities.
+// token (its form: vocabulary.display): an echoed prompt's first token,
+// and any the time left unscored, have null log-probabilities;
+// text_offset is the character of the choice's text each token begins in.
 func (e *encoder) logprobsObject(s span) {
 	w := e.w
-	n := len(s.echo) + len(s.toks) + len(s.ids)
+	n := len(s.echoIDs) + len(s.toks)
 	sep := func(i int) {
 		if i > 0 {
 			w.WriteByte(',')
 		}
 	}
-	// at returns character i's token (nil for an unscored echo).
+	// at returns token i (nil for an unscored echo).
 	at := func(i int) (id int, t *token) {
-		if i < len(s.echo) {
+		if i < len(s.echoIDs) {
 			if i == 0 || i-1 >= len(s.scored) {
-				return s.echo[i], nil
+				return s.echoIDs[i], nil
 			}
-			return s.echo[i], &s.scored[i-1]
+			return s.echoIDs[i], &s.scored[i-1]
 		}
-		t = &s.toks[i-len(s.echo)]
+		t = &s.toks[i-len(s.echoIDs)]
 		return t.id, t
 	}
 	w.WriteString(`{"tokens":[`)
 	for i := range n {
 		sep(i)
 		id, _ := at(i)
-		w.WriteString(`"` + e.chars[id] + `"`)
+		w.WriteString(`"` + e.vocab.forms[id] + `"`)
 	}
 	w.WriteString(`],"token_logprobs":[`)
 	for i := range n {
@@ -266,15 +299,20 @@ func (e *encoder) logprobsObject(s span) {
 		w.WriteByte('{') // most probable first, as a Go map would not be
 		for j, a := range t.top {
 			sep(j)
-			w.WriteString(`"` + e.chars[a.id] + `":`)
+			w.WriteString(`"` + e.vocab.forms[a.id] + `":`)
 			e.float(a.logprob)
 		}
 		w.WriteByte('}')
 	}
 	w.WriteString(`],"text_offset":[`)
-	for i := range n {
+	echoOffsets := charOffsets(nil, s.echo, s.echoIDs, e.vocab.tokens, 0)
+	for i, o := range echoOffsets {
 		sep(i)
-		e.int(s.offset + i)
+		e.int(o)
+	}
+	for i, o := range e.genOffsets(s) {
+		sep(len(echoOffsets) + i)
+		e.int(o)
 	}
 	w.WriteString("]}")
 }

@@ -14,19 +14,19 @@ func (e *encoder) chatChoice(index int, s span, end ending, delta, role bool) {
 	w := e.w
 	w.WriteString(`{"index":`)
 	e.int(index)
-	n := len(s.toks) + len(s.ids)
+	n := len(s.toks)
 	switch {
 	case !delta:
 		w.WriteString(`,"message":{"role":"assistant","content":"`)
-		e.text(s)
+		e.text(s.text)
 		w.WriteString(`","refusal":null}`)
 	case role:
 		w.WriteString(`,"delta":{"role":"assistant","content":"`)
-		e.text(s)
+		e.text(s.text)
 		w.WriteString(`"}`)
-	case n > 0:
+	case n > 0 || s.text != "":
 		w.WriteString(`,"delta":{"content":"`)
-		e.text(s)
+		e.text(s.text)
 		w.WriteString(`"}`)
 	default:
 		w.WriteString(`,"delta":{}`)
@@ -41,26 +41,15 @@ func (e *encoder) chatChoice(index int, s span, end ending, delta, role bool) {
 	w.WriteByte('}')
 }
 
-// text writes the characters of s's generated tokens as JSON string
-// content.
-func (e *encoder) text(s span) {
-	for _, t := range s.toks {
-		e.w.WriteString(e.chars[t.id])
-	}
-	for _, id := range s.ids {
-		e.w.WriteString(e.chars[id])
-	}
-}
-
 // chatLogprobs writes OpenAI's chat logprobs object, {"content": [...],
-// "refusal": null}: per generated character its token, logprob, UTF-8
-// bytes and the top_logprobs most likely characters with theirs.
+// "refusal": null}: per generated token its form (vocabulary.display),
+// logprob, bytes and the top_logprobs most likely tokens with theirs.
 func (e *encoder) chatLogprobs(s span) {
 	w := e.w
 	entry := func(id int, lp float64) {
-		w.WriteString(`{"token":"` + e.chars[id] + `","logprob":`)
+		w.WriteString(`{"token":"` + e.vocab.forms[id] + `","logprob":`)
 		e.float(lp)
-		w.WriteString(`,"bytes":` + e.bytes[id])
+		w.WriteString(`,"bytes":` + e.vocab.arrays[id])
 	}
 	w.WriteString(`{"content":[`)
 	for i, t := range s.toks {

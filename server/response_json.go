@@ -10,9 +10,9 @@ import (
 )
 
 // jsonWriter answers a request without "stream": it keeps each choice's
-// tokens as they are released (ids alone when neither logprobs nor trace
-// is asked for), and once the generation ends writes the completion choice
-// by choice through a small buffer, never holding its encoding whole.
+// text as it is released (and its tokens, with logprobs or trace), and
+// once the generation ends writes the completion choice by choice through
+// a small buffer, never holding its encoding whole.
 type jsonWriter struct {
 	w       http.ResponseWriter
 	out     *api.ClientWriter
@@ -30,13 +30,10 @@ func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, re
 	}
 }
 
-func (j *jsonWriter) tokens(c *choiceState, toks []token, finish string, incomplete bool) error {
+func (j *jsonWriter) tokens(c *choiceState, toks []token, text string, finish string, incomplete bool) error {
+	c.text = append(c.text, text...)
 	if j.keep {
 		c.toks = append(c.toks, toks...)
-		return nil
-	}
-	for _, t := range toks {
-		c.ids = append(c.ids, int32(t.id))
 	}
 	return nil
 }
@@ -54,13 +51,13 @@ func (j *jsonWriter) end(u usage) error {
 		if end.finish == "" {
 			end.finish = "length" // the request's time ran out
 		}
-		sp := span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}
+		sp := span{echo: c.echo, echoIDs: c.echoIDs, scored: c.scored, text: string(c.text), toks: c.toks, offset: countChars(c.echo)}
 		if j.enc.chat {
 			j.enc.chatChoice(c.index, sp, end, false, false)
 		} else {
 			j.enc.choice(c.index, sp, end)
 		}
-		c.toks, c.ids = nil, nil // written: the memory can go
+		c.toks, c.text = nil, nil // written: the memory can go
 		if j.out.Err() != nil {
 			return j.out.Err()
 		}

@@ -11,7 +11,9 @@ import (
 )
 
 // sseWriter answers a request with "stream": one event per released piece
-// of a choice's text, a finish_reason for each choice, optionally a usage
+// of a choice's text (whole characters: the library holds back a token
+// that ends inside one until the character is complete, or the sample
+// ends), a finish_reason for each choice, optionally a usage
 // chunk, then "data: [DONE]". Each event is one "data:" line holding a JSON
 // value (JSON never holds a raw newline) and a blank line, flushed at once
 // so the client sees every token as it is generated. Nothing is sent, not
@@ -77,18 +79,18 @@ func (s *sseWriter) flush() error {
 // sendEcho streams the echoed prompt of prompt p's choices, once.
 func (s *sseWriter) sendEcho(p int) error {
 	for _, c := range s.choices[p*s.n : (p+1)*s.n] {
-		if c.echoSent || c.echo == nil {
+		if c.echoSent || c.echoIDs == nil {
 			continue
 		}
 		c.echoSent = true
-		if err := s.event(func() { s.enc.choice(c.index, span{echo: c.echo, scored: c.scored}, ending{}) }, nil); err != nil {
+		if err := s.event(func() { s.enc.choice(c.index, span{echo: c.echo, echoIDs: c.echoIDs, scored: c.scored}, ending{}) }, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *sseWriter) tokens(c *choiceState, toks []token, finish string, incomplete bool) error {
+func (s *sseWriter) tokens(c *choiceState, toks []token, text string, finish string, incomplete bool) error {
 	if err := s.sendEcho(c.promptID); err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func (s *sseWriter) tokens(c *choiceState, toks []token, finish string, incomple
 		// With the sample's last chunk, as its finish_reason.
 		end.incomplete, end.seed = incomplete, c.seed
 	}
-	return s.choiceEvent(c, span{toks: toks, offset: c.chars}, end)
+	return s.choiceEvent(c, span{toks: toks, text: text, offset: c.chars}, end)
 }
 
 // choiceEvent sends one chunk of choice c: its span s, and its ending.

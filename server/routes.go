@@ -21,6 +21,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.Handle("POST /v1/score", api.RequireJSON(http.HandlerFunc(s.serveScore)))
+	mux.Handle("POST /v1/tokenize", api.RequireJSON(http.HandlerFunc(s.serveTokenize)))
+	mux.HandleFunc("GET /v1/tokenizers", s.serveTokenizers)
 	s.jobs.Routes(mux)
 	mux.HandleFunc("GET /{$}", servePlayground)
 	mux.HandleFunc("GET /playground/{file}", servePlayground)
@@ -73,7 +75,7 @@ func (m *muxErrorWriter) Write(b []byte) (int, error) {
 // notFound is the 404 for a path no route serves.
 func notFound(r *http.Request) *api.Error {
 	return api.NewError(http.StatusNotFound, "invalid_request_error", "unknown_url",
-		"unknown path %s %s: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /v1/models/{model}, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
+		"unknown path %s %s: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /v1/models/{model}, POST /v1/score, POST /v1/tokenize, GET /v1/tokenizers, GET /health, GET /metrics and the playground at /", r.Method, r.URL.Path)
 }
 
 // routeLabel names r's route for the metrics and the log: its pattern

@@ -1,10 +1,11 @@
 package server
 
 // This file owns POST /v1/score, an extension for the playground's Score
-// tab: every character's log-probability under a model
+// tab: every token's log-probability under a model
 // (minigpt.Model.Score), its surprisal in bits and the model's top
 // predictions there, with the text's mean loss, perplexity and bits per
-// character (cmd/eval's figures).
+// token (cmd/eval's figures), and bits per character and per byte, which
+// compare models over characters with models over BPE tokens.
 
 import (
 	"bufio"
@@ -27,30 +28,34 @@ var scoreFields = []string{"model", "text", "stride", "top_n"}
 // maxScoreTop bounds top_n, as logprobs.
 const maxScoreTop = maxLogprobs
 
-// Bytes per scored character in the response (its fields, two float64s
-// and the context), per top_n entry, and the rest.
+// Bytes per scored token in the response (its fields, two float64s, the
+// context and the offset) beside its form, per top_n entry beside its
+// form, and the rest.
 const (
-	scoreTokenBytes = 130
-	scoreTopBytes   = 60
-	scoreHeadBytes  = 512
+	scoreTokenBytes = 150
+	scoreTopBytes   = 50
+	scoreHeadBytes  = 640
 )
 
 type scoreRequest struct {
 	model  *servedModel
+	text   string
 	ids    []int
 	stride int
 	top    int
 	size   int64
 }
 
-// scoreTokenJSON is one scored character (the shape of cmd/eval -jsonl).
+// scoreTokenJSON is one scored token (the shape of cmd/eval -jsonl), and
+// the character of the text it begins in.
 type scoreTokenJSON struct {
-	Pos     int            `json:"pos"`
-	Token   string         `json:"token"`
-	Logprob float64        `json:"logprob"`
-	Bits    float64        `json:"bits"`
-	Context int            `json:"context"`
-	Top     []scoreTopJSON `json:"top,omitempty"`
+	Pos        int            `json:"pos"`
+	Token      string         `json:"token"` // its form (vocabulary.display)
+	TextOffset int            `json:"text_offset"`
+	Logprob    float64        `json:"logprob"`
+	Bits       float64        `json:"bits"`
+	Context    int            `json:"context"`
+	Top        []scoreTopJSON `json:"top,omitempty"`
 }
 
 type scoreTopJSON struct {
@@ -58,11 +63,21 @@ type scoreTopJSON struct {
 	Logprob float64 `json:"logprob"`
 }
 
+// scoreSummaryJSON sums a text's scores up: over the Tokens scored (every
+// token but the first, which nothing predicts), their mean -log p in nats
+// (Loss), its perplexity, and Σ -log2 p divided by the tokens
+// (BitsPerToken), by the Characters and Bytes of the text they hold
+// (BitsPerChar, BitsPerByte). For a character model a token is a
+// character, and BitsPerChar is BitsPerToken.
 type scoreSummaryJSON struct {
-	Tokens      int     `json:"tokens"`
-	Loss        float64 `json:"loss"`
-	Perplexity  float64 `json:"perplexity"`
-	BitsPerChar float64 `json:"bits_per_char"`
+	Tokens       int     `json:"tokens"`
+	Characters   int     `json:"characters"`
+	Bytes        int     `json:"bytes"`
+	Loss         float64 `json:"loss"`
+	Perplexity   float64 `json:"perplexity"`
+	BitsPerToken float64 `json:"bits_per_token"`
+	BitsPerChar  float64 `json:"bits_per_char"`
+	BitsPerByte  float64 `json:"bits_per_byte"`
 }
 
 func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreRequest, *api.Error) {
@@ -82,17 +97,22 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 	if err := f.Str("text", &text); err != nil {
 		return nil, err
 	}
+	vc := req.model.vocab
 	switch n := utf8.RuneCountInString(text); {
-	case n < 2:
+	case n < 2 && vc.kind == kindChar:
 		return nil, api.BadParam("text", "invalid_value", "text has %d characters: scoring needs at least 2 (the first has nothing to be predicted from)", n)
 	case n > s.limits.MaxPromptChars:
 		return nil, api.BadParam("text", "invalid_value", "text has %d characters, above this server's limit of %d", n, s.limits.MaxPromptChars)
 	}
 	ids, err := req.model.engine.encode(text)
 	if err != nil {
-		return nil, api.BadParam("text", "unknown_character", "text: %v (model %s knows only %q)", err, req.model.name, string(req.model.chars))
+		// Only a character vocabulary refuses text: BPE encodes any.
+		return nil, api.BadParam("text", "unknown_character", "text: %v (model %s knows only %q)", err, req.model.name, vc.chars)
 	}
-	req.ids = ids
+	if len(ids) < 2 {
+		return nil, api.BadParam("text", "invalid_value", "text is %d token of model %s (%s): scoring needs at least 2 (the first has nothing to be predicted from)", len(ids), req.model.name, vc.describe)
+	}
+	req.text, req.ids = text, ids
 	c := req.model.config
 	for _, err := range []*api.Error{
 		f.Integer("stride", &req.stride, 0, c.BlockSize),
@@ -102,10 +122,12 @@ func (s *Server) parseScore(w http.ResponseWriter, r *http.Request) (*scoreReque
 			return nil, err
 		}
 	}
-	req.size = scoreHeadBytes + int64(len(ids))*(scoreTokenBytes+int64(req.top)*scoreTopBytes)
+	form := int64(vc.longestForm)
+	per := scoreTokenBytes + form + int64(req.top)*(scoreTopBytes+form)
+	req.size = scoreHeadBytes + int64(len(ids))*per
 	if req.size > s.limits.MaxResponseBytes {
-		return nil, api.BadParam("top_n", "response_too_large", "this score's response could hold %d bytes, above this server's limit of %d per request: %d characters at up to %d bytes each with top_n %d; ask for fewer (top_n first)",
-			req.size, s.limits.MaxResponseBytes, len(ids), scoreTokenBytes+req.top*scoreTopBytes, req.top)
+		return nil, api.BadParam("top_n", "response_too_large", "this score's response could hold %d bytes, above this server's limit of %d per request: %d tokens at up to %d bytes each with top_n %d; ask for fewer (top_n first)",
+			req.size, s.limits.MaxResponseBytes, len(ids), per, req.top)
 	}
 	return req, nil
 }
@@ -145,7 +167,7 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	sctx, cancel := context.WithTimeout(cctx, s.limits.RequestTimeout)
 	defer cancel()
-	scores, sum, err := req.model.engine.score(sctx, req.ids, req.stride, req.top)
+	scores, sum, err := req.model.engine.score(sctx, req.text, req.ids, req.stride, req.top)
 	s.slots.releaseRows(&req.model.rows, 1)
 	switch {
 	case ctx.Err() != nil:
@@ -155,7 +177,7 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 		return
 	case errors.Is(err, context.DeadlineExceeded):
 		api.WriteError(w, api.NewError(http.StatusServiceUnavailable, "service_unavailable", "timeout",
-			"scoring %d characters took longer than this server's request timeout (%v): send a shorter text or a larger stride", len(req.ids), s.limits.RequestTimeout))
+			"scoring %d tokens took longer than this server's request timeout (%v): send a shorter text or a larger stride", len(req.ids), s.limits.RequestTimeout))
 		return
 	case err != nil:
 		api.WriteError(w, api.NewError(http.StatusInternalServerError, "server_error", "scoring_failed", "scoring failed: %v", err))
@@ -168,8 +190,8 @@ func (s *Server) serveScore(w http.ResponseWriter, r *http.Request) {
 	s.writeScore(w, req, scores, sum)
 }
 
-// writeScore writes the response character by character through a small
-// buffer, under the write deadlines a completion has.
+// writeScore writes the response token by token through a small buffer,
+// under the write deadlines a completion has.
 func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []minigpt.Step, sum scoreSummaryJSON) {
 	out := api.NewClientWriter(w, s.limits.WriteTimeout, time.Now().Add(s.limits.WriteTimeout+s.limits.RequestTimeout))
 	w.Header().Set("Content-Type", "application/json")
@@ -191,14 +213,15 @@ func (s *Server) writeScore(w http.ResponseWriter, req *scoreRequest, scores []m
 		sum})
 	bw.Write(head[:len(head)-1]) // without its closing brace
 	bw.WriteString(`,"tokens":[`)
-	chars := m.chars
+	vc := m.vocab
+	offsets := charOffsets(nil, req.text, req.ids, vc.tokens, 0)
 	for i, sc := range scores {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		t := scoreTokenJSON{Pos: sc.Pos, Token: string(chars[sc.Chosen.ID]), Logprob: sc.Logprob, Bits: -sc.Logprob / math.Ln2, Context: sc.Context}
+		t := scoreTokenJSON{Pos: sc.Pos, Token: vc.display[sc.Chosen.ID], TextOffset: offsets[sc.Pos], Logprob: sc.Logprob, Bits: -sc.Logprob / math.Ln2, Context: sc.Context}
 		for _, c := range sc.Top {
-			t.Top = append(t.Top, scoreTopJSON{string(chars[c.ID]), c.Logprob})
+			t.Top = append(t.Top, scoreTopJSON{vc.display[c.ID], c.Logprob})
 		}
 		b, _ := json.Marshal(t) // finite: the loss was
 		bw.Write(b)

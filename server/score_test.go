@@ -16,23 +16,19 @@ import (
 )
 
 type scoreView struct {
-	Object        string `json:"object"`
-	Model         string `json:"model"`
-	ContextLength int    `json:"context_length"`
-	Stride        int    `json:"stride"`
-	Summary       struct {
-		Tokens      int     `json:"tokens"`
-		Loss        float64 `json:"loss"`
-		Perplexity  float64 `json:"perplexity"`
-		BitsPerChar float64 `json:"bits_per_char"`
-	} `json:"summary"`
-	Tokens []struct {
-		Pos     int     `json:"pos"`
-		Token   string  `json:"token"`
-		Logprob float64 `json:"logprob"`
-		Bits    float64 `json:"bits"`
-		Context int     `json:"context"`
-		Top     []struct {
+	Object        string           `json:"object"`
+	Model         string           `json:"model"`
+	ContextLength int              `json:"context_length"`
+	Stride        int              `json:"stride"`
+	Summary       scoreSummaryJSON `json:"summary"`
+	Tokens        []struct {
+		Pos        int     `json:"pos"`
+		Token      string  `json:"token"`
+		TextOffset int     `json:"text_offset"`
+		Logprob    float64 `json:"logprob"`
+		Bits       float64 `json:"bits"`
+		Context    int     `json:"context"`
+		Top        []struct {
 			Token   string  `json:"token"`
 			Logprob float64 `json:"logprob"`
 		} `json:"top"`
@@ -58,12 +54,14 @@ func TestScoreMatchesTheLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		loss := 0.0
+		total := 0.0
 		for _, w := range want {
-			loss -= w.Logprob
+			total -= w.Logprob
 		}
-		loss /= float64(len(want))
-		sum := scoreSummaryJSON{len(want), loss, math.Exp(loss), loss / math.Ln2}
+		loss := total / float64(len(want))
+		// 100 ASCII characters: 99 scored, of a byte each.
+		sum := scoreSummaryJSON{Tokens: len(want), Characters: 99, Bytes: 99, Loss: loss, Perplexity: math.Exp(loss),
+			BitsPerToken: loss / math.Ln2, BitsPerChar: loss / math.Ln2, BitsPerByte: total / math.Ln2 / 99}
 		wantStride := stride
 		if stride == 0 {
 			wantStride = 32
@@ -75,14 +73,13 @@ func TestScoreMatchesTheLibrary(t *testing.T) {
 		if len(got.Tokens) != len(want) {
 			t.Fatalf("stride %d: %d tokens, want %d", stride, len(got.Tokens), len(want))
 		}
-		chars := vocab.Chars()
 		for i, tk := range got.Tokens {
 			w := want[i]
-			if tk.Pos != w.Pos || tk.Token != string(chars[w.Chosen.ID]) || tk.Logprob != w.Logprob || tk.Context != w.Context || tk.Bits != -w.Logprob/math.Ln2 || len(tk.Top) != 3 {
+			if tk.Pos != w.Pos || tk.TextOffset != w.Pos || tk.Token != vocab.Token(w.Chosen.ID) || tk.Logprob != w.Logprob || tk.Context != w.Context || tk.Bits != -w.Logprob/math.Ln2 || len(tk.Top) != 3 {
 				t.Fatalf("stride %d, token %d: %+v, want %+v", stride, i, tk, w)
 			}
 			for k, c := range tk.Top {
-				if c.Token != string(chars[w.Top[k].ID]) || c.Logprob != w.Top[k].Logprob {
+				if c.Token != vocab.Token(w.Top[k].ID) || c.Logprob != w.Top[k].Logprob {
 					t.Fatalf("stride %d, token %d, top %d: %+v, want %+v", stride, i, k, c, w.Top[k])
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/internal/bpe"
 	"example.org/minigpt/server/internal/finetune"
 )
 
@@ -61,6 +63,10 @@ type Config struct {
 	// Training, if not nil, turns on the fine-tuning jobs API (see
 	// Training); nil leaves it off.
 	Training *Training
+	// GPT2, if not nil, holds GPT-2's published tokenizer files,
+	// encoder.json and vocab.bpe (os.DirFS of their directory), which
+	// POST /v1/tokenize then offers beside the models' own tokenizers.
+	GPT2 fs.FS
 }
 
 // Server is an http.Handler serving OpenAI's legacy completions API, the
@@ -73,6 +79,7 @@ type Server struct {
 	slots   *slots
 	metrics *metrics
 	jobs    *finetune.Jobs // the fine-tuning jobs API; nil when off
+	gpt2    *bpe.Tokenizer // GPT-2's tokenizer (Config.GPT2); nil when off
 	// compiling holds a token per constraint compiling (guided.go): its
 	// capacity is how many may run at once.
 	compiling chan struct{}
@@ -141,6 +148,11 @@ func New(cfg Config) (*Server, error) {
 		s.models = append(s.models, sm)
 	}
 	var err error
+	if cfg.GPT2 != nil {
+		if s.gpt2, err = loadGPT2(cfg.GPT2); err != nil {
+			return nil, fmt.Errorf("server: GPT-2's tokenizer: %w", err)
+		}
+	}
 	if s.jobs, err = newJobs(s, cfg); err != nil {
 		return nil, err
 	}

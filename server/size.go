@@ -9,20 +9,28 @@ import (
 	"example.org/minigpt/server/internal/api"
 )
 
-// Upper bounds on the bytes a non-streamed response spends per character
-// of a choice (the same content streams in chunks), which also bound what
-// the server holds per character until the response is written.
+// Upper bounds on the bytes a non-streamed response spends per token of
+// a choice (the same content streams in chunks), which also bound what
+// the server holds per token until the response is written, for a
+// character model; a BPE model's longer tokens add what extraBytes says.
 const (
-	textBytes    = 8  // the character in "text" ("\u001f" is the longest escape), or its kept id with a growing slice's slack
-	logprobBytes = 48 // its entries in tokens (9), token_logprobs (25, a float64 and a comma), text_offset (11), and top_logprobs' braces and comma
-	altBytes     = 34 // one top_logprobs entry: the key (9), a float64 (24), a comma
-	stepBytes    = 80 // a trace step's keys, token and two float64s
-	stageBytes   = 21 // one stage name in a trace step ("repetition-penalty",)
-	candBytes    = 90 // a trace candidate's keys, token, id and cut_by
-	floatBytes   = 25 // a float64 and a comma
-	attnBytes    = 16 // a trace step's "attention" key
+	textBytes    = 8   // the character in "text" ("\u001f" is the longest escape), or its kept bytes with a growing slice's slack
+	logprobBytes = 48  // its entries in tokens (9), token_logprobs (25, a float64 and a comma), text_offset (11), and top_logprobs' braces and comma
+	altBytes     = 34  // one top_logprobs entry: the key (9), a float64 (24), a comma
+	stepBytes    = 100 // a trace step's keys, token, text offset and two float64s
+	stageBytes   = 21  // one stage name in a trace step ("repetition-penalty",)
+	candBytes    = 90  // a trace candidate's keys, token, id and cut_by
+	floatBytes   = 25  // a float64 and a comma
+	attnBytes    = 16  // a trace step's "attention" key
 	choiceBytes  = 160
-	formatBytes  = 25 // a choice's ,"format_incomplete":true
+	formatBytes  = 25  // a choice's ,"format_incomplete":true
+	echoScore    = 160 // a choice's "prompt_score", with echo and logprobs
+
+	// A token's forms within those bounds: its form in logprobs'
+	// tokens, a top_logprobs key or a trace (with its quotes and a
+	// comma), and its bytes in chat logprobs.
+	formBytes  = 9
+	arrayBytes = 17 // [255,255,255,255]
 
 	// formatTokenBytes is what a request's format may hold per token it
 	// generates: the engine's cache of the states its samples reach, each
@@ -42,22 +50,33 @@ const (
 	chatChoiceBytes  = 64
 )
 
-// perChar bounds the bytes of one character of a choice with sp's
-// logprobs and trace: every legacy top_logprobs object lists at most
+// extraBytes is what vc's longest tokens add to the per-character
+// bounds: to a token's text, to each of its forms, and to a chat entry
+// (its form and its bytes). A character model's add nothing.
+func extraBytes(vc *vocabulary) (text, form, chat int64) {
+	text = max(0, int64(vc.longestText)-textBytes)
+	form = max(0, int64(vc.longestForm)+3-formBytes)
+	chat = form + max(0, int64(vc.longestArray)-arrayBytes)
+	return text, form, chat
+}
+
+// perChar bounds the bytes of one token of a choice with sp's logprobs and
+// trace over vc: every legacy top_logprobs object lists at most
 // logprobs+1 alternatives (the chosen token is added when it is not among
 // them), a chat one at most logprobs; every trace step at most trace+1
 // candidates over at most NumStages stages.
-func perChar(sp *sampling, chat bool) int64 {
-	b := int64(textBytes)
+func perChar(sp *sampling, chat bool, vc *vocabulary) int64 {
+	text, form, chatForm := extraBytes(vc)
+	b := textBytes + text
 	switch {
 	case sp.logprobs >= 0 && chat:
-		b += chatLogprobBytes + chatAltBytes*int64(sp.logprobs)
+		b += chatLogprobBytes + chatAltBytes*int64(sp.logprobs) + chatForm*int64(sp.logprobs+1)
 	case sp.logprobs >= 0:
-		b += logprobBytes + altBytes*int64(sp.logprobs+1)
+		b += logprobBytes + altBytes*int64(sp.logprobs+1) + form*int64(sp.logprobs+2)
 	}
 	if sp.trace > 0 {
 		stages := int64(numStages)
-		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages)
+		b += stepBytes + stageBytes*stages + int64(sp.trace+1)*(candBytes+floatBytes*stages) + form*int64(sp.trace+2)
 		// Each weight, and the brackets: 2(layers × heads + layers + 1)
 		// of them, at most 6 per weight.
 		if sp.attention > 0 {
@@ -86,7 +105,10 @@ func responseSize(req *completionRequest, sp *sampling, echo bool) (size, chars 
 	if sp.format != nil {
 		per += formatBytes
 	}
-	return headBytes + choices*per + chars*perChar(sp, req.chat), chars
+	if echo && sp.logprobs >= 0 {
+		per += echoScore
+	}
+	return headBytes + choices*per + chars*perChar(sp, req.chat, req.model.vocab), chars
 }
 
 // formatCharge bounds the memory req's format may hold while it
@@ -142,7 +164,7 @@ func (s *Server) checkSize(req *completionRequest) *api.Error {
 		}
 		return api.BadParam(param, "response_too_large",
 			"this chat completion's response could hold %d bytes, above this server's limit of %d per request: n %d × max_tokens %d (or max_completion_tokens; the server's limit when neither is given) = %d characters, at up to %d bytes each with %s; ask for fewer (%s first)",
-			size, limit, sp.n, sp.maxTokens, chars, perChar(sp, true), lp, param)
+			size, limit, sp.n, sp.maxTokens, chars, perChar(sp, true, req.model.vocab), lp, param)
 	}
 	lp := "no logprobs"
 	if sp.logprobs >= 0 {
@@ -150,6 +172,6 @@ func (s *Server) checkSize(req *completionRequest) *api.Error {
 	}
 	e := api.BadParam(param, "response_too_large",
 		"this request's response could hold %d bytes, above this server's limit of %d per request: %d choices (prompts × n %d) × (echo %t: the prompt's characters, + max_tokens %d) = %d characters, at up to %d bytes each with %s and trace %d; ask for fewer (%s first)",
-		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp, req.chat), lp, sp.trace, param)
+		size, limit, len(req.promptIDs)*sp.n, sp.n, req.echo, sp.maxTokens, chars, perChar(sp, req.chat, req.model.vocab), lp, sp.trace, param)
 	return e
 }

@@ -3,8 +3,10 @@ package server
 // The response-size bound and the in-flight budget.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,8 @@ func TestResponseSizeBound(t *testing.T) {
 	}
 
 	// The bound against real responses, on characters with the longest
-	// JSON escapes.
+	// JSON escapes, and on BPE tokens of them (an untrained model writes
+	// any bytes, each that begins no character escaped as \ufffd).
 	weird := "\x01\"\\<>&\u2028é\n\t ab"
 	v, err := minigpt.NewVocab(weird)
 	if err != nil {
@@ -46,26 +49,52 @@ func TestResponseSizeBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, wts := newTestServer(t, func(c *Config) { c.Models = []Model{{Name: "weird", Model: m, Vocab: v}} })
+	// Runs of one byte merge into tokens of up to hundreds of bytes, each
+	// byte of which JSON escapes into six.
+	bv, err := minigpt.NewBPEVocab(context.Background(), strings.Repeat(weird, 30)+strings.Repeat("\x01", 3000)+strings.Repeat("\u2028", 600)+strings.Repeat("<", 900), 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := minigpt.NewModel(minigpt.Config{VocabSize: bv.Size(), BlockSize: 8, EmbedDim: 8, Heads: 2, Layers: 1}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, wts := newTestServer(t, func(c *Config) {
+		c.Models = []Model{{Name: "weird", Model: m, Vocab: v}, {Name: "weird-bpe", Model: bm, Vocab: bv}}
+	})
 	prompt, _ := json.Marshal(strings.Repeat(weird, 3))
-	for _, fields := range []string{
-		`"max_tokens":40`,
-		`"max_tokens":40,"echo":true`,
-		`"max_tokens":500,"n":4,"echo":true,"temperature":3`,
-		`"max_tokens":40,"logprobs":0`,
-		`"max_tokens":40,"echo":true,"logprobs":13,"n":3`,
-		`"max_tokens":40,"trace":13`,
-		`"max_tokens":40,"n":3,"echo":true,"logprobs":2,"guided_choice":["ab ab","ba","\u2028a"],"stop":" "`, // some choices format_incomplete
-		`"max_tokens":40,"trace":13,"logprobs":13,"echo":true,"temperature":1.7,"top_k":5,"top_p":0.9,"min_p":0.01,"repetition_penalty":1.2,"presence_penalty":0.5,"frequency_penalty":0.5,"no_repeat_ngram_size":3,"logit_bias":{"1":2}`,
-	} {
-		body := fmt.Sprintf(`{"prompt":%s,"seed":1,%s}`, prompt, fields)
-		bound := sizeOf(t, s, body)
-		whole := post(t, wts, body)
-		if whole.status != 200 || !json.Valid(whole.body) {
-			t.Fatalf("%s: %d %s", body, whole.status, whole.body)
+	for _, model := range []string{"weird", "weird-bpe"} {
+		for _, fields := range []string{
+			`"max_tokens":40`,
+			`"max_tokens":40,"echo":true`,
+			`"max_tokens":500,"n":4,"echo":true,"temperature":3`,
+			`"max_tokens":40,"logprobs":0`,
+			`"max_tokens":40,"echo":true,"logprobs":13,"n":3`,
+			`"max_tokens":40,"trace":13`,
+			`"max_tokens":40,"n":3,"echo":true,"logprobs":2,"guided_choice":["ab ab","ba","\u2028a"],"stop":" "`, // some choices format_incomplete
+			`"max_tokens":40,"trace":13,"logprobs":13,"echo":true,"temperature":1.7,"top_k":5,"top_p":0.9,"min_p":0.01,"repetition_penalty":1.2,"presence_penalty":0.5,"frequency_penalty":0.5,"no_repeat_ngram_size":3,"logit_bias":{"1":2}`,
+		} {
+			body := fmt.Sprintf(`{"model":%q,"prompt":%s,"seed":1,%s}`, model, prompt, fields)
+			bound := sizeOf(t, s, body)
+			whole := post(t, wts, body)
+			if whole.status != 200 || !json.Valid(whole.body) {
+				t.Fatalf("%s: %d %s", body, whole.status, whole.body)
+			}
+			if int64(len(whole.body)) > bound {
+				t.Errorf("%s: response of %d bytes, bound %d", body, len(whole.body), bound)
+			}
 		}
-		if int64(len(whole.body)) > bound {
-			t.Errorf("%s: response of %d bytes, bound %d", body, len(whole.body), bound)
+		// Chat completions too.
+		for _, fields := range []string{`"max_tokens":300`, `"max_tokens":100,"logprobs":true,"top_logprobs":5,"n":2,"temperature":2`} {
+			body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%s}],"seed":1,%s}`, model, prompt, fields)
+			req, aerr := s.parseChat(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body)))
+			if aerr != nil {
+				t.Fatalf("%s: %v", body, aerr)
+			}
+			whole := postChat(t, wts, body)
+			if whole.status != 200 || int64(len(whole.body)) > req.size {
+				t.Errorf("%s: %d, response of %d bytes, bound %d", body, whole.status, len(whole.body), req.size)
+			}
 		}
 	}
 	// A request at the limit is served, one byte above it is not.

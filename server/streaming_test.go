@@ -23,7 +23,11 @@ func TestFirstTokenRefusalsStreamLikePlain(t *testing.T) {
 	for id := range vocab.Size() {
 		ban = append(ban, fmt.Sprintf(`"%d":-100`, id))
 	}
-	every, _ := json.Marshal(string(vocab.Chars())) // a prompt holding every character
+	var all strings.Builder
+	for id := range vocab.Size() {
+		all.WriteString(vocab.Token(id))
+	}
+	every, _ := json.Marshal(all.String()) // a prompt holding every character
 	for _, tc := range []struct{ fields, param string }{
 		{`"prompt":"the ","logit_bias":{` + strings.Join(ban, ",") + `}`, "logit_bias"},
 		{`"prompt":` + string(every) + `,"no_repeat_ngram_size":1`, "no_repeat_ngram_size"},

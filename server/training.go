@@ -70,7 +70,7 @@ type jobsHost Server
 
 func (h *jobsHost) Model(name string) (*minigpt.Model, *minigpt.Vocab, bool) {
 	if m := (*Server)(h).model(name); m != nil {
-		return m.model, m.vocab, true
+		return m.model, m.lib, true
 	}
 	return nil, nil, false
 }

@@ -116,7 +116,7 @@ func TestFineTunedModelServed(t *testing.T) {
 	}
 	// The model generates what the library generates with its weights.
 	m := s.model(name)
-	res, err := m.model.Complete(context.Background(), m.vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 30, Seed: 1})
+	res, err := m.model.Complete(context.Background(), m.lib, "the ", minigpt.GenerateOptions{MaxNewTokens: 30, Seed: 1})
 	if err != nil || res[0].Text != c.Choices[0].Text {
 		t.Errorf("library %q, server %q (%v)", res[0].Text, c.Choices[0].Text, err)
 	}

@@ -137,6 +137,16 @@ func TestEveryFlagAndVariable(t *testing.T) {
 			st, body = p.do("POST", "/v1/chat/completions", `{"model":"lanternbay","messages":[{"role":"user","content":"the"},{"role":"user","content":"keeper"}],"max_tokens":1}`)
 			expect(p, 200, st, body, `"prompt_tokens":11,`) // "the keeper "
 		}},
+		{"gpt2", []string{"-gpt2", writeGPT2(t, filepath.Join(dir, "gpt2"))}, nil, func(p probe) {
+			// The fixture's merges make " the" one token, id 258.
+			st, body := p.do("POST", "/v1/tokenize", `{"tokenizer":"gpt2","text":" the"}`)
+			expect(p, 200, st, body, `"tokenizer":"gpt2"`, `"tokens":[{"id":258,"token":" the","bytes":[32,116,104,101],"start":0,"end":4,"text_offset":0}]`)
+			st, body = p.do("GET", "/v1/tokenizers", "")
+			expect(p, 200, st, body, `"id":"gpt2"`)
+			if !strings.Contains(p.s.stdout.String(), "GPT-2's tokenizer") {
+				p.t.Errorf("stdout does not mention GPT-2's tokenizer: %q", p.s.stdout)
+			}
+		}},
 		{"api-key", []string{"-api-key", "k1"}, nil, func(p probe) {
 			st, body := p.post(`{"prompt":"the ","max_tokens":1}`)
 			expect(p, 401, st, body)
@@ -333,6 +343,43 @@ func TestEveryFlagAndVariable(t *testing.T) {
 	if !covered["MINIGPT_API_KEY"] {
 		t.Error("$MINIGPT_API_KEY has no row")
 	}
+}
+
+// writeGPT2 writes, in directory dir, files in the form of GPT-2's
+// encoder.json and vocab.bpe: the 256 bytes under GPT-2's ids (its
+// byte-to-unicode table: the printable bytes '!'..'~', '¡'..'¬' and
+// '®'..'ÿ' first, standing for themselves, then the others in byte order,
+// standing for U+0100 on), and three merges, "Ġ t", "h e", "Ġt he", so
+// that " the" is token 258. It returns dir.
+func writeGPT2(t *testing.T, dir string) string {
+	t.Helper()
+	enc := map[string]int{}
+	next, other := 0, rune(0x100)
+	var others []int
+	for b := range 256 {
+		if b >= '!' && b <= '~' || b >= 0xa1 && b <= 0xac || b >= 0xae {
+			enc[string(rune(b))] = next
+			next++
+		} else {
+			others = append(others, b)
+		}
+	}
+	for range others {
+		enc[string(other)] = next
+		next, other = next+1, other+1
+	}
+	enc["Ġt"], enc["he"], enc["Ġthe"] = 256, 257, 258
+	j, _ := json.Marshal(enc)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "encoder.json"), j, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "vocab.bpe"), []byte("#version: 0.2\nĠ t\nh e\nĠt he\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // jsonField returns the string field name of the JSON object at the start

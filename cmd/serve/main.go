@@ -4,12 +4,14 @@
 // Prometheus metrics, and a playground page at /; with
 // -training, also OpenAI's fine-tuning jobs API (POST /v1/files,
 // /v1/fine_tuning/jobs), whose models are served as soon as they are
-// trained.
+// trained; with -gpt2, GPT-2's tokenizer beside the models' own in POST
+// /v1/tokenize.
 //
 //	go run ./cmd/serve                                # Lantern Bay and Shakespeare on 127.0.0.1:8080
 //	go run ./cmd/serve -model shakespeare.ckpt        # served as "shakespeare"
 //	go run ./cmd/serve -addr :8080 -api-key secret    # every interface: set a key
 //	go run ./cmd/serve -training -train-dir tuned     # train in the playground; keep the models in tuned/
+//	go run ./cmd/serve -gpt2 gpt2                     # GPT-2's tokenizer, from gpt2/encoder.json and gpt2/vocab.bpe
 //
 // SIGINT or SIGTERM drains: new API requests get 503 (on every connection,
 // idle keep-alive ones included) while those in progress finish, for up
@@ -108,6 +110,7 @@ type options struct {
 	logRequests        bool
 	training           bool
 	train              server.Training
+	gpt2               string
 }
 
 // hostList is the comma-separated -allowed-hosts.
@@ -133,6 +136,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on (loopback by default; \":8080\" listens on every interface)")
 	fs.Var(&o.models, "model", "serve a checkpoint, as `path` (named after the file: shakespeare.ckpt serves as \"shakespeare\") or name=path (repeatable; the first is the default; the embedded model is always served as \"lanternbay\")")
 	fs.Var(&o.chatTemplates, "chat-template", "make chat completions' prompts with the Go text/template in `file` (for every model), or name=file (for one; repeatable), instead of the messages' contents concatenated (docs/serving.md)")
+	fs.StringVar(&o.gpt2, "gpt2", "", "offer GPT-2's tokenizer beside the models' in POST /v1/tokenize and the playground's Tokenize tab, read from encoder.json and vocab.bpe in `directory` (off by default)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require \"Authorization: Bearer `key`\" on /v1/ (default: $MINIGPT_API_KEY, or no key)")
 	fs.StringVar(&o.cors, "cors-origin", "", "send Access-Control-Allow-Origin: `origin` on /v1/ (default: no CORS)")
 	fs.Var(&o.allowedHosts, "allowed-hosts", "comma-separated host `names` also accepted in the Host header of requests arriving on loopback (default: only localhost, *.localhost and loopback addresses, against DNS rebinding)")
@@ -185,6 +189,11 @@ func (o *options) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("-addr %q: %w", o.addr, err)
+	}
+	if o.gpt2 != "" {
+		if fi, err := os.Stat(o.gpt2); err != nil || !fi.IsDir() {
+			return fmt.Errorf("-gpt2 %s: not an existing directory (it holds GPT-2's encoder.json and vocab.bpe)", o.gpt2)
+		}
 	}
 	if o.train.Dir != "" {
 		if !o.training {
@@ -239,6 +248,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.UsageError{Err: err}
 	}
 	cfg := server.Config{Models: models, APIKey: o.apiKey, CORSOrigin: o.cors, AllowedHosts: o.allowedHosts, Limits: o.limits}
+	if o.gpt2 != "" {
+		cfg.GPT2 = os.DirFS(o.gpt2)
+	}
 	if o.training {
 		if o.train.Queue == 0 {
 			o.train.Queue = -1 // -train-queue 0: none (server.Training reads 0 as "the default")
@@ -280,6 +292,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "serving %s on http://%s (playground at /, API at /v1/)\n", strings.Join(names, ", "), ln.Addr())
 	if o.apiKey != "" {
 		fmt.Fprintln(stdout, "the API requires Authorization: Bearer <key>")
+	}
+	if o.gpt2 != "" {
+		fmt.Fprintf(stdout, "GPT-2's tokenizer (from %s) is offered in POST /v1/tokenize and the playground's Tokenize tab\n", o.gpt2)
 	}
 	if o.training {
 		where := ""

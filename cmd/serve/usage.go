@@ -17,7 +17,7 @@ SIGINT or SIGTERM drains: requests in progress may finish for up to
 -drain-timeout, then end as -request-timeout ends them.`,
 	Groups: []cli.Group{{
 		Title:   "What to serve, and where",
-		Flags:   []string{"model", "chat-template", "addr"},
+		Flags:   []string{"model", "chat-template", "gpt2", "addr"},
 		Example: []string{"-model", "shakespeare.ckpt", "-addr", "127.0.0.1:8081"},
 	}, {
 		Title:   "Who may call it",

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"example.org/minigpt"
 	"example.org/minigpt/internal/safefile"
@@ -69,8 +70,21 @@ func presetShape(preset func(*minigpt.Vocab) minigpt.Config, text string) (v *mi
 // modelShape is m's shape.
 func modelShape(m *minigpt.Model) shape { return shape{m.Config(), m.Config().NumParams()} }
 
-// vocabChars is v's characters, by token id.
-func vocabChars(v *minigpt.Vocab) []rune { return v.Chars() }
+// vocabChars is a character vocabulary's characters, by token id, and
+// false for a BPE vocabulary (whose tokens are bytes: it encodes any
+// text).
+func vocabChars(v *minigpt.Vocab) ([]rune, bool) {
+	chars := make([]rune, v.Size())
+	for id := range chars {
+		t := v.Token(id)
+		r, n := utf8.DecodeRuneInString(t)
+		if n != len(t) || (r == utf8.RuneError && n <= 1) {
+			return nil, false
+		}
+		chars[id] = r
+	}
+	return chars, true
+}
 
 // vocabSize is the number of v's characters.
 func vocabSize(v *minigpt.Vocab) int { return v.Size() }

@@ -286,9 +286,13 @@ func parseMetadata(f api.Fields, j *job) *api.Error {
 
 // checkVocabulary refuses a text with a character the model m does not
 // know, naming it, its position in characters (from 0), its line and
-// column (from 1), and what the model knows.
+// column (from 1), and what the model knows. A BPE model knows every
+// text.
 func checkVocabulary(text, fileID string, m *baseModel) *api.Error {
-	chars := vocabChars(m.vocab)
+	chars, ok := vocabChars(m.vocab)
+	if !ok {
+		return nil
+	}
 	known := make(map[rune]bool, len(chars))
 	for _, c := range chars {
 		known[c] = true
