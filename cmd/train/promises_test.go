@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
 )
 
@@ -71,5 +72,51 @@ func TestResumeRefusesEveryFixedFlag(t *testing.T) {
 	}
 	if after, err := os.ReadFile(part); err != nil || string(after) != string(before) {
 		t.Errorf("the refused run changed the -resume file (%v)", err)
+	}
+}
+
+// TestFineTuneExampleInTheDocs runs docs/training.md's fine-tuning
+// example as it is written: twelve copies of one sentence, 20 steps from
+// the embedded model's file, after which greedy decoding from "the gulls "
+// writes the new sentence, where the embedded model wrote another. The
+// refusals it names follow: a shape flag that does not match the
+// checkpoint, and a character the model has no embedding for.
+func TestFineTuneExampleInTheDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/training.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gulls := filepath.Join(dir, "gulls.txt")
+	if err := os.WriteFile(gulls, []byte(strings.Repeat("the gulls sing to the keeper at dawn. ", 12)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "gulls.ckpt")
+	const base = "../../models/lanternbay.ckpt"
+	if r := train(context.Background(), nil, "-init-from", base, "-corpus", gulls, "-steps", "20", "-batch", "8", "-lr", "1e-3", "-eval-batches", "1", "-out", out); r.code != 0 {
+		t.Fatalf("the example's run: status %d: %s", r.code, r.msg)
+	}
+	greedy := func(path string) string {
+		c := load(t, path)
+		res, err := c.Model.Complete(context.Background(), c.Vocab, "the gulls ", minigpt.GenerateOptions{MaxNewTokens: 30, Greedy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "the gulls " + res[0].Text
+	}
+	for _, tc := range []struct{ path, shown string }{{out, "the fine-tuned model"}, {base, "the embedded model"}} {
+		if got := greedy(tc.path); !strings.Contains(string(doc), got) {
+			t.Errorf("%s writes %q, which docs/training.md does not show", tc.shown, got)
+		}
+	}
+	if r := train(context.Background(), nil, "-init-from", base, "-layers", "3", "-out", filepath.Join(dir, "x.ckpt")); r.code != 2 || !strings.Contains(r.msg, "-layers 3") {
+		t.Errorf("-layers 3 with a 2-layer checkpoint: status %d, %q; want a refusal", r.code, r.msg)
+	}
+	z := filepath.Join(dir, "z.txt")
+	if err := os.WriteFile(z, []byte("the zulls"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := train(context.Background(), nil, "-init-from", base, "-corpus", z, "-out", filepath.Join(dir, "y.ckpt")); r.code != 2 || !strings.Contains(r.msg, "'z' (U+007A) at byte offset 4") {
+		t.Errorf("a corpus with 'z': status %d, %q; want a refusal naming 'z' at byte offset 4", r.code, r.msg)
 	}
 }
