@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -593,5 +594,61 @@ func TestStandardLibraryOnly(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTestingDocNamesRealTests: every test docs/testing.md's promise
+// table names (as file_test.go:TestName, the file from the repository's
+// root) exists, so the table cannot point at a test that was renamed or
+// removed.
+func TestTestingDocNamesRealTests(t *testing.T) {
+	doc, err := os.ReadFile("docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile("([A-Za-z0-9_./]+_test\\.go):((?:Test|Example|Fuzz|Benchmark)[A-Za-z0-9_]*)").FindAllStringSubmatch(string(doc), -1)
+	if len(refs) < 200 {
+		t.Fatalf("docs/testing.md names %d tests, want its whole promise table", len(refs))
+	}
+	files := map[string]string{}
+	for _, r := range refs {
+		src, ok := files[r[1]]
+		if !ok {
+			b, err := os.ReadFile(filepath.FromSlash(r[1]))
+			if err != nil {
+				t.Errorf("docs/testing.md names %s:%s: %v", r[1], r[2], err)
+				files[r[1]] = ""
+				continue
+			}
+			src = string(b)
+			files[r[1]] = src
+		}
+		if src != "" && !strings.Contains(src, "func "+r[2]+"(") {
+			t.Errorf("docs/testing.md names %s:%s, which that file does not define", r[1], r[2])
+		}
+	}
+}
+
+// TestDatasetSplitsNinetyTen: NewDataset's Train is the first 90% of the
+// text's characters (rounded down, as the lessons' int(0.9·n)) and Val
+// the rest, counted in characters, not bytes.
+func TestDatasetSplitsNinetyTen(t *testing.T) {
+	text := strings.Repeat("é a b. ", 15) + "xyz" // 108 characters, 123 bytes
+	d, err := NewDataset(text, nil, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(part []int32) []int {
+		out := make([]int, len(part))
+		for i, id := range part {
+			out[i] = int(id)
+		}
+		return out
+	}
+	train, _ := d.Vocab.Decode(ids(d.Train))
+	val, _ := d.Vocab.Decode(ids(d.Val))
+	runes := []rune(text)
+	if split := len(runes) * 9 / 10; train != string(runes[:split]) || val != string(runes[split:]) {
+		t.Errorf("split %d + %d characters of %d, want the first %d and the rest", len([]rune(train)), len([]rune(val)), len(runes), split)
 	}
 }

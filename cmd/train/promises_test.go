@@ -120,3 +120,28 @@ func TestFineTuneExampleInTheDocs(t *testing.T) {
 		t.Errorf("a corpus with 'z': status %d, %q; want a refusal naming 'z' at byte offset 4", r.code, r.msg)
 	}
 }
+
+// TestPresetParameterCounts: the README and docs/training.md give the
+// presets' sizes on tiny Shakespeare's 65 characters: baby 816,193
+// parameters, shakespeare-char "the 10.8M-parameter model" (10,761,600
+// with its tied head).
+func TestPresetParameterCounts(t *testing.T) {
+	text, err := os.ReadFile("../../data/tinyshakespeare.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab, err := minigpt.NewVocab(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"baby": 816193, "shakespeare-char": 10761600} {
+		o, _, err := parseFlags([]string{"-preset", name}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := minigpt.Config{VocabSize: vocab.Size(), BlockSize: o.block, EmbedDim: o.embd, Heads: o.heads, Layers: o.layers, TiedHead: o.tied}
+		if got := c.NumParams(); got != want {
+			t.Errorf("-preset %s on tiny Shakespeare: %d parameters, the docs say %d", name, got, want)
+		}
+	}
+}
