@@ -145,3 +145,20 @@ func TestPresetParameterCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupAtMostSteps: "-warmup | at most -steps": a warmup of -steps
+// is accepted, one step more is refused naming -warmup, and when the
+// warmup comes from a preset the message says so.
+func TestWarmupAtMostSteps(t *testing.T) {
+	if _, _, err := parseFlags([]string{"-steps", "10", "-warmup", "10"}, io.Discard); err != nil {
+		t.Errorf("-warmup 10 -steps 10: %v", err)
+	}
+	_, _, err := parseFlags([]string{"-steps", "10", "-warmup", "11"}, io.Discard)
+	var ue cli.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "-warmup") {
+		t.Errorf("-warmup 11 -steps 10: %v, want a refusal naming -warmup", err)
+	}
+	if _, _, err := parseFlags([]string{"-preset", "baby", "-steps", "99"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-preset baby") {
+		t.Errorf("-preset baby (warmup 100) -steps 99: %v, want a refusal naming the preset", err)
+	}
+}
