@@ -4,7 +4,9 @@ package main
 // what it prints (docs/testing.md lists these with the other promises).
 
 import (
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,32 @@ func TestQuickStartText(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out); got != want {
 		t.Errorf("generate -greedy prints\n%q\nthe README shows\n%q", got, want)
+	}
+}
+
+// TestPromptFileAtMostOneMiB: "-prompt-file reads at most 1 MiB of
+// UTF-8 from a regular file or standard input": 1 MiB is a prompt, a
+// byte more is refused with status 2, from a file and from stdin.
+func TestPromptFileAtMostOneMiB(t *testing.T) {
+	fits := strings.Repeat("the ", 1<<18) // 1 MiB
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		text string
+		code int
+	}{{fits, 0}, {fits + "a", 2}} {
+		path := filepath.Join(dir, "prompt.txt")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := runCLI(t, "-prompt-file", path, "-greedy", "-n", "1"); code != tc.code {
+			t.Errorf("a %d-byte prompt file: status %d, want %d: %s", len(tc.text), code, tc.code, errOut)
+		}
+		func() {
+			defer func(r io.Reader) { stdin = r }(stdin)
+			stdin = strings.NewReader(tc.text)
+			if _, errOut, code := runCLI(t, "-prompt-file", "-", "-greedy", "-n", "1"); code != tc.code {
+				t.Errorf("a %d-byte prompt on standard input: status %d, want %d: %s", len(tc.text), code, tc.code, errOut)
+			}
+		}()
 	}
 }
