@@ -11,7 +11,7 @@ import (
 )
 
 // Gradients returns the loss and its gradient with respect to every
-// parameter, laid out like Params.
+// parameter, laid out like Params. Its errors are Logits'.
 func (m *Model) Gradients(idx, targets []int, B, T int) (float64, []float64, error) {
 	if err := m.checkBatch(idx, targets, B, T); err != nil {
 		return 0, nil, fmt.Errorf("gradients: %w", err)

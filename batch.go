@@ -77,6 +77,9 @@ const maxPassRows = 128
 // NewBatch returns a Batch of the given number of rows (cache slots) on
 // m, with GOMAXPROCS lanes (at most 8, and at most rows).
 func NewBatch(m *Model, rows int) (*Batch, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil model", ErrBadOption)
+	}
 	if rows < 1 || rows > maxBatchRows {
 		return nil, fmt.Errorf("%w: %d batch rows, want 1 to %d", ErrBadOption, rows, maxBatchRows)
 	}
@@ -138,6 +141,12 @@ func (b *Batch) Close() {
 
 // Complete is Model.Complete run in the batch.
 func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) ([]Completion, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil batch", ErrBadOption)
+	}
+	if err := checkCall(b.m, ctx); err != nil {
+		return nil, err
+	}
 	ids, err := b.m.checkComplete(vocab, prompt, &opts)
 	if err != nil {
 		return nil, err

@@ -108,6 +108,12 @@ func (t *Trainer) Checkpoint() *Checkpoint {
 // otherwise the error wraps ErrDatasetMismatch. To extend the run, raise
 // c.Train.Steps first. To fine-tune instead, pass c.Model to NewTrainer.
 func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
+	switch {
+	case c == nil:
+		return nil, fmt.Errorf("resume: %w: no checkpoint (nil)", ErrBadCheckpoint)
+	case d == nil:
+		return nil, fmt.Errorf("resume: %w: no dataset (nil)", ErrBadConfig)
+	}
 	if c.Train == nil || c.state == nil {
 		return nil, fmt.Errorf("resume: %w: the checkpoint is weights-only; resuming needs the optimizer, training config and sampler state of a full checkpoint (to fine-tune from it, use NewTrainer)", ErrBadCheckpoint)
 	}

@@ -60,12 +60,27 @@ func NewVocab(text string) (*Vocab, error) {
 	if off := invalidUTF8Offset(text); off >= 0 {
 		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
 	}
-	seen := make(map[rune]bool)
-	for _, r := range text {
-		seen[r] = true
+	// A table for ASCII, a map for the rest: most corpora are nearly all
+	// ASCII, and a map lookup per byte would take seconds a gigabyte.
+	var ascii [utf8.RuneSelf]bool
+	other := make(map[rune]bool)
+	for i := 0; i < len(text); {
+		if c := text[i]; c < utf8.RuneSelf {
+			ascii[c] = true
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		other[r] = true
+		i += n
 	}
-	chars := make([]rune, 0, len(seen))
-	for r := range seen {
+	chars := make([]rune, 0, len(other)+utf8.RuneSelf)
+	for c, ok := range ascii {
+		if ok {
+			chars = append(chars, rune(c))
+		}
+	}
+	for r := range other {
 		chars = append(chars, r)
 	}
 	slices.Sort(chars)
@@ -91,7 +106,12 @@ func vocabFromChars(chars []rune) (*Vocab, error) {
 	return &Vocab{chars: slices.Clone(chars), index: index}, nil
 }
 
+// invalidUTF8Offset returns the byte offset of s's first invalid UTF-8,
+// or -1.
 func invalidUTF8Offset(s string) int {
+	if utf8.ValidString(s) {
+		return -1
+	}
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
@@ -166,13 +186,34 @@ type Dataset struct {
 	Vocab *Vocab
 	Train []int32 // first 90% of the tokens
 	Val   []int32 // last 10%
+
+	sum *[32]byte // the SHA-256 of NewDataset's text
+}
+
+// hashText returns the SHA-256 of text, through a small buffer rather
+// than a copy of the whole text.
+func hashText(text string) [32]byte {
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	for len(text) > 0 {
+		n := copy(buf, text)
+		h.Write(buf[:n])
+		text = text[n:]
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // textSHA256 returns the SHA-256 of the text d was made from: its tokens
 // decoded to UTF-8, the training part then the validation part, which is
 // the text given to NewDataset. Full checkpoints record it so that a run
-// is resumed on the text it was trained on.
+// is resumed on the text it was trained on. NewDataset hashes the text
+// as it is given (a gigabyte in under a second), so that saving a
+// checkpoint on a signal does not wait for the tokens to be decoded and
+// hashed; a Dataset made another way is hashed from its tokens.
 func (d *Dataset) textSHA256() [32]byte {
+	if d.sum != nil {
+		return *d.sum
+	}
 	h := sha256.New()
 	buf := make([]byte, 0, 64<<10)
 	for _, part := range [][]int32{d.Train, d.Val} {
@@ -193,6 +234,10 @@ func (d *Dataset) textSHA256() [32]byte {
 // or to fine-tune: a character outside it is an error wrapping ErrBadText
 // naming it). Each part must hold at least blockSize+2 tokens, so that
 // one window of the context length training uses and its target fit.
+//
+// The dataset takes 4 bytes a character (its tokens) beside the text,
+// which the caller may drop once it returns: a corpus of N bytes of
+// ASCII needs 5N bytes while it is encoded and 4N after.
 func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if vocab == nil {
 		v, err := NewVocab(text)
@@ -211,19 +256,35 @@ func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
 	}
 	n := utf8.RuneCountInString(text)
-	ids := make([]int32, 0, n)
-	pos := 0
-	for off, r := range text {
-		id, ok := vocab.index[r]
-		if !ok {
+	ids := make([]int32, n)
+	// ASCII through a table, the rest through the map (as NewVocab).
+	var ascii [utf8.RuneSelf]int32
+	for c := range ascii {
+		ascii[c] = -1
+		if id, ok := vocab.index[rune(c)]; ok {
+			ascii[c] = int32(id)
+		}
+	}
+	for pos, off := 0, 0; off < len(text); pos++ {
+		r, size, id := rune(text[off]), 1, int32(-1)
+		if r < utf8.RuneSelf {
+			id = ascii[r]
+		} else {
+			r, size = utf8.DecodeRuneInString(text[off:])
+			if i, ok := vocab.index[r]; ok {
+				id = int32(i)
+			}
+		}
+		if id < 0 {
 			return nil, fmt.Errorf("%w: %q (%U) at byte offset %d (character %d) is not one of the vocabulary's %d characters",
 				ErrBadText, r, r, off, pos, vocab.Size())
 		}
-		ids = append(ids, int32(id))
-		pos++
+		ids[pos] = id
+		off += size
 	}
 	split := n * 9 / 10
-	d := &Dataset{Vocab: vocab, Train: ids[:split:split], Val: ids[split:]}
+	sum := hashText(text)
+	d := &Dataset{Vocab: vocab, Train: ids[:split:split], Val: ids[split:], sum: &sum}
 	need := blockSize + 2
 	if len(d.Train) < need || len(d.Val) < need {
 		return nil, fmt.Errorf("%w: %d characters give %d training and %d validation tokens; block size %d needs at least %d in each (a corpus of at least %d characters)",

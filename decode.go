@@ -261,10 +261,15 @@ func (r *request) finish() {
 }
 
 // stop ends r early with err (a cancelled context, say), keeping what it
-// has released.
+// has released; a beam search keeps its best beams so far, as finished
+// at their length. Nothing is streamed after a stop.
 func (r *request) stop(err error) {
-	if !r.done {
-		r.done, r.err = true, err
+	if r.done {
+		return
+	}
+	r.done, r.err = true, err
+	if r.beam != nil {
+		_ = r.beam.finish(r.seqs(), r.vocab, nil) // without emit it cannot fail
 	}
 }
 

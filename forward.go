@@ -161,6 +161,8 @@ func (m *Model) forwardBatch(a *activations, idx, targets []int, transpose bool)
 
 // Logits runs the model on B sequences of T tokens (idx holds B·T ids,
 // row-major) and returns the (B, T, V) logits. T may be at most BlockSize.
+// Errors wrap ErrBadOption (a nil model, a shape) or ErrBadText (an id
+// outside the vocabulary).
 func (m *Model) Logits(idx []int, B, T int) ([]float64, error) {
 	if err := m.checkBatch(idx, nil, B, T); err != nil {
 		return nil, fmt.Errorf("logits: %w", err)
@@ -192,21 +194,24 @@ func (m *Model) loss(idx, targets []int, B, T int) (float64, error) {
 
 // checkBatch checks a (B, T) batch of inputs and, if not nil, targets.
 func (m *Model) checkBatch(idx, targets []int, B, T int) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil model", ErrBadOption)
+	}
 	if B < 1 || T < 1 || T > m.cfg.BlockSize {
-		return fmt.Errorf("batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", B, T, m.cfg.BlockSize)
+		return fmt.Errorf("%w: batch shape (%d, %d): need B >= 1 and 1 <= T <= block size %d", ErrBadOption, B, T, m.cfg.BlockSize)
 	}
 	if len(idx) != B*T {
-		return fmt.Errorf("batch shape (%d, %d) needs %d input ids, got %d", B, T, B*T, len(idx))
+		return fmt.Errorf("%w: batch shape (%d, %d) needs %d input ids, got %d", ErrBadOption, B, T, B*T, len(idx))
 	}
 	if err := m.checkTokens(idx, "inputs"); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrBadText, err)
 	}
 	if targets != nil {
 		if len(targets) != B*T {
-			return fmt.Errorf("batch shape (%d, %d) needs %d targets, got %d", B, T, B*T, len(targets))
+			return fmt.Errorf("%w: batch shape (%d, %d) needs %d targets, got %d", ErrBadOption, B, T, B*T, len(targets))
 		}
 		if err := m.checkTokens(targets, "targets"); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrBadText, err)
 		}
 	}
 	return nil

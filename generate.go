@@ -240,6 +240,9 @@ type Completion struct {
 // completions so far with ctx's error. A call gives the same bits
 // whether or not others run at the same time.
 func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) ([]Completion, error) {
+	if err := checkCall(m, ctx); err != nil {
+		return nil, err
+	}
 	if len(opts.Stop) > 0 {
 		return nil, fmt.Errorf("%w: stop strings need text: use Complete", ErrBadOption)
 	}
@@ -254,11 +257,26 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 // opts.Stop, and returns each sample's text beside its ids. Sample i is
 // the text a one-sample call with Seed opts.Seed+i gives.
 func (m *Model) Complete(ctx context.Context, vocab *Vocab, prompt string, opts GenerateOptions) ([]Completion, error) {
+	if err := checkCall(m, ctx); err != nil {
+		return nil, err
+	}
 	ids, err := m.checkComplete(vocab, prompt, &opts)
 	if err != nil {
 		return nil, err
 	}
 	return m.generate(ctx, ids, &opts, vocab)
+}
+
+// checkCall refuses a nil model and a nil context, which would otherwise
+// panic deep inside a call.
+func checkCall(m *Model, ctx context.Context) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil model", ErrBadOption)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context (use context.Background())", ErrBadOption)
+	}
+	return nil
 }
 
 // checkComplete checks Complete's arguments and returns the prompt's ids.

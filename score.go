@@ -29,6 +29,9 @@ const scoreBatch = 8
 // the model can see, at the most cost. It must be in [0, BlockSize].
 // Cancelling ctx stops between passes.
 func (m *Model) Score(ctx context.Context, ids []int, stride, topN int) ([]Step, error) {
+	if err := checkCall(m, ctx); err != nil {
+		return nil, err
+	}
 	T, V := m.cfg.BlockSize, m.cfg.VocabSize
 	switch {
 	case stride < 0 || stride > T:

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 )
 
 // TrainConfig describes a training run. The zero values of the optional
@@ -45,12 +46,16 @@ func (c TrainConfig) Validate() error {
 	switch {
 	case c.Steps < 0:
 		return invalid("steps %d is negative", c.Steps)
+	case c.Steps > maxTrainSteps:
+		return invalid("steps %d is more than %d (2^40)", c.Steps, maxTrainSteps)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:
 		return invalid("batch size %d is outside [1, 65536]", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return invalid("learning rate %v must be positive and finite", c.LR)
 	case c.WarmupSteps < 0:
 		return invalid("warmup steps %d is negative", c.WarmupSteps)
+	case c.WarmupSteps > maxTrainSteps:
+		return invalid("warmup steps %d is more than %d (2^40)", c.WarmupSteps, maxTrainSteps)
 	case !(c.MinLR >= 0) || c.MinLR > c.LR:
 		return invalid("minimum learning rate %v is outside [0, %v]", c.MinLR, c.LR)
 	case !(c.GradClip >= 0) || math.IsInf(c.GradClip, 0):
@@ -59,11 +64,18 @@ func (c TrainConfig) Validate() error {
 		return invalid("weight decay %v must be non-negative and finite", c.WeightDecay)
 	case c.EvalEvery < 0:
 		return invalid("eval interval %d is negative", c.EvalEvery)
+	case c.EvalEvery > maxTrainSteps:
+		return invalid("eval interval %d is more than %d (2^40)", c.EvalEvery, maxTrainSteps)
 	case c.EvalBatches < 1 || c.EvalBatches > 1<<12:
 		return invalid("eval batches %d is outside [1, 4096]", c.EvalBatches)
 	}
 	return nil
 }
+
+// maxTrainSteps bounds the step counts a config may name: more steps than
+// the smallest model could take in a decade, and far from the overflow of
+// any sum of them.
+const maxTrainSteps = 1 << 40
 
 var (
 	// ErrDatasetMismatch is returned (wrapped) by NewTrainer and
@@ -101,11 +113,12 @@ type Trainer struct {
 	xb, yb      []int     // (B, T) current batch
 	valX, valY  []int     // (EvalBatches, B, T) the fixed validation windows
 
-	trainLoss, valLoss []LossPoint // the loss history Run records, for checkpoints
+	trainLoss, valLoss []LossPoint // the loss history Run records (see addPoint), for checkpoints
 	corpusSum          *[32]byte   // data.SHA256(), once computed
 
-	acts   *activations // the batch's activations, made by the first step
-	closed bool         // Close was called
+	acts    *activations // the batch's activations, made by the first step
+	closed  atomic.Bool  // Close was called
+	running atomic.Bool  // a Run is going on
 }
 
 // NewTrainer prepares to train m on d with a fresh optimizer, from step 0,
@@ -117,6 +130,9 @@ type Trainer struct {
 // ErrModelInUse (another Trainer holds m: to train one model two ways,
 // train a Clone).
 func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
+	if m == nil || d == nil {
+		return nil, fmt.Errorf("new trainer: %w: no model or no dataset (nil)", ErrBadConfig)
+	}
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("new trainer: %w", err)
 	}
@@ -156,8 +172,7 @@ func NewTrainer(m *Model, d *Dataset, tc TrainConfig) (*Trainer, error) {
 // train it; the Trainer's steps then return an error. Its checkpoints and
 // loss history stay readable. Close is idempotent.
 func (t *Trainer) Close() {
-	if !t.closed {
-		t.closed = true
+	if t.closed.CompareAndSwap(false, true) {
 		t.model.trained.Store(false)
 	}
 }
@@ -234,7 +249,7 @@ func (c TrainConfig) LearningRate(step int) float64 {
 // finite is an error wrapping ErrNonFinite, and the step then changes no
 // parameter.
 func (t *Trainer) trainStep() (float64, error) {
-	if t.closed {
+	if t.closed.Load() {
 		return 0, fmt.Errorf("train step: %w", errClosed)
 	}
 	m, B, T := t.model, t.config.BatchSize, t.model.cfg.BlockSize
@@ -284,28 +299,59 @@ type LossPoint struct {
 	Loss float64 // that step's batch loss, or the validation loss after it
 }
 
-// LossHistory returns the losses Run recorded, including those of the
-// run a resumed trainer continues (when its checkpoint kept them): the
-// training loss of every step and the validation loss of every
-// evaluation.
+// LossHistory returns the losses Run recorded (with those of the run a
+// resumed trainer continues): every step's training loss and every
+// evaluation's validation loss, up to 8192 points a curve. A curve about
+// to pass that drops every second point, so a long run's history keeps
+// its shape, its older steps sparser, in constant memory.
 func (t *Trainer) LossHistory() (train, val []LossPoint) {
 	return slices.Clone(t.trainLoss), slices.Clone(t.valLoss)
+}
+
+// maxLossPoints bounds each loss curve a Trainer keeps (LossHistory).
+const maxLossPoints = 1 << 13
+
+// addPoint appends p to curve, thinning it first when it is full. The
+// result depends only on the curve and p, so a run resumed from a
+// checkpoint (which saves the curve) records what the uninterrupted run
+// would have.
+func addPoint(curve []LossPoint, p LossPoint) []LossPoint {
+	for len(curve) >= maxLossPoints {
+		n := 0
+		for i := 0; i < len(curve); i += 2 {
+			curve[n] = curve[i]
+			n++
+		}
+		curve = curve[:n]
+	}
+	return append(curve, p)
 }
 
 // Run trains until Step reaches Config().Steps, calling progress (if not
 // nil) after every step. Cancelling ctx stops it between steps, returning
 // ctx's error with the model and optimizer consistent, ready to save.
+//
+// A second Run while one is going on returns an error wrapping
+// ErrModelInUse. Call the Trainer's other methods from progress, or after
+// Run returns.
 func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
+	if ctx == nil {
+		return fmt.Errorf("run: %w: nil context (use context.Background())", ErrBadConfig)
+	}
+	if !t.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("run: %w: another Run of this Trainer is going on", ErrModelInUse)
+	}
+	defer t.running.Store(false)
 	c := &t.config
-	// Room for the whole history now, so that recording it allocates
-	// nothing per step.
+	// Room for the curves now (they never outgrow maxLossPoints), so that
+	// recording them allocates nothing per step.
 	if left := c.Steps - t.step; left > 0 {
-		t.trainLoss = slices.Grow(t.trainLoss, left)
+		t.trainLoss = slices.Grow(t.trainLoss, max(0, min(left, maxLossPoints-len(t.trainLoss))))
 		evals := 1
 		if c.EvalEvery > 0 {
 			evals += left / c.EvalEvery
 		}
-		t.valLoss = slices.Grow(t.valLoss, evals)
+		t.valLoss = slices.Grow(t.valLoss, max(0, min(evals, maxLossPoints-len(t.valLoss))))
 	}
 	for t.step < c.Steps {
 		if err := ctx.Err(); err != nil {
@@ -317,10 +363,10 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 			return err
 		}
 		p := Progress{Step: t.step, Loss: loss, ValLoss: math.NaN(), LR: lr}
-		t.trainLoss = append(t.trainLoss, LossPoint{t.step, loss})
+		t.trainLoss = addPoint(t.trainLoss, LossPoint{t.step, loss})
 		if (c.EvalEvery > 0 && t.step%c.EvalEvery == 0) || t.step == c.Steps {
 			p.ValLoss = t.Evaluate()
-			t.valLoss = append(t.valLoss, LossPoint{t.step, p.ValLoss})
+			t.valLoss = addPoint(t.valLoss, LossPoint{t.step, p.ValLoss})
 		}
 		if progress != nil {
 			progress(p)

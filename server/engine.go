@@ -225,7 +225,11 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 	}
 	opts := e.options(sp)
 	var toks []token
+	sent := make([]bool, max(sp.numBeams, 1)) // beams released, by index
 	opts.Stream = func(c *minigpt.Completion) error {
+		if c.Index < len(sent) && c.Finish != "" {
+			sent[c.Index] = true
+		}
 		toks = toks[:0]
 		for j, id := range c.IDs {
 			t := token{id: id}
@@ -242,10 +246,23 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 		}
 		return release(c.Index, toks, c.Finish)
 	}
+	var got []minigpt.Completion
 	if e.alone {
-		_, err = e.model.Complete(ctx, e.vocab, prompt, opts)
+		got, err = e.model.Complete(ctx, e.vocab, prompt, opts)
 	} else {
-		_, err = batch.Complete(ctx, e.vocab, prompt, opts)
+		got, err = batch.Complete(ctx, e.vocab, prompt, opts)
+	}
+	// A beam search cut short (the request's time is up, the server is
+	// closing) streams nothing more, but returns its best beams so far:
+	// they are the answer, ended at "length".
+	if ctx.Err() != nil && sp.numBeams > 1 {
+		for i := range got {
+			if got[i].Index < len(sent) && !sent[got[i].Index] {
+				if rerr := opts.Stream(&got[i]); rerr != nil {
+					return rerr
+				}
+			}
+		}
 	}
 	return err
 }

@@ -163,18 +163,28 @@ func (f Fields) Integer(name string, dst *int, lo, hi int) *Error {
 	if !ok || IsNull(raw) {
 		return nil
 	}
-	var v float64
 	if Kind(raw) != "a number" {
 		return WrongType(name, "an integer", raw)
 	}
-	if json.Unmarshal(raw, &v) != nil {
-		return BadParam(name, "invalid_value", "%s %s is out of range: it must be in [%d, %d]", name, raw, lo, hi)
+	outOfRange := BadParam(name, "invalid_value", "%s %s is out of range: it must be in [%d, %d]", name, raw, lo, hi)
+	// Digits are read exactly; a float64 would round 2^63-1 up to 2^63,
+	// which converts to a negative int.
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		var f float64
+		if json.Unmarshal(raw, &f) != nil {
+			return outOfRange
+		}
+		if f != math.Trunc(f) {
+			return BadParam(name, "invalid_type", "%s must be an integer, got %s", name, raw)
+		}
+		if !(f >= -0x1p63 && f < 0x1p63) {
+			return outOfRange
+		}
+		v = int64(f)
 	}
-	if v != math.Trunc(v) {
-		return BadParam(name, "invalid_type", "%s must be an integer, got %s", name, raw)
-	}
-	if v < float64(lo) || v > float64(hi) {
-		return BadParam(name, "invalid_value", "%s %s is out of range: it must be in [%d, %d]", name, raw, lo, hi)
+	if v < int64(lo) || v > int64(hi) {
+		return outOfRange
 	}
 	*dst = int(v)
 	return nil

@@ -84,6 +84,9 @@ func (c Config) validate() error {
 			return fmt.Errorf("server: training limit %s is negative (%d)", f.name, f.v)
 		}
 	}
+	if err := checkMaxSteps(c.MaxSteps); err != nil {
+		return fmt.Errorf("server: training limit MaxSteps: %w", err)
+	}
 	if q := max(c.Queue, 0); c.MaxJobs < q+1 {
 		return fmt.Errorf("server: training limit MaxJobs %d must hold the running job and the queue of %d", c.MaxJobs, q)
 	}

@@ -30,6 +30,14 @@ var presets = map[string]func(*minigpt.Vocab) minigpt.Config{
 // presetNames lists the presets for messages.
 const presetNames = `"scratch"`
 
+// checkMaxSteps refuses a MaxSteps no job could be trained with: the
+// library's own bound on a run's steps.
+func checkMaxSteps(n int) error {
+	tc := minigpt.DefaultTrainConfig()
+	tc.Steps = n
+	return tc.Validate()
+}
+
 // baseModel is a served model a job fine-tunes.
 type baseModel struct {
 	name  string
