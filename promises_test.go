@@ -384,32 +384,6 @@ func TestVocabErrorsNamePositions(t *testing.T) {
 	}
 }
 
-// TestSecondRunIsRefused: ErrModelInUse "is returned (wrapped) ... by Run
-// while another Run of the same Trainer is going on". A Run started from
-// the first one's progress callback must be refused and change nothing.
-func TestSecondRunIsRefused(t *testing.T) {
-	t.Skip("broken promise (docs/testing.md): Run does not refuse a second Run of the same Trainer; it trains on (and from another goroutine would race)")
-	tr, _ := historyTrainer(t)
-	tr.config.Steps = 6
-	var second error
-	step := -1
-	err := tr.Run(context.Background(), func(p Progress) {
-		if step < 0 {
-			step = tr.Step()
-			second = tr.Run(context.Background(), nil)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(second, ErrModelInUse) {
-		t.Errorf("a Run inside a Run: %v, want an error wrapping ErrModelInUse", second)
-	}
-	if train, _ := tr.LossHistory(); len(train) != 6 {
-		t.Errorf("%d training points after a 6-step run", len(train))
-	}
-}
-
 // TestTrainerModelAndClose: Model returns the model passed to NewTrainer
 // (ResumeTrainer's own copy); after Close, which is idempotent, a step is
 // refused with ErrModelInUse, the checkpoint and the loss history stay
