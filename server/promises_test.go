@@ -74,3 +74,19 @@ func TestFingerprintHashesWeights(t *testing.T) {
 		t.Errorf("fingerprints %v: want a = b (the same weights) and c different", fp)
 	}
 }
+
+// TestTraceNeedsOneChoice: "trace | … (one choice only)": two prompts
+// with n 1 are refused as n 2 is, naming trace; a one-prompt array is
+// one choice.
+func TestTraceNeedsOneChoice(t *testing.T) {
+	_, ts := newTestServer(t, nil)
+	for _, body := range []string{`{"prompt":["the ","a "],"trace":3,"max_tokens":2}`, `{"prompt":"the ","n":2,"trace":3,"max_tokens":2}`} {
+		r := post(t, ts, body)
+		if e := r.apiError(t).Error; r.status != 400 || e.Param == nil || *e.Param != "trace" {
+			t.Errorf("%s: status %d, %s; want a 400 naming trace", body, r.status, r.body)
+		}
+	}
+	if r := post(t, ts, `{"prompt":["the "],"trace":3,"max_tokens":2}`); r.status != 200 {
+		t.Errorf("one prompt in an array with trace: status %d: %s", r.status, r.body)
+	}
+}
