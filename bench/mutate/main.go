@@ -206,7 +206,46 @@ func runMutant(ctx context.Context, dir string, m mutant, timeout time.Duration)
 	case buildFailed(out):
 		return invalid, "", out, nil
 	}
-	return killed, failedTests(out), out, nil
+	names := failedNames(out)
+	if len(names) == 0 {
+		return killed, failedTests(out), out, nil
+	}
+	// A test that fails by chance (a timing test on a loaded machine)
+	// must not count as a kill: the failing tests run again, alone, and
+	// only those that fail again kill the mutant.
+	again, rerr := goTest(ctx, dir, rerun(m.test, names), timeout)
+	switch {
+	case rerr == nil:
+		return survived, "", out + "\n(failed once, passed when run again: " + strings.Join(names, ", ") + ")\n" + again, nil
+	case errors.Is(rerr, context.DeadlineExceeded) || strings.Contains(again, "panic: test timed out"):
+		return killed, "timeout", again, nil
+	}
+	if confirmed := failedNames(again); len(confirmed) > 0 {
+		return killed, strings.Join(confirmed, ", "), again, nil
+	}
+	return killed, failedTests(again), again, nil
+}
+
+// rerun returns args with its -run pattern replaced by one matching
+// exactly the top-level tests names.
+func rerun(args, names []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-run" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-run="):
+		default:
+			out = append(out, a)
+		}
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	// The flags go before the packages, which are the arguments not
+	// starting with "-" that no flag takes.
+	return append([]string{"-run", "^(" + strings.Join(quoted, "|") + ")$"}, out...)
 }
 
 // checkList reports the mutants whose snippet is not found exactly once
@@ -259,9 +298,8 @@ func buildFailed(out string) bool {
 	return buildLine.MatchString(out) && !failLine.MatchString(out)
 }
 
-// failedTests lists the top-level tests that failed, or what else ended
-// the run.
-func failedTests(out string) string {
+// failedNames lists the top-level tests that failed.
+func failedNames(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
 		name, _, _ := strings.Cut(m[1], "/")
@@ -269,6 +307,13 @@ func failedTests(out string) string {
 			names = append(names, name)
 		}
 	}
+	return names
+}
+
+// failedTests lists the top-level tests that failed, or what else ended
+// the run.
+func failedTests(out string) string {
+	names := failedNames(out)
 	if len(names) == 0 {
 		if i := strings.Index(out, "panic: "); i >= 0 {
 			line, _, _ := strings.Cut(out[i:], "\n")
