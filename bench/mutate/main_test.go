@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,9 +45,10 @@ func TestParseList(t *testing.T) {
 	}
 }
 
-// TestShippedList: the repository's list parses, has at least 60
-// mutants, each naming its behaviour, a file of the repository and a
-// package to test.
+// TestShippedList: the repository's list parses and has at least 60
+// mutants, each naming its behaviour and ending its test words with a
+// package. (Whether the snippets are still found is -check's job: a
+// stale mutant must not fail the module's tests.)
 func TestShippedList(t *testing.T) {
 	b, err := os.ReadFile("mutants.txt")
 	if err != nil {
@@ -62,9 +62,6 @@ func TestShippedList(t *testing.T) {
 		t.Errorf("%d mutants, want at least 60", len(ms))
 	}
 	for _, m := range ms {
-		if _, err := os.Stat(filepath.Join("..", "..", filepath.FromSlash(m.file))); err != nil {
-			t.Errorf("mutant %s: %v", m.name, err)
-		}
 		if last := m.test[len(m.test)-1]; !strings.HasPrefix(last, ".") {
 			t.Errorf("mutant %s: its test words %q end without a package", m.name, m.test)
 		}
