@@ -90,3 +90,21 @@ func TestTraceNeedsOneChoice(t *testing.T) {
 		t.Errorf("one prompt in an array with trace: status %d: %s", r.status, r.body)
 	}
 }
+
+// TestChatCapsMustAgree: "max_completion_tokens, max_tokens | … the same
+// cap (both only with the same value)": either order of two different
+// values is a 400, the same value twice is the cap.
+func TestChatCapsMustAgree(t *testing.T) {
+	_, ts := newTestServer(t, nil)
+	const user = `"messages":[{"role":"user","content":"the "}]`
+	for _, caps := range []string{`"max_tokens":6,"max_completion_tokens":5`, `"max_tokens":5,"max_completion_tokens":6`} {
+		r := do(t, "POST", ts.URL+"/v1/chat/completions", "{"+user+","+caps+"}")
+		if r.status != 400 || !strings.Contains(string(r.body), "differ") {
+			t.Errorf("%s: status %d, %s; want a 400 saying they differ", caps, r.status, r.body)
+		}
+	}
+	r := do(t, "POST", ts.URL+"/v1/chat/completions", "{"+user+`,"max_tokens":5,"max_completion_tokens":5}`)
+	if r.status != 200 || r.json(t)["usage"].(map[string]any)["completion_tokens"] != 5.0 {
+		t.Errorf("the same cap twice: status %d, %s; want 5 tokens", r.status, r.body)
+	}
+}
