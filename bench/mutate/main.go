@@ -28,19 +28,25 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	// Ctrl-C ends the run and removes the copy.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "mutate:", err)
 		}
+		stop()
 		os.Exit(2)
 	}
 }
@@ -137,6 +143,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		start := time.Now()
 		o, by, out, err := runMutant(ctx, tmp, m, *timeout)
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted at mutant %d (%s)", m.num, m.name)
+		}
 		if err != nil {
 			return err
 		}
@@ -278,6 +287,10 @@ func goTest(ctx context.Context, dir string, args []string, timeout time.Duratio
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-timeout", timeout.String()}, args...)...)
 	cmd.Dir = dir
+	// An interrupted go test is asked to stop (it stops its test binary),
+	// then killed if it has not within a few seconds.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Second
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
