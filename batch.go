@@ -14,23 +14,18 @@ import (
 // Batch generates for many callers at once on one model. Its requests run
 // in lanes, one per processor: a lane is a decoding loop that advances
 // every request it runs by one token (or a chunk of its prompt) per step,
-// in forward passes of a few requests' rows each, and requests join and
-// leave between steps. A request needs one row per sample (or beam); once
-// its rows are free, in order of arrival, it joins the lane with the
-// fewest rows in use. The lanes step independently, so a core taken away
-// by the operating system slows only its own lane's requests.
+// and requests join and leave between steps. A request needs one row per
+// sample (or beam); once its rows are free, in order of arrival, it joins
+// the lane with the fewest rows in use.
 //
 // Every request's completions are the bits Model.Generate or
 // Model.Complete gives for the same options alone, whatever else is in
-// the batch and whenever it arrives: rows never mix in a pass, and a
-// request sees only its own rows' logits.
+// the batch: rows never mix in a pass.
 //
-// Its Generate and Complete are safe for concurrent use and block until
-// their request ends; their options' Stream runs on the
-// caller's goroutine, so a slow callback slows only its own request.
-// Cancelling a call's context, from a callback or elsewhere, stops its
-// callbacks and returns ctx's error with the completions so far, as
-// alone.
+// Complete is safe for concurrent use and blocks until its request ends;
+// its options' Stream runs on the caller's goroutine, so a slow callback
+// slows only its own request. Cancelling a call's context stops its
+// callbacks and returns ctx's error with the completions so far.
 type Batch struct {
 	m     *Model
 	rows  int
@@ -116,7 +111,7 @@ func (b *Batch) Stats() BatchStats {
 	return s
 }
 
-// ErrClosed is returned by a closed Batch's Generate and Complete.
+// ErrClosed is returned by a closed Batch's Complete.
 var ErrClosed = errors.New("batch closed")
 
 // Close makes later calls get ErrClosed and waits for the running and

@@ -5,9 +5,11 @@ package minigpt
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"example.org/minigpt/internal/kernels"
 )
@@ -23,10 +25,13 @@ import (
 // hypothesis of its length.
 type beamState struct {
 	o        *GenerateOptions
-	K, n     int     // beams, and hypotheses returned
-	V        int     // the model's vocabulary size
-	P        int     // the prompt's length
-	stops    [][]int // the stop strings as ids
+	K, n     int      // beams, and hypotheses returned
+	V        int      // the model's vocabulary size
+	P        int      // the prompt's length
+	stops    [][]byte // the stop strings' bytes
+	maxStop  int      // the longest one's length
+	vocab    *Vocab   // for the stop strings: nil without
+	tail     []byte   // stopCut's scratch
 	scores   []float64
 	logp     []float64 // (K, V) candidates' scores
 	order    []int     // (K·V)
@@ -36,19 +41,26 @@ type beamState struct {
 	finished []hypothesis
 	running  bool
 	st       seqState // the processors' scratch
+
+	// With a constraint: each beam's place in it, the places of the
+	// chosen candidates, and a beam's mask.
+	places, nextPlaces []place
+	mask               []bool
 }
 
 // hypothesis is a finished beam.
 type hypothesis struct {
-	ids    []int // generated tokens, the stop string included
-	score  float64
-	finish string
-	stop   int // length of the stop string at the end of ids
+	ids        []int // generated tokens, the stop string included
+	score      float64
+	finish     string
+	stop       int  // the tokens of ids not wholly before the stop string
+	textLen    int  // with a stop string, the bytes of text before it; -1 without
+	incomplete bool // ids[:len(ids)-stop] falls short of the constraint's format
 }
 
-func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *beamState {
+func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]byte, vocab *Vocab) *beamState {
 	V := c.VocabSize
-	bs := &beamState{o: o, K: K, n: n, V: V, P: P, stops: stops, scores: make([]float64, K), logp: make([]float64, K*V),
+	bs := &beamState{o: o, K: K, n: n, V: V, P: P, stops: stops, vocab: vocab, scores: make([]float64, K), logp: make([]float64, K*V),
 		order: make([]int, K*V), parents: make([]int, K), tokens: make([]int, K), next: make([]float64, K),
 		running: true, st: seqState{seen: make([]bool, V), counts: make([]int32, V)}}
 	// Every beam starts as the prompt; only beam 0 may be continued at
@@ -57,7 +69,36 @@ func newBeamState(c Config, o *GenerateOptions, P, K, n int, stops [][]int) *bea
 	for b := 1; b < K; b++ {
 		bs.scores[b] = math.Inf(-1)
 	}
+	for _, s := range stops {
+		bs.maxStop = max(bs.maxStop, len(s))
+	}
+	if c := o.Constraint; c != nil {
+		bs.places, bs.nextPlaces, bs.mask = make([]place, K), make([]place, K), make([]bool, V)
+		for b := range bs.places {
+			bs.places[b].start(c)
+		}
+	}
 	return bs
+}
+
+// hyp makes the hypothesis of generated tokens gen, of which the first
+// keep come wholly before a stop string (len(gen) without one), with the
+// given score.
+func (bs *beamState) hyp(gen []int, score float64, finish string, keep int) hypothesis {
+	h := hypothesis{ids: gen, score: score, finish: finish, stop: len(gen) - keep, textLen: -1}
+	if keep < len(gen) {
+		h.textLen = bs.stopText(gen)
+	}
+	h.incomplete = bs.o.Constraint != nil && bs.o.Constraint.incomplete(gen[:keep])
+	return h
+}
+
+// tokLen returns the length of token id's bytes.
+func (bs *beamState) tokLen(id int) int {
+	if bs.vocab.tok != nil {
+		return len(bs.vocab.tok.Token(id))
+	}
+	return utf8.RuneLen(bs.vocab.chars[id])
 }
 
 // score is a hypothesis's score: its log-probability sum over its length
@@ -77,17 +118,54 @@ func (bs *beamState) addHyp(h hypothesis) {
 	}
 }
 
-// endsWithStop returns the length of the longest stop string gen ends
-// with (0 for none): of the stop strings that end here, the longest
-// starts first, and the text is cut before it, as a sample's is.
-func (bs *beamState) endsWithStop(gen []int) int {
-	cut := 0
-	for _, s := range bs.stops {
-		if len(s) > cut && len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
-			cut = len(s)
-		}
+// stopCut looks in the text of gen (generated tokens) for a stop string
+// that completes in its last token, as the stopper does for a sample: of
+// those that do, the first to complete, the longest on a tie. It returns
+// how many tokens come wholly before it (len(gen) when none completes).
+func (bs *beamState) stopCut(gen []int) int {
+	at, i := bs.stopAt(gen)
+	if at < 0 {
+		return len(gen)
 	}
-	return cut
+	keep, end := i, 0
+	for _, id := range gen[i:] {
+		if end += bs.tokLen(id); end > at {
+			break
+		}
+		keep++
+	}
+	return keep
+}
+
+// stopAt decodes the tail of gen that can hold a stop string completing
+// in its last token, from token i on, into bs.tail, and returns where in
+// it the stop string stopCut finds begins (-1 for none).
+func (bs *beamState) stopAt(gen []int) (at, i int) {
+	if len(bs.stops) == 0 {
+		return -1, 0
+	}
+	i = len(gen) - 1
+	last := bs.tokLen(gen[i])
+	for before := 0; i > 0 && before < bs.maxStop-1; {
+		i--
+		before += bs.tokLen(gen[i])
+	}
+	bs.tail = bs.tail[:0]
+	for _, id := range gen[i:] {
+		bs.tail = bs.vocab.appendToken(bs.tail, id)
+	}
+	return stopIn(bs.tail, len(bs.tail)-last, bs.stops), i
+}
+
+// stopText returns the length of gen's text before the stop string that
+// completes in its last token.
+func (bs *beamState) stopText(gen []int) int {
+	at, i := bs.stopAt(gen)
+	n := at
+	for _, id := range gen[:i] {
+		n += bs.tokLen(id)
+	}
+	return n
 }
 
 // process runs the deterministic stages of the pipeline on one beam's
@@ -136,6 +214,22 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		for v, x := range row {
 			lp[v] = float64(x-maxv) - lse
 		}
+		// The constraint first, as in sampling; a dead beam (score -Inf)
+		// stands nowhere in it.
+		if bs.places != nil && !math.IsInf(bs.scores[b], -1) {
+			err := bs.places[b].allowed(o.MaxNewTokens-steps, bs.mask)
+			switch {
+			case errors.Is(err, errFormatEnded):
+				// Complete, and nothing more fits: the beam ends here
+				// (a dead beam from now on), as at a stop string.
+				gen := slices.Clone(seqs[b][P:])
+				bs.addHyp(bs.hyp(gen, bs.score(o, bs.scores[b], len(gen)), finishStop, len(gen)))
+				clear(bs.mask)
+			case err != nil:
+				return false, false, err
+			}
+			applyMask(lp, bs.mask)
+		}
 		bs.process(o, lp, seqs[b], P)
 		for v := range lp {
 			lp[v] += bs.scores[b]
@@ -156,18 +250,33 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		}
 		seq := seqs[b]
 		gen := append(seq[P:len(seq):len(seq)], tok) // a copy: the cap forces it
-		s := bs.endsWithStop(gen)
+		keep := bs.stopCut(gen)
+		s := len(gen) - keep // tokens not wholly before a stop string
+		// A complete format that nothing may extend ends the beam as a
+		// stop string would (without a stop string to cut).
+		mustEnd := false
+		var next place
+		if bs.places != nil {
+			next = bs.places[b]
+			var err error
+			if mustEnd, err = next.advance(tok); err != nil {
+				return false, false, err
+			}
+		}
 		// Hugging Face keeps an end-of-sequence candidate only if it
 		// ranks among the best num_beams.
-		if (s > 0 || last) && rank < K {
+		if (s > 0 || mustEnd || last) && rank < K {
 			finish := finishLength
-			if s > 0 {
+			if s > 0 || mustEnd {
 				finish = finishStop
 			}
-			bs.addHyp(hypothesis{ids: gen, score: bs.score(o, bs.logp[c], len(gen)), finish: finish, stop: s})
+			bs.addHyp(bs.hyp(gen, bs.score(o, bs.logp[c], len(gen)), finish, keep))
 		}
-		if s > 0 {
+		if s > 0 || mustEnd {
 			continue
+		}
+		if bs.places != nil {
+			bs.nextPlaces[filled] = next
 		}
 		bs.parents[filled], bs.tokens[filled], bs.next[filled] = b, tok, bs.logp[c]
 		if filled++; filled == K {
@@ -191,6 +300,7 @@ func (bs *beamState) advance(seqs [][]int, steps int, logits func(b int) []float
 		bs.parents[b], bs.tokens[b], bs.next[b] = bs.parents[0], bs.tokens[0], math.Inf(-1)
 	}
 	copy(bs.scores, bs.next)
+	copy(bs.places, bs.nextPlaces)
 	// Hugging Face's stopping rule (early_stopping=False): done once K
 	// hypotheses are finished and the best running beam, at its current
 	// length, cannot beat the worst of them.
@@ -210,7 +320,7 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 		for b := range bs.K {
 			if !math.IsInf(bs.scores[b], -1) {
 				seq := seqs[b]
-				bs.addHyp(hypothesis{ids: slices.Clone(seq[P:]), score: bs.score(bs.o, bs.scores[b], len(seq)-P), finish: finishLength})
+				bs.addHyp(bs.hyp(slices.Clone(seq[P:]), bs.score(bs.o, bs.scores[b], len(seq)-P), finishLength, len(seq)-P))
 			}
 		}
 		bs.running = false
@@ -222,10 +332,7 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 		return nil
 	}
 	for i, h := range bs.finished {
-		c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
-		if vocab != nil {
-			c.Text = vocab.text(c.IDs)
-		}
+		c := bs.completion(i, &h, vocab)
 		if err := emit(&c); err != nil {
 			return err
 		}
@@ -236,11 +343,23 @@ func (bs *beamState) finish(seqs [][]int, vocab *Vocab, emit func(*Completion) e
 // results returns the best hypotheses as completions.
 func (bs *beamState) results(vocab *Vocab) []Completion {
 	res := make([]Completion, len(bs.finished))
-	for i, h := range bs.finished {
-		res[i] = Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score}
-		if vocab != nil {
-			res[i].Text = vocab.text(res[i].IDs)
-		}
+	for i := range bs.finished {
+		res[i] = bs.completion(i, &bs.finished[i], vocab)
 	}
 	return res
+}
+
+// completion returns hypothesis h, ranked i, as a Completion: its tokens
+// before the stop string, and with vocab its text before it (which, with
+// tokens of several characters, may end inside a token IDs leaves out).
+func (bs *beamState) completion(i int, h *hypothesis, vocab *Vocab) Completion {
+	c := Completion{Index: i, IDs: h.ids[:len(h.ids)-h.stop], Finish: h.finish, Score: h.score, Incomplete: h.incomplete}
+	if vocab != nil {
+		if h.textLen >= 0 {
+			c.Text = vocab.text(h.ids)[:h.textLen]
+		} else {
+			c.Text = vocab.text(c.IDs)
+		}
+	}
+	return c
 }

@@ -224,7 +224,7 @@ func TestBeamSearchRunsProcessors(t *testing.T) {
 		}
 	}
 	eID := 6 // 'e'
-	if chars := vocab.Chars(); chars[eID] != 'e' {
+	if chars := vocab.chars; chars[eID] != 'e' {
 		t.Fatalf("id 6 is %q", chars[eID])
 	}
 	for _, c := range run(GenerateOptions{LogitBias: map[int]float64{eID: -100}}) {

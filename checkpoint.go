@@ -4,8 +4,8 @@ package minigpt
 // one and is resumed from one, the byte layout's constants, and the
 // checks a checkpoint must pass to be written or read back. The layout is
 // docs/checkpoint-format.md; checkpoint_write.go writes it (and saves
-// files), checkpoint_read.go reads it (and loads files, and the embedded
-// model); safetensors*.go holds the other format.
+// files), checkpoint_read.go reads it, checkpoint_load.go loads files and
+// the embedded model; safetensors*.go holds the other format.
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"example.org/minigpt/internal/safefile"
 )
@@ -33,16 +32,19 @@ var (
 // The byte layout; docs/checkpoint-format.md is its description.
 const (
 	checkpointMagic   = "\x89GPT\r\n\x1a\n"
-	checkpointVersion = 2 // what WriteCheckpoint writes; 1 is still read
+	checkpointVersion = 2 // what WriteCheckpoint writes for a character vocabulary; 1 is still read
+	versionTokenizer  = 3 // what it writes for a BPE one: version 2 and flagTokenizer
 
 	flagTrain     = 1 << 0 // the training config section is present
 	flagOptimizer = 1 << 1 // the optimizer sections are present
 	flagRNG       = 1 << 2 // the sampler state section is present
 	flagCorpus    = 1 << 3 // the corpus fingerprint section is present (version 2)
 	flagHistory   = 1 << 4 // the loss history section is present (version 2)
+	flagTokenizer = 1 << 5 // the vocabulary section is a BPE tokenizer (version 3)
 	flagsFull     = flagTrain | flagOptimizer | flagRNG
 	knownFlagsV1  = flagsFull
-	knownFlags    = flagsFull | flagCorpus | flagHistory
+	knownFlagsV2  = flagsFull | flagCorpus | flagHistory
+	knownFlags    = knownFlagsV2 | flagTokenizer
 
 	headerSizeV1   = 56 // through the header CRC
 	headerSize     = 64 // version 2: the loss-point counts before the CRC
@@ -120,7 +122,7 @@ func ResumeTrainer(c *Checkpoint, d *Dataset) (*Trainer, error) {
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	if !slices.Equal(d.Vocab.chars, c.Vocab.chars) {
+	if !d.Vocab.equal(c.Vocab) {
 		return nil, fmt.Errorf("resume: %w: the dataset's vocabulary (%d characters) differs from the checkpoint's (%d); encode the corpus with the checkpoint's vocabulary", ErrDatasetMismatch, d.Vocab.Size(), c.Vocab.Size())
 	}
 	if c.CorpusSHA256 != nil {

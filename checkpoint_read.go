@@ -1,14 +1,12 @@
 package minigpt
 
-// This file holds the checkpoint reader (every section of
+// This file holds the checkpoint reader: every section of
 // docs/checkpoint-format.md read, bounded by what the input holds, and
-// checked), LoadCheckpoint, which reads a file, and the embedded model.
+// checked.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,7 +16,7 @@ import (
 	"math"
 	"slices"
 
-	"example.org/minigpt/internal/safefile"
+	"example.org/minigpt/internal/bpe"
 )
 
 // ReadCheckpoint reads one checkpoint from r, of either format, told by
@@ -182,8 +180,14 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 	// The vocabulary is built only after the checksum matched, so that
 	// damaged bytes are reported as damage rather than as whatever they
 	// now say.
-	vocab, err := vocabFromChars(info.chars)
-	if err != nil {
+	var vocab *Vocab
+	if info.tok != nil {
+		tok, err := bpe.ReadBinary(info.tok)
+		if err != nil {
+			return nil, bad("tokenizer: %w", err)
+		}
+		vocab = &Vocab{tok: tok}
+	} else if vocab, err = vocabFromChars(info.chars); err != nil {
 		return nil, bad("vocabulary: %w", err)
 	}
 
@@ -205,6 +209,7 @@ func (cr *ckptReader) read() (*Checkpoint, error) {
 // ckptInfo is what the sections before the parameters say.
 type ckptInfo struct {
 	chars  []rune // the vocabulary section, until the checksum vouches for it
+	tok    []byte // or the tokenizer's binary form
 	train  *TrainConfig
 	corpus []byte
 	state  trainState // the optimizer's constants and step, the sampler state
@@ -219,7 +224,11 @@ func (cr *ckptReader) readInfo() (*ckptInfo, *ckptHeader, error) {
 		return nil, nil, err
 	}
 	info := &ckptInfo{}
-	if info.chars, err = cr.readVocab(h.cfg.VocabSize); err != nil {
+	if h.has(flagTokenizer) {
+		if info.tok, err = cr.readTokenizer(); err != nil {
+			return nil, nil, err
+		}
+	} else if info.chars, err = cr.readVocab(h.cfg.VocabSize); err != nil {
 		return nil, nil, err
 	}
 	if h.has(flagTrain) {
@@ -268,8 +277,10 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 	case 1:
 		size, known = headerSizeV1, knownFlagsV1
 	case 2:
+		known = knownFlagsV2
+	case 3:
 	default:
-		return nil, bad("unsupported format version %d (this reader knows versions 1 and 2)", h.version)
+		return nil, bad("unsupported format version %d (this reader knows versions 1 to 3)", h.version)
 	}
 	cr.sectionSize = size
 	rest, err := cr.bytes(size - 16)
@@ -284,6 +295,9 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 	h.flags = binary.LittleEndian.Uint32(hdr[12:])
 	if unknown := h.flags &^ known; unknown != 0 {
 		return nil, bad("unknown section flags %#x (version %d)", unknown, h.version)
+	}
+	if h.version == 3 && !h.has(flagTokenizer) {
+		return nil, bad("a version 3 checkpoint holds a tokenizer, but its flag is not set")
 	}
 	u32 := func(off int) int { return int(binary.LittleEndian.Uint32(hdr[off:])) }
 	h.cfg = Config{VocabSize: u32(16), BlockSize: u32(20), EmbedDim: u32(24), Heads: u32(28), Layers: u32(32)}
@@ -325,7 +339,11 @@ func (cr *ckptReader) readHeader() (*ckptHeader, error) {
 	}
 
 	P := int64(h.cfg.numParams())
-	cr.size = int64(size) + 4*int64(h.cfg.VocabSize) + int64(h.rngLen) + 8*P + checksumSize + lossPointSize*(int64(h.nTrain)+int64(h.nVal))
+	vocabSize := 4 * int64(h.cfg.VocabSize) // code points; a tokenizer's length is read with it
+	if h.has(flagTokenizer) {
+		vocabSize = 4
+	}
+	cr.size = int64(size) + vocabSize + int64(h.rngLen) + 8*P + checksumSize + lossPointSize*(int64(h.nTrain)+int64(h.nVal))
 	if h.has(flagCorpus) {
 		cr.size += corpusSumSize
 	}
@@ -352,6 +370,22 @@ func (cr *ckptReader) readHistory(nTrain, nVal int) (train, val []LossPoint, err
 		points[i] = LossPoint{toInt(math.Float64bits(xs[2*i])), xs[2*i+1]}
 	}
 	return points[:nTrain:nTrain], points[nTrain:], nil
+}
+
+// readTokenizer reads a version 3 vocabulary section: the length of the
+// tokenizer's binary form, then the form, which read checks once the
+// checksum matched.
+func (cr *ckptReader) readTokenizer() ([]byte, error) {
+	b, err := cr.readSection("tokenizer length", 4)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(b))
+	if n < 1 || n > bpe.MaxBinarySize {
+		return nil, bad("tokenizer length %d is outside [1, %d]", n, bpe.MaxBinarySize)
+	}
+	cr.size += n
+	return cr.readSection("tokenizer", int(n))
 }
 
 // readVocab reads the vocabulary section: n code points, which
@@ -421,49 +455,4 @@ func toInt(u uint64) int {
 		return -1
 	}
 	return int(v)
-}
-
-// LoadCheckpoint reads the checkpoint file at path, of either format (see
-// ReadCheckpoint), also refusing bytes after its end. path must be a
-// regular file: a named pipe, device or directory is refused at once
-// (wrapping ErrNotRegularFile), without blocking on it.
-func LoadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := safefile.OpenRegular(path) // a FIFO would block in open
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, ioChunk)
-	c, err := ReadCheckpoint(br)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		if err != nil {
-			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-		}
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, bad("data after the checksum"))
-	}
-	return c, nil
-}
-
-// defaultCheckpoint is the weights-only checkpoint written by
-//
-//	go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt
-//
-// with every other flag at its default (the lessons' run: 1200 steps on
-// Lantern Bay, seed 42). TestEmbeddedModelIsReproducible retrains and
-// checks these weights bit for bit.
-//
-//go:embed models/lanternbay.ckpt
-var defaultCheckpoint []byte
-
-// DefaultModel returns the model of the default training run, embedded in
-// the package, and its vocabulary. Each call returns a fresh copy.
-func DefaultModel() (*Model, *Vocab, error) {
-	c, err := ReadCheckpoint(bytes.NewReader(defaultCheckpoint))
-	if err != nil {
-		return nil, nil, fmt.Errorf("embedded model: %w", err)
-	}
-	return c.Model, c.Vocab, nil
 }

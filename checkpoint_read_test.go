@@ -74,8 +74,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Model.Config() != c.Model.Config() || got.Step != 3 || !slices.Equal(got.Vocab.Chars(), c.Vocab.Chars()) {
-				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config(), got.Step, string(got.Vocab.Chars()), c.Model.Config(), string(c.Vocab.Chars()))
+			if got.Model.Config() != c.Model.Config() || got.Step != 3 || !slices.Equal(got.Vocab.chars, c.Vocab.chars) {
+				t.Fatalf("config %+v step %d vocab %q, want %+v 3 %q", got.Model.Config(), got.Step, string(got.Vocab.chars), c.Model.Config(), string(c.Vocab.chars))
 			}
 			if !testutil.BitsEqual(got.Model.Params(), tr.Model().Params()) {
 				t.Fatal("parameters differ after the round trip")
@@ -382,7 +382,7 @@ func TestReadCheckpointRefusesEveryUnknownFlag(t *testing.T) {
 		}
 		undefined := 0
 		for bit := range 32 {
-			if knownFlags&(1<<bit) != 0 {
+			if knownFlagsV2&(1<<bit) != 0 { // the file is version 2, where bit 5 is unknown too
 				continue
 			}
 			undefined++

@@ -231,7 +231,8 @@ func TestReadCheckpointV2Corruption(t *testing.T) {
 		{"negative loss", put64(hist+16*4+8, math.Float64bits(-1))(slices.Clone(good)), "validation-loss point 0 (step 2) is -1"},
 		{"fingerprint in a weights-only checkpoint", put32(12, flagCorpus)(slices.Clone(weightsOnly)), "truncated"},
 		{"version-2 flag in a version-1 file", put32(12, flagsFull|flagCorpus)([]byte(mustRead(t, v1FullFixture))), "unknown section flags 0x8 (version 1)"},
-		{"version 3", put32(8, 3)(slices.Clone(good)), "unsupported format version 3 (this reader knows versions 1 and 2)"},
+		{"version 4", put32(8, 4)(slices.Clone(good)), "unsupported format version 4 (this reader knows versions 1 to 3)"},
+		{"version 3 without its tokenizer", put32(8, 3)(slices.Clone(good)), "a version 3 checkpoint holds a tokenizer, but its flag is not set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadCheckpoint(bytes.NewReader(tc.in))

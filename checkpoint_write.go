@@ -17,8 +17,8 @@ import (
 )
 
 // WriteCheckpoint writes c to w in the format of docs/checkpoint-format.md
-// (version 2): a full checkpoint when c is full, with the corpus
-// fingerprint if c has it, else a weights-only one. It refuses (with
+// (version 2, or 3 for a BPE vocabulary): a full checkpoint when c is
+// full, with the corpus fingerprint if c has it, else a weights-only one. It refuses (with
 // ErrBadCheckpoint) a checkpoint that ReadCheckpoint would refuse.
 func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if err := c.check(); err != nil {
@@ -39,10 +39,20 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	if s.trainLoss != nil || s.valLoss != nil {
 		flags |= flagHistory
 	}
+	version := uint32(checkpointVersion)
+	var tok []byte
+	if t := c.Vocab.tok; t != nil {
+		flags |= flagTokenizer
+		version = versionTokenizer
+		var err error
+		if tok, err = t.MarshalBinary(); err != nil {
+			return fmt.Errorf("write checkpoint: tokenizer: %w", err)
+		}
+	}
 
 	hdr := make([]byte, 0, headerSize)
 	hdr = append(hdr, checkpointMagic...)
-	hdr = binary.LittleEndian.AppendUint32(hdr, checkpointVersion)
+	hdr = binary.LittleEndian.AppendUint32(hdr, version)
 	hdr = binary.LittleEndian.AppendUint32(hdr, flags)
 	for _, v := range []int{cfg.VocabSize, cfg.BlockSize, cfg.EmbedDim, cfg.Heads, cfg.Layers, b2i(cfg.TiedHead)} {
 		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(v))
@@ -54,11 +64,16 @@ func WriteCheckpoint(w io.Writer, c *Checkpoint) error {
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.ChecksumIEEE(hdr))
 	cw.write(hdr)
 
-	vocab := make([]byte, 0, 4*c.Vocab.Size())
-	for _, r := range c.Vocab.chars {
-		vocab = binary.LittleEndian.AppendUint32(vocab, uint32(r))
+	if tok != nil {
+		cw.write(binary.LittleEndian.AppendUint32(nil, uint32(len(tok))))
+		cw.write(tok)
+	} else {
+		vocab := make([]byte, 0, 4*c.Vocab.Size())
+		for _, r := range c.Vocab.chars {
+			vocab = binary.LittleEndian.AppendUint32(vocab, uint32(r))
+		}
+		cw.write(vocab)
 	}
-	cw.write(vocab)
 
 	if tc := c.Train; tc != nil {
 		b := make([]byte, 0, trainSize)
@@ -147,13 +162,9 @@ func (cw *ckptWriter) floats(xs []float64) {
 	}
 }
 
-// SaveCheckpoint writes c to path atomically: to a temporary file in
-// path's directory (.NAME.tmp-minigpt), synced and renamed over path, so
-// path always holds the old checkpoint (or nothing) or the whole new one.
-// A regular file there is replaced (keeping its permission bits);
-// anything else is refused (ErrNotRegularFile). A failure removes the
-// temporary file, and a save killed midway leaves one that the next save
-// removes.
+// SaveCheckpoint writes c to path atomically (a synced temporary file
+// renamed over it), so path holds the old checkpoint or the whole new one.
+// Only a regular file is replaced, keeping its permission bits.
 func SaveCheckpoint(path string, c *Checkpoint) error {
 	return saveCheckpoint(path, c, WriteCheckpoint)
 }

@@ -1,12 +1,15 @@
 package minigpt
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"example.org/minigpt/internal/bpe"
 )
 
 // LanternBay is the built-in training corpus, the one the lessons train
@@ -34,21 +37,23 @@ const (
 
 var (
 	// ErrBadText is returned (wrapped) for text the vocabulary cannot
-	// encode (a character outside it, whose message names the character
-	// and its position), for text that cannot be a corpus (empty, invalid
-	// UTF-8, or too short), and by Decode for a token id outside the
-	// vocabulary.
+	// encode (naming the character and its position), text that cannot be
+	// a corpus, and token ids outside the vocabulary.
 	ErrBadText = errors.New("unusable text")
 )
 
 // maxVocabSize bounds the vocabulary: every Unicode code point could occur.
 const maxVocabSize = utf8.MaxRune + 1
 
-// Vocab maps characters (runes) to token ids 0..Size()-1 in sorted order,
-// like the lessons' sorted(set(text)).
+// Vocab maps text to token ids 0..Size()-1 and back. It is one of two
+// kinds: the lessons' characters (NewVocab: the text's distinct runes in
+// sorted order, like sorted(set(text))), or a byte-level BPE tokenizer
+// (NewBPEVocab), whose tokens are byte strings that may hold several
+// characters or part of one.
 type Vocab struct {
-	chars []rune       // id -> character, ascending
-	index map[rune]int // character -> id
+	chars []rune         // characters: id -> character, ascending
+	index map[rune]int   // characters: character -> id
+	tok   *bpe.Tokenizer // BPE: the tokenizer (chars and index are nil)
 }
 
 // NewVocab builds the vocabulary of text: its distinct runes, sorted. It
@@ -123,15 +128,47 @@ func invalidUTF8Offset(s string) int {
 }
 
 // Size returns the number of tokens.
-func (v *Vocab) Size() int { return len(v.chars) }
+func (v *Vocab) Size() int {
+	if v.tok != nil {
+		return v.tok.VocabSize()
+	}
+	return len(v.chars)
+}
 
-// Chars returns a copy of the characters in id order.
+// Chars returns a copy of a character vocabulary's characters in id
+// order, and nil for a BPE vocabulary (see Token).
 func (v *Vocab) Chars() []rune { return slices.Clone(v.chars) }
 
-// Encode turns text into token ids. A character outside the vocabulary is
-// an error wrapping ErrBadText that names it and its position (in
-// characters, from 0).
+// Token returns the text of token id: one character, or a BPE token's
+// bytes (which may be part of a character); "" for an id outside the
+// vocabulary.
+func (v *Vocab) Token(id int) string {
+	switch {
+	case v.tok != nil:
+		return v.tok.Token(id)
+	case id < 0 || id >= len(v.chars):
+		return ""
+	}
+	return string(v.chars[id])
+}
+
+// String describes the vocabulary in a few words: "24 characters", or
+// "byte-level BPE, 512 tokens (256 merges)".
+func (v *Vocab) String() string {
+	if v.tok != nil {
+		return v.tok.String()
+	}
+	return fmt.Sprintf("%d characters", len(v.chars))
+}
+
+// Encode turns text into token ids. For a character vocabulary, a
+// character outside it is an error wrapping ErrBadText that names it and
+// its position (in characters, from 0); a BPE vocabulary encodes any
+// text.
 func (v *Vocab) Encode(text string) ([]int, error) {
+	if v.tok != nil {
+		return v.tok.Encode(text), nil
+	}
 	ids := make([]int, 0, len(text))
 	pos := 0
 	for off, r := range text {
@@ -151,8 +188,17 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 }
 
 // Decode turns token ids back into text; an id outside [0, Size()) is an
-// error wrapping ErrBadText that names it and its position.
+// error wrapping ErrBadText that names it and its position. BPE tokens
+// decode to their bytes, which end inside a character when the last
+// token holds only part of one.
 func (v *Vocab) Decode(ids []int) (string, error) {
+	if v.tok != nil {
+		s, err := v.tok.Decode(ids)
+		if err != nil {
+			return "", fmt.Errorf("decode: %w: %w", ErrBadText, err)
+		}
+		return s, nil
+	}
 	var b strings.Builder
 	for i, id := range ids {
 		if id < 0 || id >= len(v.chars) {
@@ -166,6 +212,10 @@ func (v *Vocab) Decode(ids []int) (string, error) {
 // text decodes ids, which must be the vocabulary's (the generator's own
 // tokens), without checking them.
 func (v *Vocab) text(ids []int) string {
+	if v.tok != nil {
+		b, _ := v.tok.AppendDecode(nil, ids)
+		return string(b)
+	}
 	if len(ids) == 1 && v.chars[ids[0]] < utf8.RuneSelf {
 		// The usual streamed part, one ASCII character: a one-byte
 		// string is the runtime's own, not allocated.
@@ -179,13 +229,90 @@ func (v *Vocab) text(ids []int) string {
 	return string(rs)
 }
 
-// Dataset is an encoded corpus split into a training part (the first
-// 90%) and a held-out validation part (the rest). Token ids are stored as
-// int32, four bytes a character, and batches are cut from them in place.
+// appendToken appends the bytes of token id (the vocabulary's) to dst.
+func (v *Vocab) appendToken(dst []byte, id int) []byte {
+	if v.tok != nil {
+		return append(dst, v.tok.Token(id)...)
+	}
+	return utf8.AppendRune(dst, v.chars[id])
+}
+
+// tokenBytes returns every token's bytes, in id order: what a
+// constraint binds to. A BPE vocabulary's special tokens get none, so no
+// format ever allows them.
+func (v *Vocab) tokenBytes() [][]byte {
+	out := make([][]byte, v.Size())
+	for id := range out {
+		if v.tok == nil || !v.tok.IsSpecial(id) {
+			out[id] = v.appendToken(nil, id)
+		}
+	}
+	return out
+}
+
+// equal reports whether v and w give every token the same text under the
+// same id.
+func (v *Vocab) equal(w *Vocab) bool {
+	if (v.tok == nil) != (w.tok == nil) {
+		return false
+	}
+	if v.tok != nil {
+		return v.tok.Equal(w.tok)
+	}
+	return slices.Equal(v.chars, w.chars)
+}
+
+// NewBPEVocab learns a byte-level BPE vocabulary of size tokens (256 to
+// 131,072: the 256 bytes, then one token a merge) from the part of text a
+// Dataset trains on, its first 90% of characters (see NewDataset), so
+// that the validation part stays unseen. It splits text as GPT-2 does
+// (words with their leading space, runs of digits, punctuation, white
+// space) and merges the most frequent adjacent pair until the vocabulary
+// is full, ties to the pair of smaller ids, so the same text and size give
+// the same tokens on every machine. Cancelling ctx stops it with ctx's
+// error. A size out of range wraps ErrBadConfig, unusable text ErrBadText.
+func NewBPEVocab(ctx context.Context, text string, size int) (*Vocab, error) {
+	if size < bpe.NumBytes || size > bpe.MaxVocabSize {
+		return nil, fmt.Errorf("%w: BPE vocabulary size %d is outside [%d, %d]", ErrBadConfig, size, bpe.NumBytes, bpe.MaxVocabSize)
+	}
+	if text == "" {
+		return nil, fmt.Errorf("%w: empty text", ErrBadText)
+	}
+	if off := invalidUTF8Offset(text); off >= 0 {
+		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+	}
+	tok, err := bpe.Train(ctx, text[:trainSplit(text)], size)
+	if err != nil {
+		return nil, fmt.Errorf("train BPE: %w", err)
+	}
+	return &Vocab{tok: tok}, nil
+}
+
+// trainSplit returns the byte offset of text's training part's end: its
+// first 90% of characters.
+func trainSplit(text string) int {
+	n := utf8.RuneCountInString(text)
+	k := n * 9 / 10
+	if n == len(text) {
+		return k // ASCII
+	}
+	for off := range text {
+		if k == 0 {
+			return off
+		}
+		k--
+	}
+	return len(text)
+}
+
+// Dataset is an encoded corpus split into a training part (the first 90%
+// of its characters) and a held-out validation part (the rest). Token ids
+// are stored as int32, four bytes a token, and batches are cut from them
+// in place.
 type Dataset struct {
 	Vocab *Vocab
-	Train []int32 // first 90% of the tokens
-	Val   []int32 // last 10%
+	Train []int32 // the first 90% of the text's characters
+	Val   []int32 // the last 10%
 
 	sum *[32]byte // the SHA-256 of NewDataset's text
 }
@@ -218,7 +345,7 @@ func (d *Dataset) textSHA256() [32]byte {
 	buf := make([]byte, 0, 64<<10)
 	for _, part := range [][]int32{d.Train, d.Val} {
 		for _, id := range part {
-			buf = utf8.AppendRune(buf, d.Vocab.chars[id])
+			buf = d.Vocab.appendToken(buf, int(id))
 			if len(buf) > cap(buf)-utf8.UTFMax {
 				h.Write(buf)
 				buf = buf[:0]
@@ -229,15 +356,12 @@ func (d *Dataset) textSHA256() [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-// NewDataset encodes text and splits it 90/10, with its own vocabulary
-// when vocab is nil, else with vocab (a checkpoint's, to resume training
-// or to fine-tune: a character outside it is an error wrapping ErrBadText
-// naming it). Each part must hold at least blockSize+2 tokens, so that
-// one window of the context length training uses and its target fit.
+// NewDataset encodes text with vocab (nil: text's own characters) and
+// splits it at its 90% character, each part encoded apart and holding at
+// least blockSize+2 tokens (a window and its target).
 //
-// The dataset takes 4 bytes a character (its tokens) beside the text,
-// which the caller may drop once it returns: a corpus of N bytes of
-// ASCII needs 5N bytes while it is encoded and 4N after.
+// Tokens take 4 bytes each beside the text (12 while BPE encodes them):
+// N bytes of ASCII need 5N bytes, and 4N once the caller drops the text.
 func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if vocab == nil {
 		v, err := NewVocab(text)
@@ -255,6 +379,45 @@ func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 	if off := invalidUTF8Offset(text); off >= 0 {
 		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
 	}
+	var d *Dataset
+	if vocab.tok != nil {
+		// The parts are encoded apart, so that no token spans the split
+		// and the validation part is the text NewBPEVocab did not see.
+		split := trainSplit(text)
+		d = &Dataset{Vocab: vocab, Train: encode32(vocab.tok, text[:split]), Val: encode32(vocab.tok, text[split:])}
+	} else {
+		var err error
+		if d, err = encodeChars(text, vocab); err != nil {
+			return nil, err
+		}
+	}
+	sum := hashText(text)
+	d.sum = &sum
+	need := blockSize + 2
+	if len(d.Train) < need || len(d.Val) < need {
+		n := utf8.RuneCountInString(text)
+		hint := fmt.Sprintf(" (a corpus of at least %d characters)", 10*need)
+		if vocab.tok != nil {
+			hint = ""
+		}
+		return nil, fmt.Errorf("%w: %d characters give %d training and %d validation tokens; block size %d needs at least %d in each%s",
+			ErrBadText, n, len(d.Train), len(d.Val), blockSize, need, hint)
+	}
+	return d, nil
+}
+
+// encode32 is tok.Encode into int32s, a dataset's storage.
+func encode32(tok *bpe.Tokenizer, text string) []int32 {
+	ids := tok.Encode(text)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// encodeChars encodes text with a character vocabulary and splits it.
+func encodeChars(text string, vocab *Vocab) (*Dataset, error) {
 	n := utf8.RuneCountInString(text)
 	ids := make([]int32, n)
 	// ASCII through a table, the rest through the map (as NewVocab).
@@ -283,12 +446,5 @@ func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 		off += size
 	}
 	split := n * 9 / 10
-	sum := hashText(text)
-	d := &Dataset{Vocab: vocab, Train: ids[:split:split], Val: ids[split:], sum: &sum}
-	need := blockSize + 2
-	if len(d.Train) < need || len(d.Val) < need {
-		return nil, fmt.Errorf("%w: %d characters give %d training and %d validation tokens; block size %d needs at least %d in each (a corpus of at least %d characters)",
-			ErrBadText, n, len(d.Train), len(d.Val), blockSize, need, 10*need)
-	}
-	return d, nil
+	return &Dataset{Vocab: vocab, Train: ids[:split:split], Val: ids[split:]}, nil
 }

@@ -18,7 +18,7 @@ func TestLanternBayIsTheSeedsCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// sorted(set(CORPUS)) of the lessons, printed by the NumPy reference.
-	if got, want := string(v.Chars()), " .abcdefghiklmnoprstuvwy"; got != want {
+	if got, want := string(v.chars), " .abcdefghiklmnoprstuvwy"; got != want {
 		t.Fatalf("vocabulary %q, want %q", got, want)
 	}
 	d, err := NewDataset(LanternBay, nil, 32)
@@ -98,7 +98,7 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chars := d.Vocab.Chars()
+	chars := d.Vocab.chars
 	if !utf8.ValidString(string(chars)) || d.Vocab.Size() != len(runeSet(text)) {
 		t.Fatalf("vocabulary %q does not hold each distinct character once", string(chars))
 	}
@@ -125,8 +125,8 @@ func TestNonASCIICorpusRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(c.Vocab.Chars()) != string(chars) {
-		t.Fatalf("checkpoint vocabulary %q, want %q", string(c.Vocab.Chars()), string(chars))
+	if string(c.Vocab.chars) != string(chars) {
+		t.Fatalf("checkpoint vocabulary %q, want %q", string(c.Vocab.chars), string(chars))
 	}
 	out := completed(t, c.Model, c.Vocab, "東京の", GenerateOptions{MaxNewTokens: 30, Temperature: 1, Seed: 1})
 	if !strings.HasPrefix(out, "東京の") || utf8.RuneCountInString(out) != 33 || !utf8.ValidString(out) {

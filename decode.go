@@ -1,12 +1,11 @@
 package minigpt
 
-// This file holds the decoding machinery: a generation request while it
-// runs (its samples or beams as rows, which rows each needs at a step,
-// what it does with their logits), the decoder that runs the rows of a
-// step through one forward pass with a KV cache slot each, and the loop
-// that runs a call's request alone. A Batch runs many requests in one
-// pass per step. Either way a request sees only its own rows, so its
-// results do not depend on what else runs.
+// This file holds a generation request while it runs (its samples or
+// beams as rows, which rows each needs at a step, what it does with their
+// logits) and the loop that runs a call's request alone on a decoder
+// (decoder.go). A Batch runs many requests in one pass per step. Either
+// way a request sees only its own rows, so its results do not depend on
+// what else runs.
 
 import (
 	"context"
@@ -58,6 +57,7 @@ func (r *request) start(slots []int) {
 		row.slot, row.cached, row.done, row.pass = slots[b], 0, false, -1
 		row.seq = append(row.seq[:0], r.full...)
 		row.state.reset(r.full)
+		row.place.start(r.o.Constraint)
 	}
 	r.steps, r.prefill, r.done, r.err = 0, 0, false, nil
 	r.active = n
@@ -186,9 +186,24 @@ func (r *request) sample(logits func(b int) []float64) error {
 		if !isFinite(l) {
 			return fmt.Errorf("%w at position %d", ErrNonFinite, len(row.seq))
 		}
-		id, err := r.s.choose(l, row.seq, &row.state, r.o, row.rand, r.tr)
+		id, err := r.s.choose(l, row.seq, &row.state, &row.place, r.o.MaxNewTokens-r.steps, r.o, row.rand, r.tr)
+		if errors.Is(err, errFormatEnded) {
+			if err := r.st.end(b, r.emit); !errors.Is(err, errFinished) {
+				return err
+			}
+			row.done = true
+			r.active--
+			r.made-- // it ended without a token
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%w at position %d", err, len(row.seq))
+		}
+		mustEnd := false
+		if row.place.c != nil {
+			if mustEnd, err = row.place.advance(id); err != nil {
+				return fmt.Errorf("%w at position %d", err, len(row.seq))
+			}
 		}
 		if r.tr != nil && r.o.TraceAttention {
 			src := row
@@ -202,7 +217,11 @@ func (r *request) sample(logits func(b int) []float64) error {
 		if r.tr != nil {
 			r.tr.Pos = len(row.seq) - 1
 		}
-		if err := r.st.add(b, id, r.tr, r.emit); errors.Is(err, errFinished) {
+		err = r.st.add(b, id, r.tr, r.emit)
+		if err == nil && mustEnd {
+			err = r.st.end(b, r.emit)
+		}
+		if errors.Is(err, errFinished) {
 			row.done = true
 			r.active--
 		} else if err != nil {
@@ -283,8 +302,9 @@ func (r *request) results() []Completion {
 	for b := range res {
 		s := &r.st.samples[b]
 		res[b] = Completion{Index: b, IDs: slices.Clip(s.ids[:s.released]), Finish: s.finish}
+		res[b].Incomplete = r.st.incomplete(s.ids[:s.released])
 		if r.vocab != nil {
-			res[b].Text = r.vocab.text(s.ids[:s.released])
+			res[b].Text = r.st.text(b)
 		}
 		if r.st.trace && !r.st.streamed {
 			res[b].Steps = s.steps[:s.released]
@@ -352,59 +372,16 @@ func (m *Model) newRequest(o *GenerateOptions, ids []int, vocab *Vocab, rows []r
 		}
 	}
 	stops := newStopper(o.Stop, vocab, len(rows), r.tr != nil, o.Stream != nil)
+	stops.c = o.Constraint
 	if o.beam() {
-		r.searchBeams(newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops))
+		r.searchBeams(newBeamState(m.cfg, o, len(ids), o.NumBeams, o.samples(), stops.stops, vocab))
 		return r
 	}
 	r.st = stops
 	for b := range r.st.samples {
-		r.st.samples[b].ids = make([]int, 0, min(o.MaxNewTokens, 1024))
+		r.st.reset(b, min(o.MaxNewTokens, 1024))
 	}
 	return r
-}
-
-// decoder runs the rows its sequences ask for through one forward pass
-// per step, each sequence with its own slot of the KV cache. Rows never
-// mix, so a sequence's logits are the bits a pass over it alone gives.
-type decoder struct {
-	cfg  Config
-	kv   *kvCache
-	a    *activations // the pass's buffers, grown to the most rows a step has needed
-	seqs []rowSeq     // this step's pass
-	rows int          // rows in this step's pass
-}
-
-func newDecoder(c Config, slots int) *decoder {
-	return &decoder{cfg: c, kv: newKVCache(c, slots)}
-}
-
-// begin starts a step's pass.
-func (d *decoder) begin() { d.seqs, d.rows = d.seqs[:0], 0 }
-
-// add adds one sequence's rows to the step's pass and returns its index.
-func (d *decoder) add(s rowSeq) int {
-	d.seqs = append(d.seqs, s)
-	d.rows += s.t1 - s.t0
-	return len(d.seqs) - 1
-}
-
-// run runs the step's pass.
-func (d *decoder) run(m *Model) {
-	if len(d.seqs) == 0 {
-		return
-	}
-	if d.a == nil || d.a.N < d.rows {
-		d.a = newActivations(d.cfg, d.rows, false)
-	}
-	m.forward(d.a, d.seqs, nil, false)
-}
-
-// logits returns the logits of the last position of the step's sequence
-// i (which must have asked for them), valid until the next step.
-func (d *decoder) logits(i int) []float64 {
-	s, V := &d.seqs[i], d.cfg.VocabSize
-	r := s.outRow + s.t1 - 1 - s.out0
-	return d.a.logits[r*V : (r+1)*V]
 }
 
 // reqRow is one sample (or beam): a sequence and its cache slot.
@@ -415,47 +392,12 @@ type reqRow struct {
 	next   int   // beam search: the cached positions of the row's parent
 	cached int   // positions of the sequence's window in the cache
 	state  seqState
+	place  place // in the constraint, if any (sampling and greedy decoding)
 	rand   *rand.Rand
 	done   bool
 	pass   int       // the decoder index of the row's pass this step, or -1
 	att    []float64 // with TraceAttention: the pass's attention weights, (L, NH, T)
 	window int       // the length of the window of the row's last pass
-}
-
-// kvCache holds the queries, keys and values of every position of S
-// sequence slots: (S, L, T, 3C), a slot's layers one after the other, so
-// that a slot is one slice (rowSeq.cache). A slot's rows are the qkv rows
-// of its positions, so attention reads its keys and values from here,
-// whether a pass computed them or an earlier one did.
-type kvCache struct {
-	buf   []float64
-	S, T  int
-	C3, L int
-}
-
-func newKVCache(c Config, S int) *kvCache {
-	C3, T := 3*c.EmbedDim, c.BlockSize
-	return &kvCache{buf: make([]float64, S*c.Layers*T*C3), S: S, T: T, C3: C3, L: c.Layers}
-}
-
-// slot returns slot's (L, T, 3C) rows.
-func (kv *kvCache) slot(slot int) []float64 {
-	n := kv.L * kv.T * kv.C3
-	return kv.buf[slot*n : (slot+1)*n : (slot+1)*n]
-}
-
-// rows returns slot's rows [t0, t1) at layer l.
-func (kv *kvCache) rows(l, slot, t0, t1 int) []float64 {
-	base := (slot*kv.L + l) * kv.T * kv.C3
-	return kv.buf[base+t0*kv.C3 : base+t1*kv.C3]
-}
-
-// copySlot makes slot dst's first n positions a copy of slot src's, in
-// every layer.
-func (kv *kvCache) copySlot(dst, src, n int) {
-	for l := range kv.L {
-		copy(kv.rows(l, dst, 0, n), kv.rows(l, src, 0, n))
-	}
 }
 
 // serial is what a call needs to run its request alone: a decoder with a

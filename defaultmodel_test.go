@@ -18,8 +18,8 @@ func TestEmbeddedModelIsReproducible(t *testing.T) {
 	if embedded.Config() != m.Config() {
 		t.Fatalf("embedded config %+v, training gives %+v", embedded.Config(), m.Config())
 	}
-	if string(vocab.Chars()) != string(v.Chars()) {
-		t.Fatalf("embedded vocabulary %q, corpus gives %q", string(vocab.Chars()), string(v.Chars()))
+	if string(vocab.chars) != string(v.chars) {
+		t.Fatalf("embedded vocabulary %q, corpus gives %q", string(vocab.chars), string(v.chars))
 	}
 	if i, ok := testutil.SameBits(embedded.Params(), m.Params()); !ok {
 		t.Fatalf("parameter %d: embedded %v, retrained %v; regenerate with `go run ./cmd/train -weights-only -force -out models/lanternbay.ckpt`", i, embedded.Params()[i], m.Params()[i])

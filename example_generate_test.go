@@ -143,7 +143,6 @@ func ExampleStep() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	chars := vocab.Chars()
 	_, err = m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{
 		MaxNewTokens: 3,
 		Temperature:  1.5,
@@ -153,13 +152,13 @@ func ExampleStep() {
 		Trace:        true,
 		Stream: func(part *minigpt.Completion) error {
 			for _, s := range part.Steps {
-				fmt.Printf("%q p=%.3f raw=%.3f |", chars[s.Chosen.ID], math.Exp(s.Logprob), math.Exp(s.Chosen.Logprob))
+				fmt.Printf("%q p=%.3f raw=%.3f |", vocab.Token(s.Chosen.ID), math.Exp(s.Logprob), math.Exp(s.Chosen.Logprob))
 				for _, c := range s.Top {
 					final := c.Probs[len(c.Probs)-1] // after the last stage
 					if c.CutBy == minigpt.StageRaw {
-						fmt.Printf(" %q %.3f→%.3f", chars[c.ID], c.Probs[minigpt.StageRaw], final)
+						fmt.Printf(" %q %.3f→%.3f", vocab.Token(c.ID), c.Probs[minigpt.StageRaw], final)
 					} else {
-						fmt.Printf(" %q %.3f cut by %v", chars[c.ID], c.Probs[minigpt.StageRaw], c.CutBy)
+						fmt.Printf(" %q %.3f cut by %v", vocab.Token(c.ID), c.Probs[minigpt.StageRaw], c.CutBy)
 					}
 				}
 				fmt.Println()
@@ -171,7 +170,35 @@ func ExampleStep() {
 		log.Fatal(err)
 	}
 	// Output:
-	// 'b' p=0.523 raw=0.265 | 'b' 0.265→0.523 'l' 0.231→0.477 't' 0.102 cut by top-k
-	// 'o' p=0.502 raw=0.449 | 'o' 0.449→0.502 'e' 0.443→0.498 'a' 0.102 cut by top-k
-	// 'a' p=0.968 raw=0.993 | 'a' 0.993→0.968 'o' 0.006→0.032 'e' 0.001 cut by top-k
+	// "b" p=0.523 raw=0.265 | "b" 0.265→0.523 "l" 0.231→0.477 "t" 0.102 cut by top-k
+	// "o" p=0.502 raw=0.449 | "o" 0.449→0.502 "e" 0.443→0.498 "a" 0.102 cut by top-k
+	// "a" p=0.968 raw=0.993 | "a" 0.993→0.968 "o" 0.006→0.032 "e" 0.001 cut by top-k
+}
+
+// A constraint holds samples to a format: here a sentence of the
+// keeper's words, and a refusal that names what the model cannot write.
+func ExampleNewConstraint() {
+	m, vocab, err := minigpt.DefaultModel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := minigpt.NewConstraint(vocab, "regex", `the (lamp|keeper|tide) (rises|glows|walks)( at (dawn|dusk))?\.`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Complete(context.Background(), vocab, "at night ", minigpt.GenerateOptions{
+		MaxNewTokens: 40, N: 3, Seed: 1, Temperature: 1.2, Constraint: c})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range res {
+		fmt.Printf("%q %s\n", s.Text, s.Finish)
+	}
+	_, err = minigpt.NewConstraint(vocab, "json-object")
+	fmt.Println(err)
+	// Output:
+	// "the lamp glows." stop
+	// "the lamp walks at dawn." stop
+	// "the lamp glows." stop
+	// invalid generate option: constraint cannot be satisfied over this vocabulary: the schema needs '{' and '}', which the model never writes
 }

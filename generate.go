@@ -16,6 +16,7 @@ import (
 // A sampled token goes through one pipeline, in this order (stages that
 // are off are skipped and change nothing):
 //
+//  0. Constraint: the tokens the format does not allow are removed;
 //  1. LogitBias on the model's raw logits (−100 bans, +100 forces);
 //  2. PresencePenalty and FrequencyPenalty (OpenAI's formula);
 //  3. Temperature (the lessons' first step);
@@ -25,11 +26,9 @@ import (
 //  7. TopP;
 //  8. MinP (after top-p, as in Hugging Face);
 //
-// then one softmax over the survivors and one draw from the sample's
-// generator. With only the lessons' knobs set this is exactly their
-// generate. Greedy skips every stage; beam search runs stages 1, 2, 4
-// and 5 on log-probabilities. The repository's docs/sampling.md explains
-// each stage and how other engines order theirs.
+// then one softmax and one draw: with the lessons' knobs, their generate.
+// Greedy runs stage 0 only, beam search 0, 1, 2, 4 and 5 on
+// log-probabilities (docs/sampling.md compares other engines' orders).
 type GenerateOptions struct {
 	// MaxNewTokens is the number of tokens to append (>= 0); a sample ends
 	// earlier only at a stop string or on cancellation.
@@ -37,10 +36,8 @@ type GenerateOptions struct {
 	// N is the number of samples generated together (0 means 1; at most
 	// 128), or with beam search the best beams returned (at most NumBeams).
 	N int
-	// Seed seeds the sampling: sample i draws one Float64 per token from
-	// rand.New(rand.NewPCG(Seed+i, 0)), so it is the text a one-sample
-	// call with Seed+i gives (cmd/generate -seed). Greedy decoding and
-	// beam search draw nothing.
+	// Seed seeds sample i's draws (one Float64 a token) with
+	// rand.NewPCG(Seed+i, 0): it is a one-sample call with Seed+i.
 	Seed uint64
 	// Greedy takes the argmax of the raw logits (ties to the lowest id),
 	// the lessons' greedy=True, ignoring every other knob but
@@ -69,33 +66,29 @@ type GenerateOptions struct {
 	// n-gram already in the sequence, prompt included (Hugging Face's
 	// no_repeat_ngram_size).
 	NoRepeatNGramSize int
-	// NumBeams > 1 (at most 64) runs Hugging Face's beam search instead of
-	// sampling: the logits processors (LogitBias, the penalties,
-	// NoRepeatNGramSize) act on each beam's log-probabilities, the
-	// sampling knobs do not apply. LengthPenalty (finite) is its exponent
-	// on the length: a finished beam scores sum(log p) / len^LengthPenalty.
+	// NumBeams > 1 (at most 64) runs Hugging Face's beam search, the
+	// processors (stages 0, 1, 2, 4, 5) on each beam's log-probabilities;
+	// a finished beam scores sum(log p) / len^LengthPenalty.
 	NumBeams      int
 	LengthPenalty float64
-	// Stop lists up to 4 non-empty strings (Complete only): a sample ends
-	// before the first of them to appear in its text, which is left out;
-	// streamed text holds back what may begin one. For beam search a stop
-	// string is the end-of-sequence token.
+	// Stop lists up to 4 strings (Complete only): a sample's text ends
+	// before the first to appear (for beams, the end-of-sequence token).
 	Stop []string
-	// Stream, if not nil, receives each sample's tokens as they become
-	// final (with stop strings, once they cannot begin one) as a
-	// Completion of those tokens alone, Finish set on the sample's last;
-	// beam search streams each beam whole at the end, best first. The
-	// Completion is valid only during the call; an error from Stream stops
-	// every sample and is returned.
+	// Stream, if not nil, receives each sample's tokens once final as a
+	// Completion of those alone (Finish set on the last; beams whole at the
+	// end), valid during the call; its error stops the call.
 	Stream func(*Completion) error
-	// Trace gives every token its Step, with TraceTopN candidates (in [0,
-	// vocabulary size]) and with TraceAttention the attention weights: in
-	// the streamed parts when Stream is set (the returned Completions then
-	// keep none), else in the returned Completions. Beam search traces
-	// nothing.
+	// Trace gives every token its Step (TraceTopN candidates, attention
+	// with TraceAttention) in the streamed parts, or without Stream in the
+	// returned Completions. Beam search traces nothing.
 	Trace          bool
 	TraceTopN      int
 	TraceAttention bool
+	// Constraint holds every sample to a format: it ends ("stop") once
+	// complete with nothing allowed after, and completes it by
+	// MaxNewTokens (too few for the shortest match is refused) unless a
+	// stop string or cancellation cuts it (Completion.Incomplete).
+	Constraint *Constraint
 
 	// noCache recomputes the whole window for every token instead of
 	// extending the KV cache: the same bits, for tests and benchmarks.
@@ -203,13 +196,16 @@ func (o *GenerateOptions) validateFor(V int) error {
 	if o.TraceTopN > V {
 		return fmt.Errorf("%w: trace top-n %d exceeds the vocabulary size %d", ErrBadOption, o.TraceTopN, V)
 	}
+	if o.Constraint != nil {
+		return o.Constraint.check(o, V, nil)
+	}
 	return nil
 }
 
 // Why a sample ended: Completion.Finish, in OpenAI's words.
 const (
 	finishLength = "length" // MaxNewTokens generated
-	finishStop   = "stop"   // a stop string appeared
+	finishStop   = "stop"   // a stop string appeared, or the constraint's format is complete
 )
 
 // Completion is one sample (or beam) of a Generate or Complete call, or
@@ -221,10 +217,12 @@ type Completion struct {
 	IDs []int
 	// Text is IDs decoded (Complete only).
 	Text string
-	// Finish says why the sample ended, as OpenAI's API does: "length"
-	// (MaxNewTokens generated) or "stop" (at a stop string); "" in a
-	// streamed part before the last.
+	// Finish is "length" (MaxNewTokens), "stop" (a stop string, or a
+	// complete format), or "" in a streamed part before the last.
 	Finish string
+	// Incomplete, with a Constraint, reports that the text ended before
+	// its format was complete: cut by a stop string or by cancellation.
+	Incomplete bool
 	// Score is beam search's length-penalised score (0 when sampling).
 	Score float64
 	// Steps holds each token's trace when GenerateOptions.Trace is set.
@@ -291,6 +289,11 @@ func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *GenerateOptions
 		return nil, fmt.Errorf("%w: vocabulary has %d characters, the model %d", ErrBadOption, vocab.Size(), m.cfg.VocabSize)
 	case prompt == "":
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
+	}
+	if c := opts.Constraint; c != nil {
+		if err := c.check(opts, m.cfg.VocabSize, vocab); err != nil {
+			return nil, err
+		}
 	}
 	ids, err := vocab.Encode(prompt)
 	if err != nil {

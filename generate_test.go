@@ -2,256 +2,13 @@ package minigpt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"example.org/minigpt/internal/kernels"
 )
-
-// survivors returns the ids whose filtered logit is finite.
-func survivors(logits []float64, seen []bool, o GenerateOptions) []int {
-	s := newSampler(len(logits))
-	st := seqState{seen: seen, counts: make([]int32, len(logits))}
-	if seen == nil {
-		st.seen = make([]bool, len(logits))
-	}
-	row, err := s.filter(logits, nil, &st, &o, false)
-	if err != nil {
-		panic(err)
-	}
-	var ids []int
-	for id, v := range row {
-		if !math.IsInf(v, -1) {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-func TestTopKKeepsExactlyKWithTieRule(t *testing.T) {
-	logits := []float64{1, 3, 3, 2, 3, -1}
-	for _, tc := range []struct {
-		k    int
-		want []int
-	}{
-		{1, []int{1}},
-		{2, []int{1, 2}},       // three logits tie at 3: the lower ids win
-		{3, []int{1, 2, 4}},    // all the 3s
-		{4, []int{1, 2, 3, 4}}, // then the 2
-		{6, []int{0, 1, 2, 3, 4, 5}},
-		{60, []int{0, 1, 2, 3, 4, 5}},
-	} {
-		got := survivors(logits, nil, GenerateOptions{Temperature: 1, TopK: tc.k})
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("top-k %d kept %v, want %v", tc.k, got, tc.want)
-		}
-	}
-}
-
-func TestTopPBoundaries(t *testing.T) {
-	logits := []float64{0.3, 2, 1, -1}
-	probs := make([]float64, 4)
-	kernels.Softmax(probs, logits)
-	// Descending probability: ids 1, 2, 0, 3.
-	exact := probs[1] + probs[2] // the mass of the first two, summed as the filter sums it
-	for _, tc := range []struct {
-		name string
-		p    float64
-		want []int
-	}{
-		{"mass exactly p keeps the crossing token only", exact, []int{1, 2}},
-		{"just above needs one more", math.Nextafter(exact, 2), []int{0, 1, 2}},
-		{"tiny p keeps one", 1e-9, []int{1}},
-		{"p = 1 keeps all", 1, []int{0, 1, 2, 3}},
-	} {
-		got := survivors(logits, nil, GenerateOptions{Temperature: 1, TopP: tc.p})
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("%s: top-p %v kept %v, want %v", tc.name, tc.p, got, tc.want)
-		}
-	}
-	dominant := []float64{-5, 12, -5, -5, -5}
-	if got := survivors(dominant, nil, GenerateOptions{Temperature: 1, TopP: 0.9}); !slices.Equal(got, []int{1}) {
-		t.Errorf("one dominant token: kept %v, want [1]", got)
-	}
-}
-
-// Each case is built so that moving one stage elsewhere in the pipeline
-// changes the survivors.
-func TestFilterOrder(t *testing.T) {
-	// Temperature before top-p: at T = 1 the nucleus of p = 0.8 holds two
-	// tokens; at T = 0.5 one token carries 87% of the mass.
-	if got := survivors([]float64{2, 1, 0}, nil, GenerateOptions{Temperature: 0.5, TopP: 0.8}); !slices.Equal(got, []int{0}) {
-		t.Errorf("temperature then top-p kept %v, want [0]", got)
-	}
-	if got := survivors([]float64{2, 1, 0}, nil, GenerateOptions{Temperature: 1, TopP: 0.8}); !slices.Equal(got, []int{0, 1}) {
-		t.Errorf("top-p at temperature 1 kept %v, want [0 1]", got)
-	}
-	// Penalty before top-k: the penalty demotes the seen leader.
-	seen := []bool{true, false, false}
-	if got := survivors([]float64{3, 2.9, 1}, seen, GenerateOptions{Temperature: 1, RepetitionPenalty: 2, TopK: 1}); !slices.Equal(got, []int{1}) {
-		t.Errorf("penalty then top-k kept %v, want [1]", got)
-	}
-	// Top-k before top-p: two uniform survivors of top-k have mass 0.5
-	// each, so p = 0.5 keeps one; top-p first would have kept two.
-	if got := survivors([]float64{1, 1, 1, 1}, nil, GenerateOptions{Temperature: 1, TopK: 2, TopP: 0.5}); !slices.Equal(got, []int{0}) {
-		t.Errorf("top-k then top-p kept %v, want [0]", got)
-	}
-}
-
-// Temperature and the repetition penalty both scale a logit, so in exact
-// arithmetic their order would not matter; in floating point it does, and
-// the pipeline's order (see GenerateOptions) divides by the temperature
-// first, as the lessons' generate does before any filter. Every filtered
-// logit is checked against that order, computed here by hand, on values
-// of which some round differently in the other order (checked too, so
-// that the test can see a swap).
-func TestRepetitionPenaltyAfterTemperatureBits(t *testing.T) {
-	const V, temp, penalty = 64, 0.7, 1.3
-	rng := seeded(11)
-	logits, seen := make([]float64, V), make([]bool, V)
-	for i := range logits {
-		logits[i], seen[i] = 3*rng.NormFloat64(), i%2 == 0
-	}
-	s := newSampler(V)
-	o := GenerateOptions{Temperature: temp, RepetitionPenalty: penalty}
-	row, err := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, V)}, &o, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale := func(x float64) float64 { // the sampling lesson's first exercise
-		if x > 0 {
-			return x / penalty
-		}
-		return x * penalty
-	}
-	swapped := 0
-	for i, x := range logits {
-		want, other := x/temp, x
-		if seen[i] {
-			want, other = scale(want), scale(x)
-		}
-		other /= temp
-		if math.Float64bits(row[i]) != math.Float64bits(want) {
-			t.Errorf("logit %d (%v, seen %v): filtered %v, want %v (temperature, then penalty)", i, x, seen[i], row[i], want)
-		}
-		if math.Float64bits(other) != math.Float64bits(want) {
-			swapped++
-		}
-	}
-	if swapped == 0 {
-		t.Fatal("no logit rounds differently in the other order: the test cannot see a swap; choose other values")
-	}
-}
-
-func TestRepetitionPenaltyLowersSeenTokens(t *testing.T) {
-	logits := []float64{2, -1, 0.5, -0.5}
-	seen := []bool{true, true, false, false}
-	probsOf := func(penalty float64) []float64 {
-		s := newSampler(4)
-		row, _ := s.filter(logits, nil, &seqState{seen: seen, counts: make([]int32, 4)}, &GenerateOptions{Temperature: 1, RepetitionPenalty: penalty}, false)
-		p := make([]float64, 4)
-		kernels.Softmax(p, row)
-		return p
-	}
-	off, on := probsOf(1), probsOf(1.5)
-	for id := 0; id < 2; id++ { // a positive and a negative seen logit
-		if !(on[id] < off[id]) {
-			t.Errorf("seen token %d (logit %v): probability %v with penalty, %v without; want lower", id, logits[id], on[id], off[id])
-		}
-	}
-	for id := 2; id < 4; id++ {
-		if !(on[id] > off[id]) {
-			t.Errorf("unseen token %d: probability %v with penalty, %v without; want higher", id, on[id], off[id])
-		}
-	}
-}
-
-func TestSamplingFrequencies(t *testing.T) {
-	target := []float64{0.5, 0.3, 0.15, 0.05, 0}
-	logits := make([]float64, len(target))
-	for i, p := range target {
-		logits[i] = math.Log(p) // log 0 = -Inf: must never be drawn
-	}
-	probs := make([]float64, len(logits))
-	kernels.Softmax(probs, logits)
-	rng := seeded(2026)
-	const n = 100000
-	counts := make([]int, len(target))
-	for range n {
-		counts[sampleIndex(probs, rng.Float64())]++
-	}
-	for i, p := range target {
-		sigma := math.Sqrt(n * p * (1 - p))
-		if dev := math.Abs(float64(counts[i]) - n*p); dev > 5*sigma+1e-9 {
-			t.Errorf("token %d drawn %d times, want %.0f ± %.0f (5σ)", i, counts[i], n*p, 5*sigma)
-		}
-	}
-	if counts[4] != 0 {
-		t.Errorf("a zero-probability token was drawn %d times", counts[4])
-	}
-}
-
-func TestGenerateRejectsBadOptions(t *testing.T) {
-	m, _ := NewModel(tinyConfig(false), 1)
-	vocab, _ := NewVocab("abcdefg")
-	for _, tc := range []struct {
-		name   string
-		prompt string
-		o      GenerateOptions
-		want   string
-	}{
-		{"negative tokens", "ab", GenerateOptions{MaxNewTokens: -1, Greedy: true}, "new token count -1"},
-		{"negative temperature", "ab", GenerateOptions{Temperature: -0.5}, "temperature -0.5"},
-		{"NaN temperature", "ab", GenerateOptions{Temperature: math.NaN()}, "temperature NaN"},
-		{"infinite temperature", "ab", GenerateOptions{Temperature: math.Inf(1)}, "temperature +Inf"},
-		{"negative k", "ab", GenerateOptions{Temperature: 1, TopK: -2}, "top-k -2"},
-		{"p above 1", "ab", GenerateOptions{Temperature: 1, TopP: 1.5}, "top-p 1.5"},
-		{"negative p", "ab", GenerateOptions{Temperature: 1, TopP: -0.1}, "top-p -0.1"},
-		{"NaN p", "ab", GenerateOptions{Temperature: 1, TopP: math.NaN()}, "top-p NaN"},
-		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1}, "repetition penalty -1"},
-		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1)}, "repetition penalty +Inf"},
-		{"empty prompt", "", GenerateOptions{Greedy: true}, "empty prompt"},
-		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.Complete(context.Background(), vocab, tc.prompt, tc.o)
-			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Complete error = %v, want ErrBadOption mentioning %q", err, tc.want)
-			}
-			// Generate takes the same options and refuses them alike.
-			ids, encErr := vocab.Encode(tc.prompt)
-			if encErr != nil {
-				return
-			}
-			_, err = m.Generate(context.Background(), ids, tc.o)
-			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Generate error = %v, want ErrBadOption mentioning %q", err, tc.want)
-			}
-		})
-	}
-	if _, err := m.Complete(context.Background(), nil, "ab", GenerateOptions{Greedy: true}); !errors.Is(err, ErrBadOption) {
-		t.Fatalf("nil vocabulary: error %v", err)
-	}
-	// A huge token count is not allocated up front: cancel after a few.
-	ctx, cancel := context.WithCancel(context.Background())
-	n := 0
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 1 << 62, Greedy: true, Stream: func(c *Completion) error {
-		if n += len(c.IDs); n >= 5 {
-			cancel()
-		}
-		return nil
-	}}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("huge token count: error %v", err)
-	}
-	if _, err := m.Generate(context.Background(), []int{1, 9}, GenerateOptions{Greedy: true}); err == nil || !strings.Contains(err.Error(), "token id 9 at position 1") {
-		t.Fatalf("out-of-range prompt id: error %v", err)
-	}
-}
 
 // Greedy Generate continues the prompt (which it leaves as it was and
 // does not return) with argmaxes, whatever the other knobs say.
@@ -369,7 +126,18 @@ func TestCachedAndUncachedGenerateAgree(t *testing.T) {
 func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 	m := randomizedModel(t, defaultConfig(), 4)
 	prompt := []int{1, 2, 3}
+	vocab, err := NewVocab(LanternBay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConstraint(vocab, "regex", `[a-z ]+`) // never ends: every step a token
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range []GenerateOptions{
+		// A constraint's states, once met, cost nothing per token.
+		{Temperature: 1.5, Constraint: c, Seed: 1},
+		{Greedy: true, Constraint: c},
 		{Greedy: true},
 		{Temperature: 0.8, TopK: 5, TopP: 0.9, RepetitionPenalty: 1.3, Seed: 1},
 		{MinP: 0.05, PresencePenalty: 0.5, FrequencyPenalty: 0.5, NoRepeatNGramSize: 3, LogitBias: map[int]float64{2: -1}, Seed: 1},
@@ -384,49 +152,6 @@ func TestGenerateAllocatesNothingPerToken(t *testing.T) {
 		if few, many := allocs(10), allocs(100); many != few {
 			t.Errorf("greedy=%v: %v allocations for 10 tokens, %v for 100: something allocates per token", o.Greedy, few, many)
 		}
-	}
-}
-
-func TestGenerateStopsOnCallbackErrorAndCancel(t *testing.T) {
-	m := randomizedModel(t, tinyConfig(false), 1)
-	stop := errors.New("enough")
-	var got []int
-	out, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true, Stream: func(c *Completion) error {
-		got = append(got, c.IDs...)
-		if len(got) == 3 {
-			return stop
-		}
-		return nil
-	}})
-	if !errors.Is(err, stop) || len(out) != 1 || len(out[0].IDs) != 3 || !slices.Equal(out[0].IDs, got) {
-		t.Fatalf("callback stop: out %v, streamed %v, err %v", out, got, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := m.Generate(ctx, []int{1}, GenerateOptions{MaxNewTokens: 10, Greedy: true}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled context: err %v", err)
-	}
-}
-
-func TestGenerateRefusesOverflowingTemperature(t *testing.T) {
-	m := randomizedModel(t, tinyConfig(false), 1)
-	for _, o := range []GenerateOptions{
-		{MaxNewTokens: 3, Temperature: 5e-324, Seed: 1},
-		{MaxNewTokens: 3, Temperature: 1, RepetitionPenalty: 1e-320, Seed: 1},
-	} {
-		_, err := m.Generate(context.Background(), []int{1, 2, 3, 4, 5, 6}, o)
-		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "overflows the logits") {
-			t.Errorf("temperature %v, penalty %v: err = %v, want ErrNonFinite", o.Temperature, o.RepetitionPenalty, err)
-		}
-	}
-}
-
-func TestGenerateRefusesNonFiniteLogits(t *testing.T) {
-	m := randomizedModel(t, tinyConfig(false), 1)
-	m.Params()[len(m.Params())-1] = math.Inf(1) // a head bias
-	_, err := m.Generate(context.Background(), []int{1}, GenerateOptions{MaxNewTokens: 3, Greedy: true})
-	if !errors.Is(err, ErrNonFinite) {
-		t.Fatalf("err = %v, want ErrNonFinite", err)
 	}
 }
 
@@ -547,90 +272,6 @@ func TestConcurrentGenerateMatchesSerial(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 4: a zero Temperature is temperature 1, not greedy.
-func TestZeroTemperatureSamples(t *testing.T) {
-	m := randomizedModel(t, defaultConfig(), 21)
-	prompt := []int{1, 2, 3}
-	zero := GenerateOptions{MaxNewTokens: 40, TopK: 5, Seed: 5}
-	res, err := m.Generate(context.Background(), prompt, zero)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := res[0].IDs
-	r := seeded(5)
-	if ids, err := generateWith(m, prompt, zero, r); err != nil || !slices.Equal(ids, a) {
-		t.Fatalf("token loop: %v, %v; Generate gave %v", ids, err, a)
-	}
-	if r.Uint64() == seeded(5).Uint64() {
-		t.Error("TopK with a zero Temperature drew no random number: it was greedy")
-	}
-	b := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Temperature: 1, TopK: 5, Seed: 5})
-	if !slices.Equal(a, b) {
-		t.Error("zero Temperature differs from Temperature 1")
-	}
-	g := generated(t, m, prompt, GenerateOptions{MaxNewTokens: 40, Greedy: true})
-	if slices.Equal(a, g) {
-		t.Error("zero Temperature gave the greedy text")
-	}
-}
-
-// Issue 15, item 1: ties go to the lowest index, as NumPy's argmax.
-func TestArgmaxTiesGoToLowestIndex(t *testing.T) {
-	for _, tc := range []struct {
-		xs   []float64
-		want int
-	}{
-		{[]float64{0, 0, 0}, 0},
-		{[]float64{1, 3, 3, 2}, 1},
-		{[]float64{-1, -2, -1}, 0},
-		{[]float64{2, 5, 1, 5, 5}, 1},
-		{[]float64{math.Inf(-1), 7, 7}, 1},
-	} {
-		if got := argmax(tc.xs); got != tc.want {
-			t.Errorf("argmax(%v) = %d, want %d", tc.xs, got, tc.want)
-		}
-	}
-	// A model whose parameters are all zero has equal logits everywhere:
-	// greedy decoding must choose id 0 every time.
-	m, err := NewModel(defaultConfig(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clear(m.Params())
-	out := generated(t, m, []int{5, 9}, GenerateOptions{MaxNewTokens: 40, Greedy: true}) // past the block size too
-	if len(out) != 40 {
-		t.Fatalf("%d tokens, want 40", len(out))
-	}
-	for i, id := range out {
-		if id != 0 {
-			t.Fatalf("token %d of greedy decoding on equal logits is %d, want 0: %v", i, id, out)
-		}
-	}
-}
-
-// Issue 15, item 2: the draw is the first index whose cumulative
-// probability is strictly above u (searchsorted side='right'). The
-// probabilities are exact binary fractions, so the boundaries are exact.
-func TestSampleIndexBoundaries(t *testing.T) {
-	probs := []float64{0.25, 0, 0.25, 0.5}
-	for _, tc := range []struct {
-		u    float64
-		want int
-	}{
-		{0, 0},
-		{math.Nextafter(0.25, 0), 0},
-		{0.25, 2}, // cdf[0] == u is not above it; id 1 has probability 0
-		{math.Nextafter(0.25, 1), 2},
-		{0.5, 3},
-		{math.Nextafter(0.5, 0), 2},
-		{math.Nextafter(1, 0), 3},
-	} {
-		if got := sampleIndex(probs, tc.u); got != tc.want {
-			t.Errorf("sampleIndex(%v, %v) = %d, want %d", probs, tc.u, got, tc.want)
-		}
-	}
-}
-
 // Issue 15, item 3: a call never reuses the KV cache an earlier call
 // left behind, even when the earlier one ended inside the block with
 // exactly one position fewer than the new prompt.
@@ -660,7 +301,7 @@ func TestTraceLogprobs(t *testing.T) {
 	want := []float64{math.Log(1.0 / 6), math.Log(2.0 / 6), math.Log(3.0 / 6), math.Inf(-1)}
 	s := newSampler(len(logits))
 	var tr Step
-	s.traceGreedy(logits, 1, len(logits), &tr)
+	s.traceGreedy(logits, logits, false, 1, len(logits), &tr)
 	close := func(what string, got, want float64) {
 		if !(math.Abs(got-want) <= 1e-15) && got != want {
 			t.Errorf("%s: logprob %v, want %v", what, got, want)

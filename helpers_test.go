@@ -108,7 +108,21 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	sc := getSerial(m.cfg, K)
 	defer putSerial(sc)
 	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
-	req.searchBeams(newBeamState(m.cfg, &o, len(prompt), K, n, stops))
+	// The stop strings are token sequences: spell each token as a
+	// character of its own, and the sequences as their text.
+	chars := make([]rune, m.cfg.VocabSize)
+	for i := range chars {
+		chars[i] = rune(0x100 + i)
+	}
+	vocab, err := vocabFromChars(chars)
+	if err != nil {
+		return nil, err
+	}
+	var stopText [][]byte
+	for _, s := range stops {
+		stopText = append(stopText, []byte(vocab.text(s)))
+	}
+	req.searchBeams(newBeamState(m.cfg, &o, len(prompt), K, n, stopText, vocab))
 	req.start(sc.slots)
 	m.runAlone(context.Background(), req, sc.dec)
 	return req.results(), req.err

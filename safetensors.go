@@ -36,9 +36,11 @@ const (
 	stKeyLayers    = "minigpt.layers"
 	stKeyTiedHead  = "minigpt.tied_head" // "true" or "false"
 	stKeyVocab     = "minigpt.vocab"     // the characters in token-id order, as one string
+	stKeyTokenizer = "minigpt.tokenizer" // instead, in format 2: a BPE tokenizer's JSON form
 	stKeyStep      = "minigpt.step"
 
-	stFormatVersion = "1"
+	stFormatVersion   = "1" // a character vocabulary (minigpt.vocab)
+	stFormatTokenizer = "2" // a BPE one (minigpt.tokenizer)
 
 	// stMaxHeader bounds the JSON header, as the reference implementation
 	// does (100 MB); minigpt's largest config needs about 15 MB.
@@ -131,12 +133,10 @@ var stDTypeSize = map[string]int{
 	"F6_E2M3": 0, "F6_E3M2": 0,
 }
 
-// WriteSafetensors writes c's model to w as a safetensors file: every
-// parameter tensor (named as in docs/interop.md) as dtype, "F64" (or "")
-// or "F32", and in __metadata__ the model config, the vocabulary and the
-// step; not the training state. Everything is checked before the first
-// byte is written: a value that is not finite, or beyond float32's range
-// in F32, is an error wrapping ErrBadCheckpoint naming the element.
+// WriteSafetensors writes c's model to w as a safetensors file (tensors
+// named as in docs/interop.md) of dtype "F64" (or "") or "F32", with the
+// config, vocabulary and step in __metadata__. A value that is not finite,
+// or past float32's range in F32, is an ErrBadCheckpoint before any byte.
 func WriteSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
 	if err := writeSafetensors(w, c, dtype); err != nil {
 		return fmt.Errorf("write safetensors: %w", err)
@@ -195,6 +195,14 @@ func writeSafetensors(w io.Writer, c *Checkpoint, dtype string) error {
 		{stKeyTiedHead, strconv.FormatBool(cfg.TiedHead)},
 		{stKeyVocab, string(c.Vocab.chars)},
 		{stKeyStep, strconv.Itoa(c.Step)},
+	}
+	if t := c.Vocab.tok; t != nil {
+		js, err := t.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("write safetensors: tokenizer: %w", err)
+		}
+		meta[1][1] = stFormatTokenizer
+		meta[8] = [2]string{stKeyTokenizer, string(js)}
 	}
 	for i, kv := range meta {
 		if i > 0 {

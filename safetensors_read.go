@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"example.org/minigpt/internal/bpe"
 )
 
 // stEntry is one tensor as the header describes it.
@@ -262,6 +264,9 @@ func parseSafetensorsEntry(name string, value json.RawMessage) (*stEntry, error)
 // Keys outside minigpt's ("format", say) are other tools' and ignored.
 func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, int, error) {
 	known := []string{stKeyFormat, stKeyVocabSize, stKeyBlockSize, stKeyEmbedDim, stKeyHeads, stKeyLayers, stKeyTiedHead, stKeyVocab, stKeyStep}
+	if f, ok := meta[stKeyFormat]; ok && string(f) == `"`+stFormatTokenizer+`"` {
+		known[7] = stKeyTokenizer
+	}
 	vals := map[string]string{}
 	for k, raw := range meta {
 		if raw[0] != '"' {
@@ -272,7 +277,7 @@ func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, 
 			return Config{}, nil, 0, stBad("metadata %q: %s: %w", k, raw, err)
 		}
 		if len(k) > len("minigpt.") && k[:len("minigpt.")] == "minigpt." && !slices.Contains(known, k) {
-			return Config{}, nil, 0, stBad("metadata %q: unknown minigpt key (format version %s knows %v)", k, stFormatVersion, known)
+			return Config{}, nil, 0, stBad("metadata %q: unknown minigpt key (this format version knows %v)", k, known)
 		}
 		vals[k] = s
 	}
@@ -281,8 +286,8 @@ func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, 
 			return Config{}, nil, 0, stBad("metadata: no %q (a minigpt file has %v)", k, known)
 		}
 	}
-	if v := vals[stKeyFormat]; v != stFormatVersion {
-		return Config{}, nil, 0, stBad("metadata %q is %q: this reader knows version %s", stKeyFormat, v, stFormatVersion)
+	if v := vals[stKeyFormat]; v != stFormatVersion && v != stFormatTokenizer {
+		return Config{}, nil, 0, stBad("metadata %q is %q: this reader knows versions %s and %s", stKeyFormat, v, stFormatVersion, stFormatTokenizer)
 	}
 	num := func(k string) (int, error) {
 		s := vals[k]
@@ -316,13 +321,25 @@ func parseSafetensorsMetadata(meta map[string]json.RawMessage) (Config, *Vocab, 
 	if err := cfg.Validate(); err != nil {
 		return Config{}, nil, 0, stBad("metadata: model config: %w", err)
 	}
-	chars := []rune(vals[stKeyVocab])
-	if len(chars) != cfg.VocabSize {
-		return Config{}, nil, 0, stBad("metadata %q has %d characters, %q says %d", stKeyVocab, len(chars), stKeyVocabSize, cfg.VocabSize)
-	}
-	vocab, err := vocabFromChars(chars)
-	if err != nil {
-		return Config{}, nil, 0, stBad("metadata %q: %w", stKeyVocab, err)
+	var vocab *Vocab
+	if js, ok := vals[stKeyTokenizer]; ok {
+		tok, err := bpe.ReadJSON([]byte(js))
+		if err != nil {
+			return Config{}, nil, 0, stBad("metadata %q: %w", stKeyTokenizer, err)
+		}
+		if tok.VocabSize() != cfg.VocabSize {
+			return Config{}, nil, 0, stBad("metadata %q has %d tokens, %q says %d", stKeyTokenizer, tok.VocabSize(), stKeyVocabSize, cfg.VocabSize)
+		}
+		vocab = &Vocab{tok: tok}
+	} else {
+		chars := []rune(vals[stKeyVocab])
+		if len(chars) != cfg.VocabSize {
+			return Config{}, nil, 0, stBad("metadata %q has %d characters, %q says %d", stKeyVocab, len(chars), stKeyVocabSize, cfg.VocabSize)
+		}
+		var err error
+		if vocab, err = vocabFromChars(chars); err != nil {
+			return Config{}, nil, 0, stBad("metadata %q: %w", stKeyVocab, err)
+		}
 	}
 	step, err := num(stKeyStep)
 	if err != nil {

@@ -17,6 +17,7 @@ type sampler struct {
 	row   []float64 // (V) filtered logits
 	order []int     // (V) ids by descending value
 	probs []float64 // (V) the final distribution
+	mask  []bool    // (V) the tokens a constraint allows, made by the first constrained step
 
 	// Trace buffers, allocated by the first traced step.
 	raw    []float64            // (V) raw probabilities at temperature 1
@@ -51,17 +52,37 @@ func (st *seqState) add(id int) {
 }
 
 // choose picks the next token of seq from logits (which it does not
-// modify): greedy argmax, or the pipeline and one draw from r. With tr
+// modify): greedy argmax, or the pipeline and one draw from r, among the
+// tokens pl's constraint (if any) allows with left tokens to go. With tr
 // not nil it also fills tr's token fields and candidates.
-func (s *sampler) choose(logits []float64, seq []int, st *seqState, o *GenerateOptions, r *rand.Rand, tr *Step) (int, error) {
+func (s *sampler) choose(logits []float64, seq []int, st *seqState, pl *place, left int, o *GenerateOptions, r *rand.Rand, tr *Step) (int, error) {
+	var allowed []bool
+	if pl.c != nil {
+		if len(s.mask) != len(logits) {
+			s.mask = make([]bool, len(logits))
+		}
+		if err := pl.allowed(left, s.mask); err != nil {
+			return 0, err
+		}
+		allowed = s.mask
+	}
 	if !o.sampled() {
-		id := argmax(logits)
+		row := logits
+		if allowed != nil {
+			row = s.row[:len(logits)]
+			copy(row, logits)
+			applyMask(row, allowed)
+		}
+		id := argmax(row)
+		if math.IsInf(row[id], -1) {
+			return 0, fmt.Errorf("%w: the constraint leaves no token", ErrBadOption) // AllowedWithin never does
+		}
 		if tr != nil {
-			s.traceGreedy(logits, id, o.TraceTopN, tr)
+			s.traceGreedy(logits, row, allowed != nil, id, o.TraceTopN, tr)
 		}
 		return id, nil
 	}
-	row, err := s.filter(logits, seq, st, o, tr != nil)
+	row, err := s.filter(logits, allowed, seq, st, o, tr != nil)
 	if err != nil {
 		return 0, err
 	}
@@ -77,11 +98,12 @@ func (s *sampler) choose(logits []float64, seq []int, st *seqState, o *GenerateO
 	return id, nil
 }
 
-// filter runs the stages of the pipeline (see GenerateOptions) in order
+// filter runs the stages of the pipeline (see GenerateOptions) in order,
+// the first keeping only the allowed tokens (when allowed is not nil),
 // and returns the filtered logits (-Inf for removed tokens). With trace,
 // it records the distribution after each stage and which stage removed
 // each token.
-func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateOptions, trace bool) ([]float64, error) {
+func (s *sampler) filter(logits []float64, allowed []bool, seq []int, st *seqState, o *GenerateOptions, trace bool) ([]float64, error) {
 	row := s.row[:len(logits)]
 	copy(row, logits)
 	if trace {
@@ -92,7 +114,12 @@ func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateO
 			s.mark(stage, on, row)
 		}
 	}
-	on := len(o.LogitBias) > 0
+	on := allowed != nil
+	if on {
+		applyMask(row, allowed)
+	}
+	after(stageGrammar, on)
+	on = len(o.LogitBias) > 0
 	if on {
 		applyLogitBias(row, o.LogitBias)
 	}
@@ -141,9 +168,21 @@ func (s *sampler) filter(logits []float64, seq []int, st *seqState, o *GenerateO
 		best = max(best, v)
 	}
 	if math.IsInf(best, -1) {
+		if allowed != nil {
+			return nil, fmt.Errorf("%w: the constraint, logit bias and no-repeat n-gram leave no token", ErrBadOption)
+		}
 		return nil, fmt.Errorf("%w: logit bias and no-repeat n-gram leave no token", ErrBadOption)
 	}
 	return row, nil
+}
+
+// applyMask removes (-Inf) every token allowed does not allow.
+func applyMask(row []float64, allowed []bool) {
+	for id, ok := range allowed {
+		if !ok {
+			row[id] = math.Inf(-1)
+		}
+	}
 }
 
 // argmax returns the index of the largest value, the lowest on ties
@@ -359,15 +398,19 @@ func (s *sampler) trace(logits []float64, id int, logprob float64, topN int, tr 
 	s.candidates(logits, id, topN, tr)
 }
 
-// traceGreedy fills tr after a greedy step: no stage ran.
-func (s *sampler) traceGreedy(logits []float64, id, topN int, tr *Step) {
+// traceGreedy fills tr after a greedy step, which chose id from row: the
+// logits themselves, or, when constrained, them masked (the one stage
+// greedy decoding runs).
+func (s *sampler) traceGreedy(logits, row []float64, constrained bool, id, topN int, tr *Step) {
 	s.startTrace(logits)
+	s.mark(stageGrammar, constrained, row)
 	for st := stageLogitBias; st < numStages; st++ {
-		s.at[st] = s.raw
+		s.at[st] = s.at[stageGrammar]
 	}
-	tr.Active = [numStages]bool{StageRaw: true}
+	tr.Active = s.active
 	s.candidates(logits, id, topN, tr)
-	tr.Logprob = tr.Chosen.Logprob
+	maxv, lse := logNormalizer(row)
+	tr.Logprob = float64(row[id]-maxv) - lse
 }
 
 // logNormalizer returns max(logits) and log Σ exp(x - max), the sum in

@@ -22,7 +22,7 @@ func filterOnce(logits []float64, seq []int, o GenerateOptions) ([]float64, [num
 		st.seen[id] = true
 	}
 	s := newSampler(V)
-	row, err := s.filter(logits, seq, &st, &o, true)
+	row, err := s.filter(logits, nil, seq, &st, &o, true)
 	return slices.Clone(row), s.active, err
 }
 
@@ -101,7 +101,7 @@ func TestMinPAtOne(t *testing.T) {
 	o := GenerateOptions{MinP: 1, TopP: 0.9, Temperature: 3}
 	rng := seeded(5)
 	for range 200 {
-		id, err := s.choose(logits, nil, &st, &o, rng, nil)
+		id, err := s.choose(logits, nil, &st, &place{}, 0, &o, rng, nil)
 		if err != nil || id != 1 {
 			t.Fatalf("min-p 1 drew %d (%v), want 1", id, err)
 		}
@@ -221,7 +221,7 @@ func TestTemperatureExtremes(t *testing.T) {
 	rng := seeded(9)
 	cold := GenerateOptions{Temperature: 1e-4}
 	for range 500 {
-		if id, err := s.choose(logits, nil, &st, &cold, rng, nil); err != nil || id != 1 {
+		if id, err := s.choose(logits, nil, &st, &place{}, 0, &cold, rng, nil); err != nil || id != 1 {
 			t.Fatalf("temperature 1e-4 drew %d (%v), want the argmax 1", id, err)
 		}
 	}

@@ -20,7 +20,7 @@ func filtered(t *testing.T, logits []float64, seq []int, counts []int32, o Gener
 	}
 	copy(st.counts, counts)
 	s := newSampler(V)
-	row, err := s.filter(logits, seq, &st, &o, false)
+	row, err := s.filter(logits, nil, seq, &st, &o, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestEverythingBannedIsAnError(t *testing.T) {
 	s := newSampler(V)
 	st := seqState{seen: make([]bool, V), counts: make([]int32, V)}
 	o := GenerateOptions{LogitBias: map[int]float64{0: -100, 1: -100, 2: -100}}
-	if _, err := s.filter([]float64{1, 2, 3}, nil, &st, &o, false); !errors.Is(err, ErrBadOption) {
+	if _, err := s.filter([]float64{1, 2, 3}, nil, nil, &st, &o, false); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("err = %v, want ErrBadOption", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestSamplingFrequenciesThroughFilters(t *testing.T) {
 	const n = 60000
 	counts := make([]int, V)
 	for range n {
-		id, err := s.choose(logits, nil, &st, &o, rng, nil)
+		id, err := s.choose(logits, nil, &st, &place{}, 0, &o, rng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +192,18 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 	s := newSampler(V)
 	var tr Step
 	rng := seeded(3)
+	vocab, err := vocabFromChars([]rune("abcdefgh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConstraint(vocab, "regex", "[a-fh]+") // no 'g', token 6
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl place
+	pl.start(c)
 	for range 50 {
-		id, err := s.choose(logits, seq, &st, &o, rng, &tr)
+		id, err := s.choose(logits, seq, &st, &pl, 10, &o, rng, &tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,13 +237,14 @@ func TestTraceProbabilitiesSumToOne(t *testing.T) {
 			t.Errorf("the chosen token %d was cut by %v", id, tr.Chosen.CutBy)
 		}
 	}
-	// Who cut what: 7 by the bias; after "0" the 2-gram "0 3" bans 3.
+	// Who cut what: 6 by the constraint, 7 by the bias; after "0" the
+	// 2-gram "0 3" bans 3.
 	cut := map[int]Stage{}
 	for _, c := range tr.Top {
 		cut[c.ID] = c.CutBy
 	}
-	if cut[7] != stageLogitBias || cut[3] != stageNoRepeatNGram {
-		t.Errorf("cut stages %v: want 7 by logit-bias, 3 by no-repeat-ngram", cut)
+	if cut[6] != stageGrammar || cut[7] != stageLogitBias || cut[3] != stageNoRepeatNGram {
+		t.Errorf("cut stages %v: want 6 by grammar, 7 by logit-bias, 3 by no-repeat-ngram", cut)
 	}
 	// Top is by raw probability, ties to the lower id (3 and 5 tie).
 	var order []int
@@ -253,8 +264,8 @@ func TestTraceAllocatesNothing(t *testing.T) {
 	s := newSampler(V)
 	var tr Step
 	rng := seeded(1)
-	s.choose(logits, nil, &st, &o, rng, &tr) // the first traced step allocates the buffers
-	if n := testing.AllocsPerRun(100, func() { s.choose(logits, nil, &st, &o, rng, &tr) }); n != 0 {
+	s.choose(logits, nil, &st, &place{}, 0, &o, rng, &tr) // the first traced step allocates the buffers
+	if n := testing.AllocsPerRun(100, func() { s.choose(logits, nil, &st, &place{}, 0, &o, rng, &tr) }); n != 0 {
 		t.Errorf("a traced step allocates %v times", n)
 	}
 }

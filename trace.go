@@ -4,8 +4,8 @@ package minigpt
 // scored) token, its Candidates and the pipeline's Stages.
 
 // Stage names a step of the sampling pipeline (see GenerateOptions), in
-// the order the stages run, by their String names: raw, logit-bias,
-// penalties (presence and frequency), temperature, repetition-penalty,
+// the order the stages run, by their String names: raw, grammar (the
+// Constraint), logit-bias, penalties (presence and frequency), temperature, repetition-penalty,
 // no-repeat-ngram, top-k, top-p, min-p. Candidate.Probs is indexed by
 // Stage.
 type Stage uint8
@@ -15,6 +15,7 @@ type Stage uint8
 // numbered in pipeline order, the last one len(Candidate.Probs)-1.
 const (
 	StageRaw Stage = iota
+	stageGrammar
 	stageLogitBias
 	stagePenalties
 	stageTemperature
@@ -26,7 +27,7 @@ const (
 	numStages // the number of stages, StageRaw included
 )
 
-var stageNames = [numStages]string{"raw", "logit-bias", "penalties", "temperature", "repetition-penalty", "no-repeat-ngram", "top-k", "top-p", "min-p"}
+var stageNames = [numStages]string{"raw", "grammar", "logit-bias", "penalties", "temperature", "repetition-penalty", "no-repeat-ngram", "top-k", "top-p", "min-p"}
 
 // String returns the stage's name as the CLI flags spell it ("top-k").
 func (s Stage) String() string {

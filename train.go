@@ -299,11 +299,9 @@ type LossPoint struct {
 	Loss float64 // that step's batch loss, or the validation loss after it
 }
 
-// LossHistory returns the losses Run recorded (with those of the run a
-// resumed trainer continues): every step's training loss and every
-// evaluation's validation loss, up to 8192 points a curve. A curve about
-// to pass that drops every second point, so a long run's history keeps
-// its shape, its older steps sparser, in constant memory.
+// LossHistory returns the losses Run recorded, a resumed run's included:
+// up to 8192 points a curve, which drops every second point as it fills
+// (a long run's shape, in constant memory).
 func (t *Trainer) LossHistory() (train, val []LossPoint) {
 	return slices.Clone(t.trainLoss), slices.Clone(t.valLoss)
 }

@@ -15,7 +15,10 @@
 // windows side by side (the cheapest; the mean loss is then exactly
 // Model.Loss over those windows), and -stride 1 gives every character
 // the most context the model can see. Each character is scored once, in
-// the first window that predicts it (minigpt.Model.Score).
+// the first window that predicts it (minigpt.Model.Score, called on
+// pieces of the text so that a long one can show its progress and the
+// time left on a terminal, or anywhere with -progress; pieces.go).
+// -model takes minigpt's checkpoints and safetensors files alike.
 //
 // With -jsonl, standard output gets one JSON object per scored character,
 //
@@ -62,18 +65,19 @@ const maxTop = 20
 var stdin io.Reader = os.Stdin
 
 type options struct {
-	model, text string
-	stride, top int
-	jsonl       bool
+	model, text     string
+	stride, top     int
+	jsonl, progress bool
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.StringVar(&o.text, "text", "", "score the UTF-8 text in this `file` (required); - reads standard input")
-	fs.StringVar(&o.model, "model", "", "checkpoint `file` to score with (default: the embedded Lantern Bay model)")
+	fs.StringVar(&o.model, "model", "", "the model to score with: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
 	fs.IntVar(&o.stride, "stride", 0, "move the context window by this many characters over a text longer than it, 1 to the context length; 0 = the context length (windows side by side)")
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write every scored character's surprisal to standard output as a JSON line, and the summary to standard error")
 	fs.IntVar(&o.top, "top", 0, fmt.Sprintf("with -jsonl, also list the `N` most probable characters at each position (0..%d)", maxTop))
+	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage)
 	return fs
 }
 
@@ -114,7 +118,8 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, vocab, modelName, err := loadModel(o.model)
+	po := cli.ProgressTo(stderr, o.progress)
+	m, vocab, modelName, err := loadModel(o.model, po)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -122,14 +127,16 @@ func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.stride > block {
 		return cli.BadValue(fs, "stride", fmt.Sprintf("the model's context window holds %d characters: the stride must be at most that", block))
 	}
-	ids, err := encode(text, vocab)
+	ids, err := vocab.Encode(text)
 	if err != nil {
-		return cli.Usagef("-text %s: %w", textName, err)
+		return cli.Usagef("-text %s: %w", textName, cli.CheckText(text, vocab))
 	}
 	if len(ids) < 2 {
 		return cli.Usagef("-text %s: scoring needs at least 2 characters (the first has nothing to be predicted from), it has %d", textName, len(ids))
 	}
-	scores, err := m.Score(ctx, ids, o.stride, o.top)
+	p := po.Start("scoring "+textName, "characters", int64(len(ids)-1))
+	scores, err := scoreInPieces(ctx, m, ids, o.stride, o.top, p)
+	p.Done()
 	if err != nil {
 		return err
 	}
@@ -180,47 +187,23 @@ func readText(ctx context.Context, path string) (text, name string, err error) {
 		return "", "", cli.Usagef("-text %w", err)
 	}
 	if !utf8.ValidString(text) {
-		return "", "", cli.Usagef("-text %s: not valid UTF-8", name)
+		return "", "", cli.Usagef("-text %s: %w", name, cli.CheckText(text, nil))
 	}
 	return text, name, nil
 }
 
-func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, string, error) {
+// loadModel loads the -model file, in either format, or the embedded
+// model, and names it for the report.
+func loadModel(path string, po cli.ProgressOut) (*minigpt.Model, *minigpt.Vocab, string, error) {
 	if path == "" {
 		m, v, err := minigpt.DefaultModel()
 		return m, v, "the embedded Lantern Bay model", err
 	}
-	c, err := minigpt.LoadCheckpoint(path)
+	c, err := cli.LoadCheckpoint("model", path, po)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("-model: %w", err)
+		return nil, nil, "", err
 	}
 	return c.Model, c.Vocab, path, nil
-}
-
-// encode returns text's token ids, or an error naming the first character
-// outside vocab by its position (in characters, from 0) with an excerpt
-// around it: the text may be megabytes long, the error is one line.
-func encode(text string, vocab *minigpt.Vocab) ([]int, error) {
-	ids, err := vocab.Encode(text)
-	if err == nil {
-		return ids, nil
-	}
-	id := make(map[rune]bool, vocab.Size())
-	for _, c := range vocab.Chars() {
-		id[c] = true
-	}
-	pos := 0
-	for _, c := range text {
-		if !id[c] {
-			msg := fmt.Sprintf("%q at position %d (%U, counting from 0) in %s", c, pos, c, cli.Excerpt(text, pos, 20))
-			if chars := vocab.Chars(); len(chars) <= 100 {
-				msg += fmt.Sprintf("; the model knows %q", string(chars))
-			}
-			return nil, fmt.Errorf("%w: %s", minigpt.ErrBadText, msg)
-		}
-		pos++
-	}
-	return nil, err
 }
 
 // tokenJSON is one scored character as a JSON line.
@@ -247,7 +230,7 @@ func writeJSONL(w io.Writer, scores []minigpt.Step, chars []rune) error {
 			t.Top = append(t.Top, topJSON{string(chars[c.ID]), c.Logprob})
 		}
 		if err := enc.Encode(t); err != nil {
-			return fmt.Errorf("position %d: %w", s.Pos, err)
+			return fmt.Errorf("the line of character %d (counting from 0): %w", s.Pos, err)
 		}
 	}
 	return nil

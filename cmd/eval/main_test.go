@@ -232,7 +232,7 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"no text", nil, "-text is required"},
-		{"unknown char", []string{"-text", writeFile(t, "q.txt", "the Quay")}, `'Q' at position 4 (U+0051, counting from 0) in "the Quay"; the model knows`},
+		{"unknown char", []string{"-text", writeFile(t, "q.txt", "the Quay")}, `'Q' (U+0051) at character 4 (counting from 0) is not in the model's vocabulary, in "the Quay"; the model knows`},
 		{"one char", []string{"-text", writeFile(t, "one.txt", "t")}, "needs at least 2 characters (the first has nothing to be predicted from), it has 1"},
 		{"empty", []string{"-text", writeFile(t, "empty.txt", "")}, "it has 0"},
 		{"bad utf8", []string{"-text", writeFile(t, "bad.txt", "the \xff")}, "not valid UTF-8"},
@@ -263,5 +263,67 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("-h lacks %q", s)
 		}
+	}
+}
+
+// -model takes a safetensors file as it comes (told by its content, not
+// its name), and a file of neither format is refused naming the flag,
+// the path and what each format starts with.
+func TestModelAsItComes(t *testing.T) {
+	m, v, _ := minigpt.DefaultModel()
+	var buf bytes.Buffer
+	if err := minigpt.WriteSafetensors(&buf, &minigpt.Checkpoint{Model: m, Vocab: v, Step: 1200}, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	st := writeFile(t, "lb.weights", buf.String())
+	text := writeFile(t, "t.txt", "the lamp keeper walks the harbour wall")
+	want, _, _ := runEval(t, "-text", text)
+	got, errOut, code := runEval(t, "-text", text, "-model", st)
+	if code != 0 || strings.SplitN(got, "\n", 3)[2] != strings.SplitN(want, "\n", 3)[2] {
+		t.Errorf("-model %s: exit %d (%s):\n%s\nwant the embedded model's figures:\n%s", st, code, errOut, got, want)
+	}
+	junk := writeFile(t, "junk.ckpt", "PK\x03\x04 a zip file")
+	_, errOut, code = runEval(t, "-text", text, "-model", junk)
+	if code != 2 || !strings.HasPrefix(errOut, "eval: -model "+junk+": bad checkpoint: ") || !strings.Contains(errOut, `want "\x89GPT\r\n\x1a\n"`) || !strings.Contains(errOut, "safetensors file (an 8-byte header length, then '{')") {
+		t.Errorf("-model %s: exit %d, %q", junk, code, errOut)
+	}
+}
+
+// Progress goes to standard error only when asked for (or to a
+// terminal), and never changes what standard output gets.
+func TestProgress(t *testing.T) {
+	// 40,080 characters: 20 pieces of 2,048 at the embedded model's block.
+	text := writeFile(t, "bay.txt", strings.Repeat(minigpt.LanternBay, 4))
+	plain, plainErr, code := runEval(t, "-text", text, "-jsonl")
+	if code != 0 || strings.Contains(plainErr, "scoring") {
+		t.Fatalf("without -progress: exit %d, stderr %q", code, plainErr)
+	}
+	out, errOut, code := runEval(t, "-text", text, "-jsonl", "-progress")
+	if code != 0 || out != plain {
+		t.Fatalf("-progress changed standard output (exit %d, %s)", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	n := 4*len([]rune(minigpt.LanternBay)) - 1
+	// A line a tenth of the work, the last one done, then the summary.
+	if len(lines) != 10+5 || !strings.HasPrefix(lines[0], "scoring "+text+": 1") ||
+		!strings.HasPrefix(lines[9], "scoring "+text+": 100% ("+strconv.Itoa(n)+" of "+strconv.Itoa(n)+" characters)") ||
+		!strings.HasSuffix(lines[9], ", done") || errOut[len(errOut)-len(plainErr):] != plainErr {
+		t.Errorf("-progress wrote to standard error:\n%s", errOut)
+	}
+	for _, l := range lines[1:9] {
+		if !strings.Contains(l, " left") {
+			t.Errorf("a progress line without the time left: %q", l)
+		}
+	}
+}
+
+// A text of several lines: the position of a character the model does
+// not know is also its line and column.
+func TestUnknownCharLineAndColumn(t *testing.T) {
+	text := writeFile(t, "play.txt", "ROMEO:\nBut soft, what light\nthrough yonder window {breaks}")
+	_, errOut, code := runEval(t, "-text", text, "-model", "../../models/shakespeare.ckpt")
+	want := `'{' (U+007B) at character 50 (counting from 0), line 3, column 23 is not in the model's vocabulary`
+	if code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, %q; want %q", code, errOut, want)
 	}
 }

@@ -17,11 +17,17 @@ var command = cli.Command{
 		Title:   "Every character",
 		Flags:   []string{"jsonl", "top"},
 		Example: []string{"-text", "-", "-jsonl", "-top", "3"},
+	}, {
+		Title:   "Progress",
+		Flags:   []string{"progress"},
+		Example: []string{"-text", "data/tinyshakespeare.txt", "-progress"},
 	}},
 	Notes: `Every character but the first is predicted from those before it, as many as
 the model's context holds; a longer text is read in windows moving by
 -stride characters, each character scored once. The mean loss with the
-default stride is exactly Model.Loss over windows laid side by side.`,
+default stride is exactly Model.Loss over windows laid side by side.
+A text that takes more than half a second shows on a terminal how much is
+scored and the time left (on standard error, never in piped output).`,
 	Exit: cli.ExitStatus{
 		Refused:     "a bad flag, a text or model that cannot be read, or a character the model does not know",
 		Failed:      "scoring or writing the output failed",

@@ -43,17 +43,18 @@ func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("export", e
 type options struct {
 	model, out, dtype    string
 	logits, logitsPrompt string
-	force                bool
+	force, progress      bool
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.StringVar(&o.model, "model", "", "checkpoint `file` to export (full or weights-only; default: the embedded Lantern Bay model)")
+	fs.StringVar(&o.model, "model", "", "the model to export: a checkpoint `file` (full or weights-only), or a .safetensors one to convert to -dtype (told by its content; default: the embedded Lantern Bay model)")
 	fs.StringVar(&o.out, "out", "", "write the safetensors `file` here (required)")
 	fs.StringVar(&o.dtype, "dtype", "F64", "store the weights as F64 (every bit) or F32 (half the size, rounded to float32)")
 	fs.BoolVar(&o.force, "force", false, "replace existing -out and -logits files")
 	fs.StringVar(&o.logits, "logits", "", "also write the model's float64 logits on -logits-prompt to this JSON `file`, to check another implementation against this one")
 	fs.StringVar(&o.logitsPrompt, "logits-prompt", "the keeper rings the bell", "the `text` -logits runs the model on (at most the block size in characters, all in the vocabulary)")
+	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage)
 	return fs
 }
 
@@ -83,7 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	c, from, err := load(o.model)
+	po := cli.ProgressTo(stderr, o.progress)
+	c, from, err := load(o.model, po)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -97,16 +99,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w before writing; nothing written", cli.ErrInterrupted)
 	}
 
+	elem := int64(8)
+	if o.dtype == "F32" {
+		elem = 4
+	}
+	size := int64(c.Model.Config().NumParams())*elem + headerBytes
+	p := po.StartLarge("writing "+o.out, size)
 	err = out.Save(func(w io.Writer) error {
-		return minigpt.WriteSafetensors(w, c, o.dtype)
+		if err := minigpt.WriteSafetensors(p.Writer(w), c, o.dtype); err != nil {
+			return err
+		}
+		p.Set(size)
+		return nil
 	})
+	p.Done()
 	if errors.Is(err, minigpt.ErrBadCheckpoint) {
 		return cli.UsageError{Err: fmt.Errorf("%s: %w; nothing written", from, err)} // the model cannot be stored so
 	}
 	if err != nil {
 		return err
 	}
-	size := int64(-1)
+	size = -1
 	if fi, err := os.Stat(o.out); err == nil {
 		size = fi.Size()
 	}
@@ -120,9 +133,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// headerBytes is about what a safetensors file holds besides the weights
+// (its JSON header), for the progress of writing one.
+const headerBytes = 4 << 10
+
 // load reads the -model checkpoint, or the embedded model, and names it
 // for messages.
-func load(path string) (*minigpt.Checkpoint, string, error) {
+func load(path string, po cli.ProgressOut) (*minigpt.Checkpoint, string, error) {
 	if path == "" {
 		m, vocab, err := minigpt.DefaultModel()
 		if err != nil {
@@ -132,14 +149,9 @@ func load(path string) (*minigpt.Checkpoint, string, error) {
 		step := minigpt.DefaultTrainConfig().Steps
 		return &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: step}, "the embedded Lantern Bay model", nil
 	}
-	f, err := cli.OpenRegular(path) // a FIFO is refused, not waited on
+	c, err := cli.LoadCheckpoint("model", path, po)
 	if err != nil {
-		return nil, "", fmt.Errorf("-model %w", err)
-	}
-	f.Close()
-	c, err := minigpt.LoadCheckpoint(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("-model: %w", err)
+		return nil, "", err
 	}
 	return c, path, nil
 }
@@ -151,7 +163,7 @@ func load(path string) (*minigpt.Checkpoint, string, error) {
 func logitsJSON(c *minigpt.Checkpoint, prompt string) ([]byte, error) {
 	ids, err := c.Vocab.Encode(prompt)
 	if err != nil {
-		return nil, err
+		return nil, cli.CheckText(prompt, c.Vocab)
 	}
 	T, V := len(ids), c.Model.Config().VocabSize
 	if T == 0 || T > c.Model.Config().BlockSize {

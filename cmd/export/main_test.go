@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 	"example.org/minigpt/internal/testutil"
 )
 
@@ -130,7 +132,7 @@ func TestLogitsFile(t *testing.T) {
 		t.Errorf("the logits read back differ from Model.Logits")
 	}
 	for _, tc := range []struct{ prompt, want string }{
-		{"the bay!", `unusable text: '!' at position 7 is not in the vocabulary`},
+		{"the bay!", `unusable text: '!' (U+0021) at character 7 (counting from 0) is not in the model's vocabulary`},
 		{strings.Repeat("a", 33), "33 characters, want 1 to the block size, 32"},
 		{"", "0 characters"},
 	} {
@@ -215,5 +217,57 @@ func TestHelp(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("-h: exit %d, lacks %q", r.code, want)
 		}
+	}
+}
+
+// -model takes a safetensors file too (told by its content): export then
+// converts it, here to F32; a file of neither format is refused naming
+// the flag, the path and what each format starts with.
+func TestExportsASafetensorsFile(t *testing.T) {
+	dir := t.TempDir()
+	f64, f32 := filepath.Join(dir, "a.weights"), filepath.Join(dir, "b.safetensors")
+	if r := export(t, "-out", f64); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := export(t, "-model", f64, "-out", f32, "-dtype", "F32"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	m, _, _ := minigpt.DefaultModel()
+	c := readST(t, f32)
+	for i, v := range m.Params() {
+		if c.Model.Params()[i] != float64(float32(v)) {
+			t.Fatalf("parameter %d is %v, want float32(%v)", i, c.Model.Params()[i], v)
+		}
+	}
+	junk := filepath.Join(dir, "junk.ckpt")
+	os.WriteFile(junk, []byte("GIF89a..."), 0o644)
+	r := export(t, "-model", junk, "-out", filepath.Join(dir, "c.safetensors"))
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "export: -model "+junk+": bad checkpoint: magic number is \"GIF89a..\", want \"\\x89GPT\\r\\n\\x1a\\n\"") || !strings.Contains(r.stderr, "nor a safetensors file (an 8-byte header length, then '{')") {
+		t.Errorf("exit %d: %q", r.code, r.stderr)
+	}
+}
+
+// A large model shows the progress of reading and writing it with
+// -progress (and on a terminal), and nothing without.
+func TestProgress(t *testing.T) {
+	in, _ := clitest.LargeCheckpoint(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "large.safetensors")
+	r := export(t, "-model", in, "-out", out)
+	if r.code != 0 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "wrote ") {
+		t.Fatalf("without -progress: exit %d, %q", r.code, r.stderr)
+	}
+	r = export(t, "-model", in, "-out", out, "-force", "-progress")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	clitest.ProgressLines(t, r.stderr, "reading "+in)
+	lines := clitest.ProgressLines(t, r.stderr, "writing "+out)
+	fi, _ := os.Stat(out)
+	if want := fmt.Sprintf("(%.1f of %.1f MB)", float64(fi.Size())/1e6, float64(2387224*8+4096)/1e6); !strings.Contains(lines[len(lines)-1], "of "+want[strings.Index(want, "of ")+3:]) {
+		t.Errorf("last line %q: want the size of the file, about %s", lines[len(lines)-1], want)
+	}
+	if c := readST(t, out); c.Model.Config().NumParams() != 2387224 {
+		t.Errorf("wrote %d parameters", c.Model.Config().NumParams())
 	}
 }

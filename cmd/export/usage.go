@@ -22,7 +22,13 @@ safetensors file for PyTorch: docs/interop.md.`,
 		Title:   "Checking another implementation",
 		Flags:   []string{"logits", "logits-prompt"},
 		Example: []string{"-out", "lanternbay.safetensors", "-logits", "logits.json", "-force"},
+	}, {
+		Title:   "Progress",
+		Flags:   []string{"progress"},
+		Example: []string{"-model", "big.ckpt", "-out", "big.safetensors", "-progress"},
 	}},
+	Notes: `A model of 16 MiB or more shows on a terminal how much is read and written
+and the time left (on standard error, never in piped output).`,
 	Exit: cli.ExitStatus{
 		Refused:     "a bad flag, a -model that cannot be loaded, an output that may not be written, or a weight beyond float32's range with -dtype F32; nothing was written",
 		Failed:      "writing a file failed (a full disk); a replaced file is intact",

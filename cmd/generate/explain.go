@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,14 +155,24 @@ func sampleCol(o *options, i int) string {
 
 // explainLine is one -explain row: position, character, its probability
 // after the filters and under the raw distribution, then the top
-// candidates.
+// candidates, the chosen one marked * (after "…" when it is not among
+// them).
 func explainLine(o *options, chars []rune, sample int, s *minigpt.Step) string {
 	var b strings.Builder
 	if o.samples > 1 {
 		fmt.Fprintf(&b, "%-3d ", sample)
 	}
 	fmt.Fprintf(&b, "%5d  %-6s %7s %7s |", s.Pos, fmt.Sprintf("%q", chars[s.Chosen.ID]), pct(math.Exp(s.Logprob))+"%", pct(math.Exp(s.Chosen.Logprob))+"%")
-	for _, c := range s.Top {
+	top := s.Top
+	if !slices.ContainsFunc(top, func(c minigpt.Candidate) bool { return c.ID == s.Chosen.ID }) {
+		// Drawn from outside the top N shown: listed after them, so that
+		// every line marks its character (as the server's trace does).
+		top = append(top[:len(top):len(top)], s.Chosen)
+	}
+	for i, c := range top {
+		if i == len(s.Top) {
+			b.WriteString(" …")
+		}
 		mark := " "
 		if c.ID == s.Chosen.ID {
 			mark = "*"

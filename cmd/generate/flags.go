@@ -44,6 +44,13 @@ const (
 	maxBeams   = 64
 )
 
+// maxN bounds -n, as the server bounds max_tokens: a generation must be
+// able to finish. Every sample and beam keeps its text until the end (a
+// beam search writes nothing before it), and a million characters is some
+// minutes of the embedded model's output on two cores, hours of a
+// larger one's.
+const maxN = 1 << 20
+
 func parseBias(arg string) (biasFlag, error) {
 	i := strings.LastIndex(arg, "=")
 	if i <= 0 {
@@ -69,7 +76,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.StringVar(&o.prompt, "prompt", "the ", "`text` to continue (every character must be in the model's vocabulary)")
 	fs.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this `file` instead of -prompt (keeps newlines); - reads standard input")
-	fs.IntVar(&o.n, "n", 200, "number of characters to generate (with -compare: 80 unless given)")
+	fs.IntVar(&o.n, "n", 200, fmt.Sprintf("number of characters to generate, at most %d (with -compare: 80 unless given)", maxN))
 	fs.BoolVar(&o.greedy, "greedy", false, "always take the most likely character (ignores the sampling flags)")
 	fs.Float64Var(&o.temperature, "temperature", 1.0, fmt.Sprintf("divide logits by this before sampling: 0 means greedy (the same as -greedy), otherwise at least %g", minTemperature))
 	fs.IntVar(&o.topK, "top-k", 0, "sample only from the k most likely characters; 0 = off")
@@ -94,7 +101,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", maxBeams))
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
-	fs.StringVar(&o.model, "model", "", "checkpoint `file` to load (default: the embedded Lantern Bay model)")
+	fs.StringVar(&o.model, "model", "", "the model to load: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
 	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
 	fs.BoolVar(&o.compare, "compare", false, "print the sampling lesson's comparison of decoders: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
 	fs.BoolVar(&o.explain, "explain", false, "for each generated character, print its probability and the top candidates before and after the filters, with the stage that cut each")
@@ -126,8 +133,8 @@ func (o *options) validate(set map[string]bool) error {
 		}
 	}
 	switch {
-	case o.n < 0:
-		return fmt.Errorf("-n %d: must be >= 0", o.n)
+	case o.n < 0 || o.n > maxN:
+		return fmt.Errorf("-n %d: must be in [0, %d]", o.n, maxN)
 	case !finite(o.temperature) || o.temperature < 0:
 		return fmt.Errorf("-temperature %v: must be finite and >= 0 (0 means greedy)", o.temperature)
 	case o.temperature > 0 && o.temperature < minTemperature:
@@ -214,7 +221,7 @@ func (o *options) generateOptions(vocab *minigpt.Vocab) (minigpt.GenerateOptions
 			if id < 0 {
 				ids, err := vocab.Encode(string(b.char))
 				if err != nil {
-					return g, fmt.Errorf("-logit-bias %s: %w", b.arg, err)
+					return g, fmt.Errorf("-logit-bias %s: %w: %q (%U) is not in the model's vocabulary", b.arg, minigpt.ErrBadText, b.char, b.char)
 				}
 				id = ids[0]
 			} else if id >= vocab.Size() {

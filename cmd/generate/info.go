@@ -22,7 +22,7 @@ func printInfo(path string, w io.Writer) error {
 		c = &minigpt.Checkpoint{Step: minigpt.DefaultTrainConfig().Steps} // the default run's last step
 		c.Model, c.Vocab, err = minigpt.DefaultModel()
 	} else {
-		c, err = minigpt.LoadCheckpoint(path)
+		c, err = cli.LoadCheckpoint("model", path, cli.ProgressOut{})
 		if fi, serr := os.Stat(path); err == nil && serr == nil {
 			size = fmt.Sprintf(", %d bytes", fi.Size())
 		}

@@ -70,7 +70,7 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 	case err != nil:
 		return "", cli.Usagef("-prompt-file %w", err)
 	case !utf8.ValidString(text):
-		return "", bad("not valid UTF-8")
+		return "", cli.Usagef("-prompt-file %s: %w", path, cli.CheckText(text, nil))
 	case text == "":
 		return "", bad("is empty")
 	}
@@ -111,7 +111,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		o.prompt, promptFlag = p, "-prompt-file "+o.promptFile
 	}
-	m, vocab, err := loadModel(o.model)
+	m, vocab, err := loadModel(o.model, stderr)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -171,38 +171,24 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // checkPrompt reports the first character of prompt outside vocab with
-// its position and a short excerpt around it: the prompt may be a
-// megabyte long, and the error is one line.
+// its position and a short excerpt around it (cli.CheckText): the prompt
+// may be a megabyte long, and the error is one line.
 func checkPrompt(prompt string, vocab *minigpt.Vocab) error {
-	_, err := vocab.Encode(prompt)
-	if err == nil || !errors.Is(err, minigpt.ErrBadText) {
+	if _, err := vocab.Encode(prompt); err == nil || !errors.Is(err, minigpt.ErrBadText) {
 		return err
 	}
-	known := map[rune]bool{}
-	for _, c := range vocab.Chars() {
-		known[c] = true
-	}
-	pos := 0
-	for _, c := range prompt {
-		if !known[c] {
-			msg := fmt.Sprintf("%q at position %d (%U, counting from 0) in %s", c, pos, c, cli.Excerpt(prompt, pos, 20))
-			if chars := vocab.Chars(); len(chars) <= 100 {
-				msg += fmt.Sprintf("; the model knows %q", string(chars))
-			}
-			return fmt.Errorf("%w: %s", minigpt.ErrBadText, msg)
-		}
-		pos++
-	}
-	return err
+	return cli.CheckText(prompt, vocab)
 }
 
-func loadModel(path string) (*minigpt.Model, *minigpt.Vocab, error) {
+// loadModel loads the -model file, in either format, or the embedded
+// model; a large file shows its reading on a terminal.
+func loadModel(path string, stderr io.Writer) (*minigpt.Model, *minigpt.Vocab, error) {
 	if path == "" {
 		return minigpt.DefaultModel()
 	}
-	c, err := minigpt.LoadCheckpoint(path)
+	c, err := cli.LoadCheckpoint("model", path, cli.ProgressTo(stderr, false))
 	if err != nil {
-		return nil, nil, fmt.Errorf("-model: %w", err)
+		return nil, nil, err
 	}
 	return c.Model, c.Vocab, nil
 }

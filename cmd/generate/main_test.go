@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // runCLI runs the command as main would, with a generous time limit.
@@ -113,7 +114,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-repetition-penalty", "0"}, "-repetition-penalty 0"},
 		{[]string{"-repetition-penalty", "-2"}, "-repetition-penalty -2"},
 		{[]string{"-prompt", ""}, "-prompt is empty"},
-		{[]string{"-prompt", "the Keeper"}, `'K' at position 4`},
+		{[]string{"-prompt", "the Keeper"}, `'K' (U+004B) at character 4 (counting from 0) is not in the model's vocabulary`},
+		// A prompt of several lines: the line and column too.
+		{[]string{"-model", "../../models/shakespeare.ckpt", "-prompt", "ROMEO:\nO <love"}, `'<' (U+003C) at character 9 (counting from 0), line 2, column 3 is not in the model's vocabulary`},
 		{[]string{"-prompt", "x", "-prompt-file", "p.txt"}, "give one, not both"},
 		{[]string{"-prompt-file", "/nonexistent/prompt.txt"}, "-prompt-file"},
 		{[]string{"-prompt-file", "/dev/zero"}, "-prompt-file /dev/zero: is a character device, not a regular file"},
@@ -141,11 +144,52 @@ func TestBadModelFile(t *testing.T) {
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.ckpt")
 	os.WriteFile(garbage, []byte("not a checkpoint at all"), 0o644)
-	for _, path := range []string{filepath.Join(dir, "missing.ckpt"), garbage} {
-		_, errOut, code := runCLI(t, "-model", path, "-greedy")
+	empty := filepath.Join(dir, "empty.safetensors")
+	os.WriteFile(empty, nil, 0o644)
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.ckpt"), "no such file"},
+		// Neither format: the error says what each one starts with.
+		{garbage, `bad checkpoint: magic number is "not a ch", want "\x89GPT\r\n\x1a\n": not a minigpt checkpoint, nor a safetensors file (an 8-byte header length, then '{')`},
+		{empty, "the file is empty: " + cli.Formats},
+	} {
+		_, errOut, code := runCLI(t, "-model", tc.path, "-greedy")
 		// Refused before any work: exit status 2 (cli.ExitRule).
-		if code != 2 || !strings.Contains(errOut, "-model") {
-			t.Errorf("-model %s: exit %d, stderr %q; want exit 2 with a clear error", path, code, errOut)
+		if code != 2 || !strings.HasPrefix(errOut, "generate: -model "+tc.path+": ") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("-model %s: exit %d, stderr %q; want exit 2, the flag, the path and %q", tc.path, code, errOut, tc.want)
+		}
+		_, errOut, code = runCLI(t, "-model", tc.path, "-info")
+		if code != 2 || !strings.Contains(errOut, "-model "+tc.path+": ") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("-model %s -info: exit %d, stderr %q; want exit 2 and %q", tc.path, code, errOut, tc.want)
+		}
+	}
+}
+
+// A safetensors file is a model as it comes: generate reads it by its
+// content, whatever its name, and writes what the checkpoint it was
+// exported from writes.
+func TestSafetensorsModel(t *testing.T) {
+	m, v, err := minigpt.DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := minigpt.WriteSafetensors(&buf, &minigpt.Checkpoint{Model: m, Vocab: v, Step: 1200}, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"lb.safetensors", "lb.ckpt", "weights"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, errOut, code := runCLI(t, "-model", path, "-greedy", "-n", "40")
+		want, _, _ := runCLI(t, "-greedy", "-n", "40")
+		if code != 0 || got != want {
+			t.Errorf("-model %s: exit %d (%s), %q; want the embedded model's %q", name, code, errOut, got, want)
+		}
+		info, errOut, code := runCLI(t, "-model", path, "-info")
+		if code != 0 || !strings.Contains(info, "104728 parameters") || !strings.Contains(info, "weights-only") {
+			t.Errorf("-model %s -info: exit %d (%s), %q", name, code, errOut, info)
 		}
 	}
 }
@@ -205,7 +249,7 @@ func TestPromptFileErrorsNameTheFile(t *testing.T) {
 	bad := filepath.Join(dir, "bad.txt")
 	os.WriteFile(bad, []byte("the Zoo"), 0o644)
 	_, errOut, code := runCLI(t, "-prompt-file", bad)
-	if code != 2 || !strings.Contains(errOut, "-prompt-file "+bad) || !strings.Contains(errOut, `'Z' at position 4`) {
+	if code != 2 || !strings.Contains(errOut, "-prompt-file "+bad) || !strings.Contains(errOut, `'Z' (U+005A) at character 4 (counting from 0)`) {
 		t.Fatalf("exit %d, %q: want exit 2 naming -prompt-file and the character", code, errOut)
 	}
 	bom := filepath.Join(dir, "bom.txt")

@@ -118,7 +118,12 @@ func TestRefusedUpFront(t *testing.T) {
 		{"empty prompt file name", []string{"-prompt-file", ""}, "-prompt-file is empty: give a file name, or - for standard input"},
 		{"compare with loop window", []string{"-compare", "-loop-window", "5"}, "-loop-window has no effect there"},
 		{"compare with loops", []string{"-compare", "-loops"}, "-loops has no effect there"},
-		{"huge prompt, unknown character", []string{"-prompt", big}, `'Z' at position 108000 (U+005A, counting from 0) in …"p the lamp the lamp Zebra the lamp the la"…`}, // 20 characters either side
+		// A generation that cannot finish (issue 39): a beam search writes
+		// nothing before its end, and every beam keeps its text.
+		{"beams for ever", []string{"-beams", "2", "-n", "1000000000000"}, "-n 1000000000000: must be in [0, 1048576]"},
+		{"n for ever", []string{"-n", "9223372036854775807"}, "-n 9223372036854775807: must be in [0, 1048576]"},
+		{"samples for ever", []string{"-samples", "4", "-n", "1048577"}, "-n 1048577: must be in [0, 1048576]"},
+		{"huge prompt, unknown character", []string{"-prompt", big}, `'Z' (U+005A) at character 108000 (counting from 0) is not in the model's vocabulary, in …"p the lamp the lamp Zebra the lamp the la"…`}, // 20 characters either side
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runWithin(t, 30*time.Second, context.Background(), tc.args...)

@@ -136,7 +136,7 @@ func TestNewBadFlags(t *testing.T) {
 		{[]string{"-logit-bias", "e=x"}, `bias "x" is not a number`},
 		{[]string{"-logit-bias", "ab=1"}, `"ab" is neither one character nor #ID`},
 		{[]string{"-logit-bias", "e=-101"}, "-logit-bias e=-101"},
-		{[]string{"-logit-bias", "Z=5"}, "-logit-bias Z=5"},
+		{[]string{"-logit-bias", "Z=5"}, "-logit-bias Z=5: unusable text: 'Z' (U+005A) is not in the model's vocabulary"},
 		{[]string{"-logit-bias", "#24=5"}, "id 24 is outside the vocabulary"},
 		{[]string{"-no-repeat-ngram", "-1"}, "-no-repeat-ngram -1"},
 		{[]string{"-stop", "a", "-stop", "b", "-stop", "c", "-stop", "d", "-stop", "e"}, "-stop given 5 times"},
@@ -206,6 +206,44 @@ func TestExplainPinned(t *testing.T) {
 		if !strings.HasSuffix(lines[2+i], "→top-k") {
 			t.Errorf("line %d does not end with the top-k cut: %q", i, lines[2+i])
 		}
+	}
+}
+
+// -explain marks the chosen character in every line, also when it was
+// drawn from outside the top N shown: it is then listed after them, past
+// a "…", with its own probabilities (the library's Chosen record).
+func TestExplainMarksChoiceOutsideTop(t *testing.T) {
+	out, errOut, code := runCLI(t, "-explain", "-explain-top", "1", "-temperature", "2", "-n", "60", "-seed", "3")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	m, vocab, _ := minigpt.DefaultModel()
+	res, err := m.Complete(context.Background(), vocab, "the ", minigpt.GenerateOptions{MaxNewTokens: 60, Temperature: 2, Seed: 3, Trace: true, TraceTopN: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")[2:]
+	chars, outside := vocab.Chars(), 0
+	for i, s := range res[0].Steps {
+		line := lines[i]
+		if strings.Count(line, "*") != 1 {
+			t.Fatalf("line %d marks %d characters: %q", i, strings.Count(line, "*"), line)
+		}
+		if s.Top[0].ID == s.Chosen.ID {
+			if strings.Contains(line, "…") {
+				t.Errorf("line %d: the top candidate was chosen, yet %q lists another", i, line)
+			}
+			continue
+		}
+		outside++
+		want := fmt.Sprintf(" … *%-4s%5s→%s", fmt.Sprintf("%q", chars[s.Chosen.ID]), pct(s.Chosen.Probs[minigpt.StageRaw]), pct(s.Chosen.Probs[len(s.Chosen.Probs)-1]))
+		if !strings.HasSuffix(line, want) {
+			t.Errorf("line %d = %q: want it to end %q", i, line, want)
+		}
+	}
+	// At temperature 2 the top character is often not the one drawn.
+	if outside < 5 {
+		t.Errorf("only %d of 60 characters were drawn from outside the top 1: the case is not tested", outside)
 	}
 }
 

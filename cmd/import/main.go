@@ -18,7 +18,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -35,15 +34,16 @@ func main() { cli.Main("import", run) }
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("import", err, stderr) }
 
 type options struct {
-	in, out string
-	force   bool
+	in, out         string
+	force, progress bool
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.StringVar(&o.in, "in", "", "the safetensors `file` to read (required)")
+	fs.StringVar(&o.in, "in", "", "the safetensors `file` to read (required; a minigpt checkpoint is taken too, told by its content, and written weights-only)")
 	fs.StringVar(&o.out, "out", "", "write the checkpoint `file` here (required)")
 	fs.BoolVar(&o.force, "force", false, "replace an existing -out file")
+	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage)
 	return fs
 }
 
@@ -65,14 +65,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := out.Check(); err != nil {
 		return err
 	}
-	c, err := read(o.in)
+	po := cli.ProgressTo(stderr, o.progress)
+	c, err := cli.LoadCheckpoint("in", o.in, po)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	c = c.WeightsOnly()
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w before writing; nothing written", cli.ErrInterrupted)
 	}
-	if err := out.Save(func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) }); err != nil {
+	size := int64(c.Model.Config().NumParams())*8 + headerBytes
+	p := po.StartLarge("writing "+o.out, size)
+	err = out.Save(func(w io.Writer) error {
+		if err := minigpt.WriteCheckpoint(p.Writer(w), c); err != nil {
+			return err
+		}
+		p.Set(size)
+		return nil
+	})
+	p.Done()
+	if err != nil {
 		return err
 	}
 	cfg := c.Model.Config()
@@ -81,16 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// read reads and checks the -in file whole.
-func read(path string) (*minigpt.Checkpoint, error) {
-	f, err := cli.OpenRegular(path) // a FIFO is refused, not waited on
-	if err != nil {
-		return nil, fmt.Errorf("-in %w", err)
-	}
-	defer f.Close()
-	c, err := minigpt.ReadCheckpoint(bufio.NewReaderSize(f, 64<<10))
-	if err != nil {
-		return nil, fmt.Errorf("-in %s: %w", path, err)
-	}
-	return c, nil
-}
+// headerBytes is about what a weights-only checkpoint holds besides the
+// weights (header, config, vocabulary, checksum), for the progress of
+// writing one.
+const headerBytes = 4 << 10

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/clitest"
 	"example.org/minigpt/internal/testutil"
 )
 
@@ -192,5 +193,43 @@ func TestHelp(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("-h: exit %d, lacks %q", r.code, want)
 		}
+	}
+}
+
+// A large model shows the progress of reading and writing it with
+// -progress (and on a terminal), and nothing without.
+func TestProgress(t *testing.T) {
+	ckpt, c := clitest.LargeCheckpoint(t)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "large.safetensors"), filepath.Join(dir, "large.ckpt")
+	writeST(t, in, c, "F64")
+	r := imp(t, "-in", in, "-out", out)
+	if r.code != 0 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "wrote ") {
+		t.Fatalf("without -progress: exit %d, %q", r.code, r.stderr)
+	}
+	r = imp(t, "-in", in, "-out", out, "-force", "-progress")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	clitest.ProgressLines(t, r.stderr, "reading "+in)
+	clitest.ProgressLines(t, r.stderr, "writing "+out)
+	// What it wrote is the checkpoint the safetensors file came from.
+	got, err := os.ReadFile(out)
+	want, _ := os.ReadFile(ckpt)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the import is not the checkpoint exported (%v)", err)
+	}
+}
+
+// A file of neither format is refused naming the flag, the path and what
+// each format starts with.
+func TestNeitherFormat(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "model.safetensors")
+	os.WriteFile(junk, []byte("<html>not found</html>"), 0o644)
+	r := imp(t, "-in", junk, "-out", filepath.Join(dir, "m.ckpt"))
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "import: -in "+junk+": bad checkpoint: magic number is \"<html>no\"") ||
+		!strings.Contains(r.stderr, `want "\x89GPT\r\n\x1a\n"`) || !strings.Contains(r.stderr, "nor a safetensors file (an 8-byte header length, then '{')") {
+		t.Errorf("exit %d: %q", r.code, r.stderr)
 	}
 }

@@ -6,7 +6,7 @@
 // /v1/fine_tuning/jobs), whose models are served as soon as they are
 // trained.
 //
-//	go run ./cmd/serve                                # the embedded Lantern Bay model on 127.0.0.1:8080
+//	go run ./cmd/serve                                # Lantern Bay and Shakespeare on 127.0.0.1:8080
 //	go run ./cmd/serve -model shakespeare.ckpt        # served as "shakespeare"
 //	go run ./cmd/serve -addr :8080 -api-key secret    # every interface: set a key
 //	go run ./cmd/serve -training -train-dir tuned     # train in the playground; keep the models in tuned/
@@ -44,9 +44,17 @@ func main() { cli.Main("serve", run) }
 // embeddedName is the name the embedded Lantern Bay model is served under.
 const embeddedName = "lanternbay"
 
+// The shipped Shakespeare model (docs/training.md), served beside the
+// embedded one when serve runs from the repository's root: 6.5 MB is too
+// much to embed in every binary that links the package.
+const (
+	shippedName = "shakespeare"
+	shippedPath = "models/shakespeare.ckpt"
+)
+
 // modelFlags collects repeated -model flags: name=path, or a bare path
 // that names the model after its file.
-type modelFlags []struct{ name, path string }
+type modelFlags []struct{ name, path, arg string } // arg: the value as given
 
 func (m *modelFlags) String() string {
 	var s []string
@@ -85,7 +93,7 @@ func (m *modelFlags) Set(v string) error {
 			return fmt.Errorf("model name %q given twice", name)
 		}
 	}
-	*m = append(*m, struct{ name, path string }{name, path})
+	*m = append(*m, struct{ name, path, arg string }{name, path, v})
 	return nil
 }
 
@@ -146,7 +154,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.training, "training", false, "serve the fine-tuning jobs API (POST /v1/files, /v1/fine_tuning/jobs, the playground's Train tab): one job trains at a time, pausing between steps while completions run; off by default, as training is the expensive operation")
 	fs.StringVar(&o.train.Dir, "train-dir", "", "with -training, also save each fine-tuned model as a checkpoint in this existing `directory` (never replacing a file), loadable with generate -model")
 	fs.Int64Var(&o.train.MaxFileBytes, "train-max-file", t.MaxFileBytes, "with -training, largest training file in bytes")
-	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, "with -training, most steps of one job")
+	fs.IntVar(&o.train.MaxSteps, "train-max-steps", t.MaxSteps, fmt.Sprintf("with -training, most steps of one job (at most %d)", cli.MaxSteps))
 	fs.IntVar(&o.train.MaxParams, "train-max-params", t.MaxParams, "with -training, most parameters of a model a job trains")
 	fs.IntVar(&o.train.Queue, "train-queue", t.Queue, "with -training, jobs that may wait behind the running one (more get 429); 0: none")
 	return fs
@@ -167,7 +175,8 @@ func (o *options) validate() error {
 		{"-max-inflight", l.MaxInFlightBytes >= l.MaxResponseBytes, "at least -max-response"},
 		{"-request-timeout", l.RequestTimeout > 0, "positive"}, {"-write-timeout", l.WriteTimeout > 0, "positive"},
 		{"-drain-timeout", o.drain > 0, "positive"}, {"-header-timeout", o.headerTimeout > 0, "positive"},
-		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"}, {"-train-max-steps", o.train.MaxSteps >= 1, "at least 1"},
+		{"-train-max-file", o.train.MaxFileBytes >= 1, "at least 1"},
+		{"-train-max-steps", o.train.MaxSteps >= 1 && o.train.MaxSteps <= cli.MaxSteps, fmt.Sprintf("in [1, %d] (2^30: a job must be able to finish)", cli.MaxSteps)},
 		{"-train-max-params", o.train.MaxParams >= 1, "at least 1"}, {"-train-queue", o.train.Queue >= 0, ">= 0 (0: none)"},
 	} {
 		if !c.ok {
@@ -208,10 +217,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Every checkpoint is loaded before anything is served: one that
 	// cannot be is a refusal (status 2), as generate and train refuse.
 	var models []server.Model
+	po := cli.ProgressTo(stderr, false) // loading a large model shows on a terminal
 	for _, f := range o.models {
-		c, err := minigpt.LoadCheckpoint(f.path)
+		c, err := cli.LoadCheckpointAs("-model "+f.arg, f.path, po)
 		if err != nil {
-			return cli.UsageError{Err: fmt.Errorf("-model %s: %w", f.name, err)}
+			return cli.UsageError{Err: err}
 		}
 		models = append(models, server.Model{Name: f.name, Model: c.Model, Vocab: c.Vocab})
 	}
@@ -220,6 +230,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	models = append(models, server.Model{Name: embeddedName, Model: m, Vocab: vocab})
+	if shipped, err := loadShipped(o.models, po); err != nil {
+		return cli.UsageError{Err: err}
+	} else if shipped != nil {
+		models = append(models, *shipped)
+	}
 	if err := o.chatTemplates.apply(models); err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -305,6 +320,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "serve: stopped")
 	return nil
+}
+
+// loadShipped loads the shipped Shakespeare model if shippedPath is a
+// file in the working directory and no -model takes its name; nil if not.
+func loadShipped(given modelFlags, po cli.ProgressOut) (*server.Model, error) {
+	for _, f := range given {
+		if f.name == shippedName {
+			return nil, nil
+		}
+	}
+	if fi, err := os.Lstat(shippedPath); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	c, err := cli.LoadCheckpoint("model", shippedPath, po)
+	if err != nil {
+		return nil, fmt.Errorf("the shipped model: %w", err)
+	}
+	return &server.Model{Name: shippedName, Model: c.Model, Vocab: c.Vocab}, nil
 }
 
 // sendBuffer is the socket send buffer of every connection the server

@@ -341,7 +341,7 @@ func TestFlagRefusals(t *testing.T) {
 		{[]string{"-max-tokens", "0"}, 2, "-max-tokens"},
 		{[]string{"-drain-timeout", "0s"}, 2, "-drain-timeout"},
 		{[]string{"-addr", "nocolon"}, 2, "-addr"},
-		{[]string{"-model", "justapath.ckpt"}, 2, "-model justapath: "}, // named after the file, then not found
+		{[]string{"-model", "justapath.ckpt"}, 2, "-model justapath.ckpt: no such file or directory"}, // named after the file, then not found
 		{[]string{"-model", "dir/lanternbay.ckpt"}, 2, "the file's name) is the embedded model's: give -model name=dir/lanternbay.ckpt"},
 		{[]string{"-model", "my model.ckpt"}, 2, "give -model name=my model.ckpt"},
 		{[]string{"-chat-template", filepath.Join(t.TempDir(), "missing.tmpl")}, 2, "-chat-template: open"},
@@ -356,9 +356,9 @@ func TestFlagRefusals(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-nope"}, 2, "-nope"},
 		{[]string{"-model", "a=" + filepath.Join(t.TempDir(), "missing.ckpt")}, 2, "-model a"},
-		{[]string{"-model", "x=/nonexistent"}, 2, "-model x: "},
-		{[]string{"-model", "c=" + corrupt}, 2, "-model c: "},
-		{[]string{"-model", "d=" + t.TempDir()}, 2, "-model d: "},
+		{[]string{"-model", "x=/nonexistent"}, 2, "-model x=/nonexistent: no such file or directory"},
+		{[]string{"-model", "c=" + corrupt}, 2, "-model c=" + corrupt + `: bad checkpoint: magic number is "MGPT not", want "\x89GPT\r\n\x1a\n": not a minigpt checkpoint, nor a safetensors file (an 8-byte header length, then '{')`},
+		{[]string{"-model", "d=" + os.TempDir()}, 2, "-model d=" + os.TempDir() + ": is a directory, not a regular file"},
 		{[]string{"-queue-timeout", "0s"}, 2, "-queue-timeout"},
 		{[]string{"-write-timeout", "0s"}, 2, "-write-timeout"},
 		{[]string{"-request-timeout", "-1s"}, 2, "-request-timeout"},

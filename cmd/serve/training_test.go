@@ -27,6 +27,9 @@ func TestTrainingFlagRefusals(t *testing.T) {
 		{[]string{"-training", "-train-dir", file}, "not an existing directory"},
 		{[]string{"-training", "-train-max-file", "0"}, "-train-max-file: must be at least 1"},
 		{[]string{"-training", "-train-max-steps", "0"}, "-train-max-steps"},
+		// Issue 39: a job of this many steps panicked the server.
+		{[]string{"-training", "-train-max-steps", "9223372036854775807"}, "-train-max-steps: must be in [1, 1073741824] (2^30: a job must be able to finish)"},
+		{[]string{"-training", "-train-max-steps", "1073741825"}, "-train-max-steps: must be in [1, 1073741824]"},
 		{[]string{"-training", "-train-max-params", "0"}, "-train-max-params"},
 		{[]string{"-training", "-train-queue", "-1"}, "-train-queue: must be >= 0"},
 	} {

@@ -44,7 +44,9 @@ SIGINT or SIGTERM drains: requests in progress may finish for up to
 		Flags:   []string{"log"},
 		Example: []string{"-log"},
 	}},
-	Notes: `The embedded Lantern Bay model is always served, as "lanternbay". Bound to
+	Notes: `The embedded Lantern Bay model is always served, as "lanternbay", and run
+from the repository's root, so is the shipped models/shakespeare.ckpt, as
+"shakespeare" (a -model of that name takes its place). Bound to
 loopback (the default), the server accepts only loopback Host names
 (against DNS rebinding); on any other address, set -api-key.
 docs/serving.md is the API reference.`,

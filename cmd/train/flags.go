@@ -27,6 +27,7 @@ type options struct {
 
 	weightsOnly, keepBest, force bool
 	plot                         string
+	progress                     bool
 }
 
 // preset is a named set of flag values; flags given explicitly win.
@@ -132,7 +133,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.weightsOnly, "weights-only", false, "write a weights-only checkpoint (config, vocabulary, step, parameters: enough to generate or fine-tune, not to resume)")
 	fs.StringVar(&o.preset, "preset", "", presetHelp())
 
-	fs.IntVar(&o.steps, "steps", tc.Steps, "optimizer steps in the whole run (with -resume: counted from the start, so a larger value extends the run)")
+	fs.IntVar(&o.steps, "steps", tc.Steps, fmt.Sprintf("optimizer steps in the whole run, at most %d (with -resume: counted from the start, to extend)", cli.MaxSteps))
 	fs.Float64Var(&o.lr, "lr", tc.LR, "peak learning rate of Adam")
 	fs.IntVar(&o.batch, "batch", tc.BatchSize, "windows of -block characters per batch")
 	fs.Uint64Var(&o.seed, "seed", tc.Seed, "seed of the parameter initialisation and of batch sampling")
@@ -150,6 +151,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.gradClip, "grad-clip", tc.GradClip, "clip the global gradient norm to this; 0 = off")
 	fs.Float64Var(&o.weightDecay, "weight-decay", tc.WeightDecay, "AdamW decoupled weight decay on matrices and embeddings; 0 = off")
 	fs.StringVar(&o.plot, "plot", "", "write the training and validation loss curves to this SVG `file` when training ends")
+	fs.BoolVar(&o.progress, "progress", false, cli.ProgressUsage+"; training itself always reports")
 	fs.BoolVar(&o.keepBest, "keep-best", false, "also keep the checkpoint with the lowest validation loss so far in the -out file with .best before its extension (minigpt.ckpt → minigpt.best.ckpt)")
 	return fs
 }
@@ -162,6 +164,10 @@ func parseFlags(args []string, stdout io.Writer) (*options, map[string]bool, err
 	set, err := command.Parse(fs, args, stdout)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Checked before anything else, so that no later sum overflows.
+	if o.steps > cli.MaxSteps {
+		return nil, nil, cli.BadValue(fs, "steps", fmt.Sprintf("at most %d (2^30): a run must be able to finish, and 2^30 steps of the default model take months", cli.MaxSteps))
 	}
 	if o.resume != "" {
 		for _, name := range fixedByCheckpoint {

@@ -53,31 +53,14 @@ var errInterrupted = cli.ErrInterrupted
 // cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode("train", err, stderr) }
 
-// maxCorpusBytes bounds what -corpus reads: far more text than a model of
-// this kind can use, far less than the machine's memory.
-const maxCorpusBytes = 1 << 30
-
-// readCorpus returns the training text (without a leading UTF-8 byte-order
-// mark) and a name for messages. It reads only regular files, at most
-// maxCorpusBytes.
-func readCorpus(path string) (text, name string, err error) {
-	if path == "" {
-		return minigpt.LanternBay, "the built-in Lantern Bay text", nil
-	}
-	text, err = cli.ReadFile(path, maxCorpusBytes)
-	if err != nil {
-		return "", "", fmt.Errorf("-corpus %w", err)
-	}
-	return text, path, nil
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	o, set, err := parseFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	tr, outs, best, corpusName, err := prepare(o, set, stderr)
+	po := cli.ProgressTo(stderr, o.progress)
+	tr, outs, best, corpusName, err := prepare(o, set, po, stderr)
 	if err != nil {
 		// Everything before the first step is checking: a refusal here
 		// has done nothing, whatever its cause (cli.ExitRule).
@@ -175,7 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // prepare does everything before the first step: it checks the outputs,
 // reads the corpus, and builds the trainer.
-func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Trainer, outs *outputs, best *bestKeeper, corpusName string, err error) {
+func prepare(o *options, set map[string]bool, po cli.ProgressOut, stderr io.Writer) (tr *minigpt.Trainer, outs *outputs, best *bestKeeper, corpusName string, err error) {
 	outFromResume := o.resume != "" && !set["out"]
 	if outFromResume {
 		o.out = o.resume
@@ -183,12 +166,17 @@ func prepare(o *options, set map[string]bool, stderr io.Writer) (tr *minigpt.Tra
 	if outs, err = planOutputs(o, outFromResume); err != nil {
 		return
 	}
+	for _, f := range []*output{outs.out, outs.best} {
+		if f != nil {
+			f.po = po
+		}
+	}
 	var text string
-	if text, corpusName, err = readCorpus(o.corpus); err != nil {
+	if text, corpusName, err = readCorpus(o.corpus, po); err != nil {
 		return
 	}
 	var data *minigpt.Dataset
-	if tr, data, err = newTrainer(o, set, text, corpusName, stderr); err != nil {
+	if tr, data, err = newTrainer(o, set, text, corpusName, po, stderr); err != nil {
 		return
 	}
 	if outs.best != nil {
@@ -211,24 +199,24 @@ func toPoints(ps []minigpt.LossPoint) []point {
 
 // newTrainer builds the run's trainer: resumed (-resume), fine-tuning a
 // checkpoint's weights (-init-from) or a fresh model, and announces it.
-func newTrainer(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
+func newTrainer(o *options, set map[string]bool, text, corpusName string, po cli.ProgressOut, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
 	switch {
 	case o.resume != "":
-		tr, d, err := resume(o, set, text, corpusName, stderr)
+		tr, d, err := resume(o, set, text, corpusName, po, stderr)
 		if err != nil {
 			return nil, nil, err
 		}
 		fmt.Fprintf(stderr, "resuming %s at step %d of %d: %s\n", o.resume, tr.Step(), tr.Config().Steps, describe(tr, d, corpusName))
 		return tr, d, nil
 	case o.initFrom != "":
-		tr, d, err := initFrom(o, set, text, corpusName)
+		tr, d, err := initFrom(o, set, text, corpusName, po)
 		if err != nil {
 			return nil, nil, err
 		}
 		fmt.Fprintf(stderr, "fine-tuning %s: %s\n", o.initFrom, describe(tr, d, corpusName))
 		return tr, d, nil
 	}
-	d, err := minigpt.NewDataset(text, nil, o.block)
+	d, err := newDataset(text, nil, o.block, corpusName, po)
 	if err != nil {
 		return nil, nil, fmt.Errorf("corpus %s: %w", corpusName, err)
 	}
@@ -247,10 +235,10 @@ func newTrainer(o *options, set map[string]bool, text, corpusName string, stderr
 // initFrom loads the -init-from checkpoint and returns a trainer that
 // fine-tunes its model on text: the checkpoint's weights, shape and
 // vocabulary; the flags' training settings; a fresh optimizer at step 0.
-func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigpt.Trainer, *minigpt.Dataset, error) {
-	c, err := minigpt.LoadCheckpoint(o.initFrom)
+func initFrom(o *options, set map[string]bool, text, corpusName string, po cli.ProgressOut) (*minigpt.Trainer, *minigpt.Dataset, error) {
+	c, err := cli.LoadCheckpoint("init-from", o.initFrom, po)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-init-from: %w", err)
+		return nil, nil, err
 	}
 	if want := o.modelConfig(c.Vocab); set["block"] || set["embd"] || set["heads"] || set["layers"] || set["tied"] {
 		got := c.Model.Config()
@@ -266,7 +254,7 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 			}
 		}
 	}
-	d, err := minigpt.NewDataset(text, c.Vocab, c.Model.Config().BlockSize)
+	d, err := newDataset(text, c.Vocab, c.Model.Config().BlockSize, corpusName, po)
 	if err != nil {
 		return nil, nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.initFrom, err)
 	}
@@ -280,10 +268,10 @@ func initFrom(o *options, set map[string]bool, text, corpusName string) (*minigp
 // resume loads the -resume checkpoint and returns its trainer on text.
 // A version-2 checkpoint records its text's fingerprint: another text is
 // refused unless -force (and then said).
-func resume(o *options, set map[string]bool, text, corpusName string, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
-	c, err := minigpt.LoadCheckpoint(o.resume)
+func resume(o *options, set map[string]bool, text, corpusName string, po cli.ProgressOut, stderr io.Writer) (*minigpt.Trainer, *minigpt.Dataset, error) {
+	c, err := cli.LoadCheckpoint("resume", o.resume, po)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-resume: %w", err)
+		return nil, nil, err
 	}
 	if c.Train == nil {
 		return nil, nil, fmt.Errorf("%s is a weights-only checkpoint; -resume needs a full one (written without -weights-only)", o.resume)
@@ -303,7 +291,7 @@ func resume(o *options, set map[string]bool, text, corpusName string, stderr io.
 			return nil, nil, cli.Usagef("-resume %s was not trained on the built-in text; pass the -corpus it was trained on", o.resume)
 		}
 	}
-	d, err := minigpt.NewDataset(text, c.Vocab, c.Model.Config().BlockSize)
+	d, err := newDataset(text, c.Vocab, c.Model.Config().BlockSize, corpusName, po)
 	if err != nil {
 		return nil, nil, fmt.Errorf("corpus %s with the vocabulary of %s: %w", corpusName, o.resume, err)
 	}

@@ -21,11 +21,12 @@ import (
 // did not ask it to.
 type output struct {
 	cli.Output
+	po cli.ProgressOut // where saving a large checkpoint shows progress
 }
 
 // newOutput is the output of flag -flag at path.
 func newOutput(flag, path string, replace bool) *output {
-	return &output{cli.Output{Flag: flag, Path: path, Replace: replace,
+	return &output{Output: cli.Output{Flag: flag, Path: path, Replace: replace,
 		Exists: "the file exists and is not this run's output; pass -force to replace it, or choose another file"}}
 }
 
@@ -39,9 +40,23 @@ func (f *output) save(write func(io.Writer) error) error {
 	return nil
 }
 
-// saveCheckpoint saves c (see save).
+// saveCheckpoint saves c (see save), showing the progress of a large
+// one.
 func (f *output) saveCheckpoint(c *minigpt.Checkpoint) error {
-	return f.save(func(w io.Writer) error { return minigpt.WriteCheckpoint(w, c) })
+	slabs := int64(1)
+	if c.Train != nil {
+		slabs = 3 // the weights and Adam's two moments
+	}
+	size := slabs*8*int64(c.Model.Config().NumParams()) + 4<<10
+	p := f.po.StartLarge("writing "+f.Path, size)
+	defer p.Done()
+	return f.save(func(w io.Writer) error {
+		if err := minigpt.WriteCheckpoint(p.Writer(w), c); err != nil {
+			return err
+		}
+		p.Set(size)
+		return nil
+	})
 }
 
 // outputs are the files a run writes; plot and best are nil when off.

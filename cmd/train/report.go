@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"example.org/minigpt"
+	"example.org/minigpt/cmd/internal/cli"
 )
 
 // describe summarises the model and the run in one line.
@@ -57,19 +57,9 @@ type reporter struct {
 
 func newReporter(w io.Writer, firstStep, steps int) *reporter {
 	return &reporter{
-		w: w, live: isTerminal(w), every: max(1, steps/20), firstStep: firstStep, steps: steps, start: time.Now(),
+		w: w, live: cli.IsTerminal(w), every: max(1, steps/20), firstStep: firstStep, steps: steps, start: time.Now(),
 		lastVal: math.NaN(), lastValStep: -1, stepWidth: len(fmt.Sprint(steps)),
 	}
-}
-
-// isTerminal reports whether w is a character device such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (r *reporter) step(p minigpt.Progress) {

@@ -13,7 +13,11 @@ checked before the first step; an existing output file is replaced only
 with -force (or when it is the -resume file), anything but a regular file
 never. Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves
 the checkpoint -out names (full, or weights-only with -weights-only).
-Progress goes to standard error.`,
+Progress goes to standard error: a live line on a terminal, otherwise a
+line every 1/20 of the run; before the first step, reading, checking and
+encoding a corpus of 16 MiB or more and loading or saving a model of
+16 MiB or more show how far they are and the time left (on a terminal, or
+with -progress).`,
 	Groups: []cli.Group{{
 		Title:   "Data",
 		Flags:   []string{"corpus"},
@@ -38,6 +42,10 @@ Progress goes to standard error.`,
 		Title:   "Outputs",
 		Flags:   []string{"out", "weights-only", "keep-best", "plot", "force"},
 		Example: []string{"-out", "my.ckpt", "-plot", "loss.svg", "-keep-best"},
+	}, {
+		Title:   "Progress",
+		Flags:   []string{"progress"},
+		Example: []string{"-corpus", "big.txt", "-progress"},
 	}},
 	Exit: cli.ExitStatus{
 		Refused:     "a bad flag or value, a -corpus, -resume or -init-from file that cannot be used, or an output that exists without -force; nothing was written",

@@ -27,8 +27,8 @@ func lanternTokens(t testing.TB) [][]byte {
 		t.Fatal(err)
 	}
 	var toks [][]byte
-	for _, r := range v.Chars() {
-		toks = append(toks, []byte(string(r)))
+	for id := range v.Size() {
+		toks = append(toks, []byte(v.Token(id)))
 	}
 	return toks
 }

@@ -180,15 +180,29 @@ function unknownChar(text) {
   return bad < 0 ? null : { ch: chars[bad], pos: bad };
 }
 
-function unknownCharMessage(u) {
-  return `The model has never seen ${JSON.stringify(u.ch)} (at character ${u.pos + 1}): it knows only ${state.model.vocab.map(visible).join(" ")}`;
+// at names character pos of text as every message of minigpt does (the
+// commands' cli.At): counted from 0, with the line and column, from 1,
+// when the text has lines.
+function at(text, pos) {
+  const s = `at character ${pos} (counting from 0)`;
+  const chars = Array.from(text);
+  if (!chars.includes("\n")) return s;
+  let line = 1, col = 1;
+  for (const c of chars.slice(0, pos)) {
+    if (c === "\n") { line++; col = 1; } else col++;
+  }
+  return `${s}, line ${line}, column ${col}`;
+}
+
+function unknownCharMessage(u, text) {
+  return `The model has never seen ${JSON.stringify(u.ch)} (${at(text, u.pos)}): it knows only ${state.model.vocab.map(visible).join(" ")}`;
 }
 
 // checkPrompt flags a character the model does not know, before sending.
 function checkPrompt() {
   if (!state.model) return true;
   const u = unknownChar($("prompt").value);
-  $("prompt-error").textContent = u ? unknownCharMessage(u) : "";
+  $("prompt-error").textContent = u ? unknownCharMessage(u, $("prompt").value) : "";
   return !u;
 }
 
@@ -319,11 +333,21 @@ function showTab(name) {
     $("pane-" + t).hidden = !on;
   }
   $("main").dataset.tab = name;
+  // On Compare the main button (and Ctrl+Enter) runs the comparison.
+  $("generate-label").textContent = name === "compare" ? "Run comparison" : "Generate";
+  $("generate").title = (name === "compare" ? "Run the comparison" : "Generate") + " (Ctrl+Enter in the prompt)";
+  if (name === "train") { drawCurve(); listTuned(); }
+}
+
+// run is what the main button and Ctrl+Enter do on the tab in view.
+function run() {
+  if ($("main").dataset.tab === "compare") compare();
+  else generate();
 }
 
 function init() {
   buildKnobs();
-  $("generate").addEventListener("click", generate);
+  $("generate").addEventListener("click", run);
   $("stop-button").addEventListener("click", () => state.abort && state.abort.abort());
   $("reset").addEventListener("click", () => KNOBS.forEach((k) => k.set(k.value)));
   $("prompt").addEventListener("input", checkPrompt);
@@ -344,7 +368,7 @@ function init() {
     state.training = null;
     loadModels().catch(showLoadError);
   });
-  $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); } });
+  $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); } });
   $("score-text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); score(); } });
   const tokenKeys = (box, attr, fn) => {
     box.addEventListener("click", (e) => { if (e.target.dataset[attr] !== undefined) fn(Number(e.target.dataset[attr])); });
@@ -360,6 +384,13 @@ function init() {
   // right under the Generate button.
   if (window.matchMedia("(max-width: 900px)").matches) $("knob-panel").open = false;
   drawCurve();
+  // The loss chart is drawn at its box's width, so that its labels keep
+  // their size on a phone: again whenever that width changes.
+  let lastWidth = 0;
+  new ResizeObserver(() => {
+    const w = $("train-curve-box").clientWidth;
+    if (w && w !== lastWidth) { lastWidth = w; drawCurve(); }
+  }).observe($("train-curve-box"));
   loadModels().catch(showLoadError);
 }
 

@@ -20,7 +20,7 @@ async function compare() {
   const seed = $("seed-random").checked ? undefined : Number($("seed").value);
   const box = $("compare");
   box.replaceChildren();
-  $("compare-run").disabled = true;
+  $("compare-run").disabled = $("generate").disabled = true;
   const cards = STRATEGIES.map((s) => {
     const card = el("div", "card");
     card.dataset.strategy = s.label;
@@ -54,7 +54,7 @@ async function compare() {
       meta.title = e.message;
     }
   }));
-  $("compare-run").disabled = false;
+  $("compare-run").disabled = $("generate").disabled = false;
 }
 
 // renderCompare writes the text with the prompt dimmed, the window where

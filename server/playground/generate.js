@@ -162,6 +162,9 @@ function inspect(i) {
   }
   showAttention(i, step);
   $("inspector").hidden = false;
+  // The newest characters, at the right end, weigh the most as a rule:
+  // a strip wider than its box starts scrolled to them.
+  for (const strip of document.querySelectorAll("#attn-grid .strip")) strip.scrollLeft = strip.scrollWidth;
 }
 
 // showAttention draws, for the inspected character, one heat strip per
@@ -179,7 +182,7 @@ function showAttention(i, step) {
   const pos = state.promptLen + i;
   const n = att[0][0].length;
   const ctx = state.chars.slice(pos - n, pos);
-  $("attention-sub").textContent = `To choose ${JSON.stringify(step.token)}, each head weighed the ${n} characters before it (darker: more weight; each strip sums to 1).`;
+  $("attention-sub").textContent = `To choose ${JSON.stringify(step.token)}, each head weighed the ${n} characters before it, the newest at the right (darker: more weight; each strip sums to 1).`;
   att.forEach((layer, l) => {
     const row = el("div", "attn-layer");
     row.append(el("div", "attn-label", `layer ${l + 1}`));

@@ -6,7 +6,7 @@ async function score() {
   hideError(errBox);
   const text = $("score-text").value;
   const u = unknownChar(text);
-  $("score-text-error").textContent = u ? unknownCharMessage(u) : "";
+  $("score-text-error").textContent = u ? unknownCharMessage(u, text) : "";
   if (u) return;
   $("score-run").disabled = true;
   try {
@@ -60,7 +60,7 @@ function inspectScore(i) {
   if (!t) return;
   document.querySelectorAll("#score-output .tok.selected").forEach((s) => s.classList.remove("selected"));
   document.querySelector(`#score-output .tok[data-score="${i}"]`)?.classList.add("selected");
-  $("score-title").textContent = `Character ${t.pos + 1}, ${JSON.stringify(t.token)}: ${fmtBits(t.bits)} bits of surprise`;
+  $("score-title").textContent = `Character ${t.pos} (counting from 0), ${JSON.stringify(t.token)}: ${fmtBits(t.bits)} bits of surprise`;
   $("score-sub").textContent = `The model gave it probability ${fmt(Math.exp(t.logprob))} after ${t.context} characters of context. Its top predictions there:`;
   const bars = $("score-bars");
   bars.replaceChildren();

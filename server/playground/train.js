@@ -15,6 +15,7 @@ async function checkTraining() {
   for (const id of ["train-run", "train-steps", "train-sample-every", "train-seed", "train-base", "train-lanternbay", "train-mine", "train-text"]) {
     $(id).disabled = !state.training;
   }
+  listTuned();
 }
 
 function fillTrainBase() {
@@ -120,10 +121,12 @@ async function followJob(id) {
   const job = await r.json();
   t.result = job;
   if (job.status === "succeeded") {
-    $("train-status").textContent = `Done: ${job.step} steps. The new model is ${job.fine_tuned_model}.`;
+    $("train-status").textContent = `Done: ${job.step} steps. The new model is ${job.fine_tuned_model}, ` +
+      (job.checkpoint_file ? `saved as ${job.checkpoint_file} in the server's training directory.` : "kept in the server's memory only (serve -train-dir saves models as files).");
     await loadModels();
     $("train-use").hidden = false;
     $("train-use").dataset.model = job.fine_tuned_model;
+    await listTuned();
   } else if (job.status === "cancelled") {
     $("train-status").textContent = `Stopped after step ${job.step}: nothing was kept.`;
   } else {
@@ -142,11 +145,18 @@ async function stopTraining() {
 }
 
 // drawCurve draws the training loss of every step and the validation loss
-// of every evaluation, with axes, as SVG.
+// of every evaluation, with axes, as SVG at its box's width in pixels
+// (one unit of the drawing a pixel), so that its labels are as large on
+// a phone as on a laptop.
 function drawCurve() {
   const svg = $("train-curve");
   const NS = svg.namespaceURI; // SVG's, from the page's own <svg>
-  const W = 640, H = 260, L = 52, R = 16, T = 14, B = 38;
+  const box = $("train-curve-box").clientWidth;
+  if (!box) return; // not on screen: drawn when the Train tab opens
+  const W = Math.min(box, 760), H = W < 500 ? 220 : 260, L = 52, R = 16, T = 14, B = 38;
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
   const t = state.train || { train: [], val: [], steps: Number($("train-steps").value) };
   svg.replaceChildren();
   const mk = (tag, attrs, text) => {
@@ -161,11 +171,15 @@ function drawCurve() {
   const xMax = Math.max(1, t.steps);
   const x = (s) => L + ((W - L - R) * s) / xMax;
   const y = (v) => T + (H - T - B) * (1 - v / yMax);
+  const xTicks = W < 420 ? 2 : 4; // room for each step number at 11 px
   for (let k = 0; k <= 4; k++) {
-    const v = (yMax * k) / 4, s = Math.round((xMax * k) / 4);
+    const v = (yMax * k) / 4;
     mk("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" });
     mk("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", class: "tick" }, v.toFixed(v < 10 ? 1 : 0));
-    mk("text", { x: x(s), y: H - B + 16, "text-anchor": "middle", class: "tick" }, String(s));
+  }
+  for (let k = 0; k <= xTicks; k++) {
+    const s = Math.round((xMax * k) / xTicks);
+    mk("text", { x: x(s), y: H - B + 16, "text-anchor": k === xTicks ? "end" : k === 0 ? "start" : "middle", class: "tick" }, String(s));
   }
   mk("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "axis" }, "step");
   mk("text", { x: 12, y: (T + H - B) / 2, transform: `rotate(-90 12 ${(T + H - B) / 2})`, "text-anchor": "middle", class: "axis" }, "loss (nats per character)");
@@ -173,10 +187,61 @@ function drawCurve() {
   mk("polyline", { points: pts(t.train), class: "train", "data-n": t.train.length });
   mk("polyline", { points: pts(t.val), class: "val", "data-n": t.val.length });
   for (const [s, v] of t.val) mk("circle", { cx: x(s), cy: y(v), r: 3, class: "val" });
-  mk("line", { x1: W - 190, x2: W - 170, y1: T + 6, y2: T + 6, class: "train" });
-  mk("text", { x: W - 165, y: T + 10, class: "key" }, "training");
-  mk("circle", { cx: W - 90, cy: T + 6, r: 3, class: "val" });
-  mk("text", { x: W - 82, y: T + 10, class: "key" }, "validation");
+  mk("line", { x1: W - 170, x2: W - 150, y1: T + 6, y2: T + 6, class: "train" });
+  mk("text", { x: W - 145, y: T + 10, class: "key" }, "training");
+  mk("circle", { cx: W - 80, cy: T + 6, r: 3, class: "val" });
+  mk("text", { x: W - 72, y: T + 10, class: "key" }, "validation");
+}
+
+// ---- the models trained on this server ----
+
+// listTuned lists the fine-tuned models the server serves, each with
+// whether it is saved (a checkpoint file in the server's -train-dir) or
+// lives only in the server's memory, and a button that removes it.
+async function listTuned() {
+  if (!state.training) return;
+  const box = $("tuned"), list = $("tuned-list");
+  try {
+    const resp = await fetch("v1/fine_tuning/jobs?limit=100", { headers: headers() });
+    if (!resp.ok) throw await apiError(resp);
+    const jobs = (await resp.json()).data;
+    const served = new Set(state.models.map((m) => m.id));
+    const tuned = jobs.filter((j) => j.status === "succeeded" && j.fine_tuned_model && served.has(j.fine_tuned_model));
+    list.replaceChildren();
+    for (const j of tuned) {
+      const name = j.fine_tuned_model;
+      const li = el("li", "tuned-model");
+      li.dataset.model = name;
+      const saved = j.checkpoint_file
+        ? el("span", "saved", `saved as ${j.checkpoint_file} in the server's training directory`)
+        : el("span", "unsaved", "in the server's memory only: gone when it stops");
+      const remove = el("button", "quiet remove", "Remove");
+      remove.title = j.checkpoint_file ? "Stop serving it (its checkpoint file stays)" : "Stop serving it and forget it";
+      remove.addEventListener("click", () => removeTuned(name));
+      li.append(el("code", null, name), document.createTextNode(" · "), saved, remove);
+      list.append(li);
+    }
+    box.hidden = tuned.length === 0;
+    $("tuned-where").textContent = tuned.some((j) => !j.checkpoint_file)
+      ? "A model kept in memory is gone when the server stops; started with -train-dir DIR, the server also saves each one as a checkpoint file there."
+      : "Each is saved as a checkpoint file, which generate -model and serve -model load.";
+  } catch (e) {
+    box.hidden = true;
+  }
+}
+
+// removeTuned stops serving a fine-tuned model.
+async function removeTuned(name) {
+  hideError($("train-error"));
+  try {
+    const resp = await fetch("v1/models/" + encodeURIComponent(name), { method: "DELETE", headers: headers() });
+    if (!resp.ok) throw await apiError(resp);
+    if ($("train-use").dataset.model === name) $("train-use").hidden = true;
+    await loadModels();
+    await listTuned();
+  } catch (e) {
+    showError($("train-error"), e);
+  }
 }
 
 function generateWithIt() {

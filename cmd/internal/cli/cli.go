@@ -36,6 +36,12 @@ file a flag names that cannot be used; nothing was written); 1 failed after
 the work began (a save or a write failed); 130 interrupted by SIGINT or
 SIGTERM (a second signal kills at once).`
 
+// MaxSteps bounds the optimizer steps a command will run (train -steps,
+// serve -train-max-steps): 2^30, about a million times the default run,
+// and months of it on two cores. A run must be able to finish; a larger
+// count is a typo or an attack, and is refused before any work.
+const MaxSteps = 1 << 30
+
 // Prefix returns err with name and ": " before its message, or nil.
 func Prefix(name string, err error) error {
 	if err == nil {
@@ -131,6 +137,14 @@ func BadValue(fs *flag.FlagSet, name, why string) error {
 // Every error message starts with the path, so that a caller can prefix
 // the flag: "-corpus x.txt: not a regular file".
 func ReadFile(path string, limit int64) (string, error) {
+	return ReadFileShowing(path, limit, ProgressOut{})
+}
+
+// ReadFileShowing is ReadFile showing the reading of a large file on po
+// (ProgressOut.StartLarge). The text is read into memory of its size
+// once, not grown by doubling and copied into a string: a 1 GiB corpus
+// costs 1 GiB.
+func ReadFileShowing(path string, limit int64, po ProgressOut) (string, error) {
 	f, err := OpenRegular(path) // refuses a FIFO without blocking on it
 	if err != nil {
 		return "", err
@@ -139,15 +153,23 @@ func ReadFile(path string, limit int64) (string, error) {
 	// A file over the limit is refused from its size, before a byte is
 	// read (a 1 GiB corpus took 10 s and 2 GB to refuse when it was read
 	// first); the limited read below still catches a file that grows.
-	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
-		return "", fmt.Errorf("%s: %d bytes, larger than %d", path, fi.Size(), limit)
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if size > limit {
+		return "", fmt.Errorf("%s: %d bytes, larger than %d", path, size, limit)
+	}
+	p := po.StartLarge("reading "+path, size)
+	defer p.Done()
+	var b strings.Builder
+	b.Grow(int(size) + 1) // the 1: a file that grew since is caught without growing b
+	n, err := io.Copy(&b, io.LimitReader(p.Reader(f), limit+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if int64(len(b)) > limit {
+	if n > limit {
 		return "", fmt.Errorf("%s: larger than %d bytes", path, limit)
 	}
-	return strings.TrimPrefix(string(b), "\uFEFF"), nil
+	return strings.TrimPrefix(b.String(), "\uFEFF"), nil
 }

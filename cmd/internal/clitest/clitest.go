@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"example.org/minigpt"
 	"example.org/minigpt/cmd/internal/cli"
 )
 
@@ -83,4 +85,58 @@ var WritesAtEnd = []string{
 	"\n  2    refused before any work, nothing done: ",
 	"\n  1    failed after the work began: writing ",
 	"\n  130  interrupted by SIGINT (Ctrl-C) or SIGTERM: nothing is written",
+}
+
+// LargeCheckpoint writes a weights-only checkpoint just over the 16 MiB
+// from which the commands show the progress of reading and writing a
+// model (2,387,224 parameters, Lantern Bay's vocabulary, random weights)
+// and returns its path and the checkpoint.
+func LargeCheckpoint(t *testing.T) (string, *minigpt.Checkpoint) {
+	t.Helper()
+	vocab, err := minigpt.NewVocab(minigpt.LanternBay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := minigpt.NewModel(minigpt.Config{VocabSize: vocab.Size(), BlockSize: 32, EmbedDim: 256, Heads: 4, Layers: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &minigpt.Checkpoint{Model: m, Vocab: vocab, Step: 7}
+	path := filepath.Join(t.TempDir(), "large.ckpt")
+	if err := minigpt.SaveCheckpoint(path, c); err != nil {
+		t.Fatal(err)
+	}
+	return path, c
+}
+
+// ProgressLines returns the lines of stderr that report progress on what
+// ("reading x.ckpt"), and fails unless they are a -progress log of one
+// piece of work: at least two lines, percentages rising, the time left on
+// all but the last, which says done.
+func ProgressLines(t *testing.T, stderr, what string) []string {
+	t.Helper()
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, what+": ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("%d progress lines on %q in:\n%s", len(lines), what, stderr)
+	}
+	last := -1
+	for i, l := range lines {
+		var pct int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(l, what+": "), "%d%%", &pct); err != nil || pct <= last {
+			t.Errorf("progress line %q: the percentage does not rise", l)
+		}
+		last = pct
+		if i < len(lines)-1 && !strings.HasSuffix(l, " left") {
+			t.Errorf("progress line %q: no time left", l)
+		}
+	}
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, what+": 100% (") || !strings.HasSuffix(l, ", done") {
+		t.Errorf("the last progress line %q does not say done", l)
+	}
+	return lines
 }

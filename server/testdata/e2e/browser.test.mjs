@@ -4,87 +4,34 @@
 // the first-contact checks at 1366×768 and 390×844 (Generate in view,
 // the shortcut, the surprise scale and its legend, a disabled knob with
 // its reason, an error where the user looks, the wording); train Lantern
-// Bay from scratch in the page and generate with the new model; score a
-// text; open the attention view; and save screenshots.
+// Bay from scratch in the page, generate with the new model, see that it
+// is saved and remove it; score a text; open the attention view; and
+// save screenshots. playground.test.mjs has the layout's checks.
 //
-// e2e.sh starts the server (with -training) and sets MINIGPT_PAGE (the
-// playground's URL), MINIGPT_KEY, MINIGPT_SHOTS (the folder for
-// screenshots) and optionally MINIGPT_HTML_MODEL (a model whose
-// vocabulary holds "<", ">" and quotes).
+// e2e.sh starts the server (with -training -train-dir, from the
+// repository's root so that it serves the shipped models) and sets
+// MINIGPT_PAGE (the playground's URL), MINIGPT_KEY, MINIGPT_SHOTS (the
+// folder for screenshots) and optionally MINIGPT_HTML_MODEL (a model
+// whose vocabulary holds "<", ">" and quotes).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import * as b from "./browser.mjs";
 
-const pageURL = process.env.MINIGPT_PAGE;
-const shots = process.env.MINIGPT_SHOTS;
-if (!pageURL || !shots) throw new Error("set MINIGPT_PAGE and MINIGPT_SHOTS (see e2e.sh)");
-const origin = new URL(pageURL).origin;
-
-let context, page, profile;
-const external = []; // requests to anything but the server
-const consoleErrors = [];
-
-// watch records what a page loads from elsewhere and what it logs.
-function watch(p) {
-  p.on("request", (r) => {
-    if (!r.url().startsWith(origin)) external.push(r.url());
-  });
-  p.on("console", (m) => {
-    if (m.type() === "error") consoleErrors.push(m.text());
-  });
-  p.on("pageerror", (e) => consoleErrors.push(String(e)));
-}
-
-// open loads the page and gives it the key, which it asks for after the
-// first 401.
-async function open(p) {
-  await p.goto(pageURL);
-  await p.locator("#key-box").waitFor({ state: "visible" });
-  await p.fill("#api-key", process.env.MINIGPT_KEY);
-  await p.dispatchEvent("#api-key", "change");
-  await p.waitForFunction(() => document.querySelectorAll("#model option").length > 0);
-}
+const { pageURL, shots, watch, open } = b;
+let context, page, closeBrowser;
 
 before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "minigpt-chromium-"));
-  // A fresh profile every run (playwright passes it as --user-data-dir).
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    ],
-    viewport: { width: 1366, height: 768 },
-    deviceScaleFactor: 1,
-  });
-  page = context.pages()[0] || (await context.newPage());
-  watch(page);
-  await open(page);
+  ({ context, page, close: closeBrowser } = await b.launch());
 });
 
 after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await closeBrowser?.();
 });
 
-async function setKnob(name, value, p = page) {
-  await p.fill(`#knob-${name}`, String(value));
-  await p.dispatchEvent(`#knob-${name}`, "input");
-}
-
-async function generateAndWait(p = page) {
-  await p.click("#generate");
-  return waitGenerated(p);
-}
-
-async function waitGenerated(p = page) {
-  await p.waitForFunction(() => /characters in|Stopped/.test(document.querySelector("#status").textContent) || !document.querySelector("#gen-error").hidden, null, { timeout: 60_000 });
-  return p.textContent("#status");
-}
+const setKnob = (name, value, p = page) => b.setKnob(p, name, value);
+const generateAndWait = (p = page) => b.generateAndWait(p);
+const waitGenerated = (p = page) => b.waitGenerated(p);
 
 test("generate streams the text cmd/generate prints, each character inspectable", async () => {
   await page.selectOption("#model", "lanternbay");
@@ -283,7 +230,8 @@ test("train Lantern Bay from scratch in the page: the curve falls, samples appea
   // The curve draws while it trains.
   await page.waitForFunction(() => Number(document.querySelector("#train-curve polyline.train").dataset.n) > 5, null, { timeout: 60_000 });
   await page.waitForFunction(() => /^Done/.test(document.querySelector("#train-status").textContent) || !document.querySelector("#train-error").hidden, null, { timeout: 120_000 });
-  assert.match(await page.textContent("#train-status"), /^Done: 200 steps\. The new model is ft:scratch:playground:[0-9a-f]{8}\.$/);
+  // e2e.sh starts this server with -train-dir: the page says the model is saved.
+  assert.match(await page.textContent("#train-status"), /^Done: 200 steps\. The new model is ft:scratch:playground:[0-9a-f]{8}, saved as ft-scratch-playground-[0-9a-f]{8}\.ckpt in the server's training directory\.$/);
   const curve = async (cls) => page.$eval(`#train-curve polyline.${cls}`, (pl) => pl.getAttribute("points").split(" ").filter(Boolean).map((xy) => xy.split(",").map(Number)));
   const trainPts = await curve("train"), valPts = await curve("val");
   assert.equal(trainPts.length, 200);
@@ -319,6 +267,19 @@ test("train Lantern Bay from scratch in the page: the curve falls, samples appea
   assert.equal(await page.locator("#attn-grid .attn-head").count(), 8);
   assert.equal(await page.locator('#attn-grid .attn-head[data-layer="1"][data-head="3"] .cell').count(), 32);
   await page.locator("#inspector").screenshot({ path: join(shots, "playground-attention.png") });
+
+  // The model is listed among those trained here, saved, and Remove takes
+  // it off the server and out of the model menu.
+  await page.click("#tab-train");
+  const row = page.locator(`#tuned-list li[data-model="${name}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /saved as ft-scratch-playground-[0-9a-f]{8}\.ckpt in the server's training directory/);
+  await row.locator("button.remove").click();
+  await row.waitFor({ state: "detached" });
+  assert.ok(!(await page.$$eval("#model option", (os) => os.map((o) => o.value))).includes(name), "the removed model is still in the menu");
+  const gone = await page.request.get(new URL(`v1/models/${encodeURIComponent(name)}`, pageURL).href, { headers: { Authorization: "Bearer " + process.env.MINIGPT_KEY } });
+  assert.equal(gone.status(), 404);
+  assert.ok(await page.isHidden("#train-use"), "Generate with it still offers the removed model");
 });
 
 test("Stop cancels a training run", async () => {
@@ -390,9 +351,4 @@ test("generated text is inserted as text, never as HTML", { skip: !process.env.M
   await page.selectOption("#model", "lanternbay");
 });
 
-test("the page loaded nothing from elsewhere and logged no errors", () => {
-  assert.deepEqual(external, []);
-  // The 401 that made each page ask for the key is expected; so are the
-  // 400s the tests provoke on purpose.
-  assert.deepEqual(consoleErrors.filter((e) => !/status of (401|400)/.test(e)), []);
-});
+test("the page loaded nothing from elsewhere and logged no errors", () => b.nothingElsewhere(assert));

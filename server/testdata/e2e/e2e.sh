@@ -6,8 +6,10 @@
 #      -training; LangChain's ChatOpenAI and the Vercel AI SDK's chat
 #      model (chat.test.mjs) on POST /v1/chat/completions,
 #   2. Debian's chromium driven by playwright-core on the playground
-#      (browser.test.mjs): generating, comparing, scoring, training in
-#      the page, at 1366×768 and 390×844; it saves screenshots,
+#      (browser.test.mjs, playground.test.mjs): generating, comparing,
+#      scoring, training in the page and removing what it trained, the
+#      layout at 1366×768 and 390×844; it saves screenshots; a second
+#      cmd/serve -training without -train-dir, for models kept in memory,
 #   3. the bounded load test (go test ./server -run TestLoad -load) against
 #      its own cmd/serve: clients that never read, the largest responses
 #      allowed, the server's peak RSS, and SIGTERM at the drain deadline
@@ -43,8 +45,9 @@ loud() {
 work=$(mktemp -d)
 server_pid=
 load_pid=
+memory_pid=
 cleanup() {
-  for pid in $server_pid $load_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for pid in $server_pid $load_pid $memory_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -112,6 +115,10 @@ start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$wo
 server_pid=$started_pid url=$started_url
 if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
 echo "server at $url"
+# A second one that trains without -train-dir: its models live in memory.
+start_serve "$work/memory.out" "$work/memory.err" -training
+memory_pid=$started_pid memory_url=$started_url
+if [ -z "$memory_url" ]; then echo "cmd/serve did not start:"; cat "$work/memory.err"; exit 1; fi
 
 echo "== installing the Node test tools (npm ci, versions pinned in package-lock.json)"
 node_ok=1
@@ -147,7 +154,7 @@ if [ "$node_ok" = 1 ]; then
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
-      CHROMIUM="$(command -v chromium)" node --test browser.test.mjs)
+      MINIGPT_PAGE_MEMORY="$memory_url/" CHROMIUM="$(command -v chromium)" node --test --test-concurrency=1 browser.test.mjs playground.test.mjs)
     echo "screenshots: $shots"
   fi
 fi
