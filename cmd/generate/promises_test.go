@@ -107,28 +107,6 @@ func TestExplainExcerptInTheDocs(t *testing.T) {
 	}
 }
 
-// TestQuickStartText: the README's quick start shows what generate
-// -greedy prints with the embedded model.
-func TestQuickStartText(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, quick, _ := strings.Cut(string(readme), "## Quick start")
-	blocks := strings.Split(quick, "```")
-	if len(blocks) < 4 {
-		t.Fatal("README.md's quick start has no output block")
-	}
-	want := strings.TrimSpace(blocks[3]) // after the sh block: the text
-	out, errOut, code := runCLI(t, "-greedy")
-	if code != 0 {
-		t.Fatalf("status %d: %s", code, errOut)
-	}
-	if got := strings.TrimSpace(out); got != want {
-		t.Errorf("generate -greedy prints\n%q\nthe README shows\n%q", got, want)
-	}
-}
-
 // TestPromptFileAtMostOneMiB: "-prompt-file reads at most 1 MiB of
 // UTF-8 from a regular file or standard input": 1 MiB is a prompt, a
 // byte more is refused with status 2, from a file and from stdin.
