@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"example.org/minigpt/internal/bpe"
+	"example.org/minigpt/internal/textpos"
 )
 
 // LanternBay is the built-in training corpus, the one the lessons train
@@ -57,13 +58,13 @@ type Vocab struct {
 }
 
 // NewVocab builds the vocabulary of text: its distinct runes, sorted. It
-// refuses empty text and invalid UTF-8 (naming the byte offset).
+// refuses empty text and invalid UTF-8 (naming where).
 func NewVocab(text string) (*Vocab, error) {
 	if text == "" {
 		return nil, fmt.Errorf("%w: empty text", ErrBadText)
 	}
 	if off := invalidUTF8Offset(text); off >= 0 {
-		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+		return nil, badUTF8(text, off)
 	}
 	// A table for ASCII, a map for the rest: most corpora are nearly all
 	// ASCII, and a map lookup per byte would take seconds a gigabyte.
@@ -109,6 +110,11 @@ func vocabFromChars(chars []rune) (*Vocab, error) {
 		index[r] = i
 	}
 	return &Vocab{chars: slices.Clone(chars), index: index}, nil
+}
+
+// badUTF8 is the error of text whose bytes from off are not UTF-8.
+func badUTF8(text string, off int) error {
+	return fmt.Errorf("%w: not valid UTF-8 (byte offset %d) %s", ErrBadText, off, textpos.At(text, utf8.RuneCountInString(text[:off])))
 }
 
 // invalidUTF8Offset returns the byte offset of s's first invalid UTF-8,
@@ -174,12 +180,12 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 	for off, r := range text {
 		if r == utf8.RuneError {
 			if _, n := utf8.DecodeRuneInString(text[off:]); n == 1 {
-				return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+				return nil, badUTF8(text, off)
 			}
 		}
 		id, ok := v.index[r]
 		if !ok {
-			return nil, fmt.Errorf("%w: %q at position %d is not in the vocabulary", ErrBadText, r, pos)
+			return nil, fmt.Errorf("%w: %q (%U) %s is not in the vocabulary", ErrBadText, r, r, textpos.At(text, pos))
 		}
 		ids = append(ids, id)
 		pos++
@@ -202,7 +208,7 @@ func (v *Vocab) Decode(ids []int) (string, error) {
 	var b strings.Builder
 	for i, id := range ids {
 		if id < 0 || id >= len(v.chars) {
-			return "", fmt.Errorf("decode: %w: token id %d at position %d is outside [0, %d)", ErrBadText, id, i, len(v.chars))
+			return "", fmt.Errorf("decode: %w: token id %d at index %d (counting from 0) is outside [0, %d)", ErrBadText, id, i, len(v.chars))
 		}
 		b.WriteRune(v.chars[id])
 	}
@@ -279,7 +285,7 @@ func NewBPEVocab(ctx context.Context, text string, size int) (*Vocab, error) {
 		return nil, fmt.Errorf("%w: empty text", ErrBadText)
 	}
 	if off := invalidUTF8Offset(text); off >= 0 {
-		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+		return nil, badUTF8(text, off)
 	}
 	tok, err := bpe.Train(ctx, text[:trainSplit(text)], size)
 	if err != nil {
@@ -377,7 +383,7 @@ func NewDataset(text string, vocab *Vocab, blockSize int) (*Dataset, error) {
 		return nil, fmt.Errorf("%w: the text has only %d distinct character; a model needs at least 2", ErrBadText, vocab.Size())
 	}
 	if off := invalidUTF8Offset(text); off >= 0 {
-		return nil, fmt.Errorf("%w: invalid UTF-8 at byte offset %d", ErrBadText, off)
+		return nil, badUTF8(text, off)
 	}
 	var d *Dataset
 	if vocab.tok != nil {
@@ -439,8 +445,8 @@ func encodeChars(text string, vocab *Vocab) (*Dataset, error) {
 			}
 		}
 		if id < 0 {
-			return nil, fmt.Errorf("%w: %q (%U) at byte offset %d (character %d) is not one of the vocabulary's %d characters",
-				ErrBadText, r, r, off, pos, vocab.Size())
+			return nil, fmt.Errorf("%w: %q (%U) %s is not one of the vocabulary's %d characters",
+				ErrBadText, r, r, textpos.At(text, pos), vocab.Size())
 		}
 		ids[pos] = id
 		off += size

@@ -40,10 +40,10 @@ func TestVocabEncodeDecode(t *testing.T) {
 		t.Fatalf("Encode = %v, %v; want sorted ids [0 1 2 0 1]", ids, err)
 	}
 	_, err = v.Encode("abxc")
-	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), `'x' at position 2`) {
+	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), `'x' (U+0078) at character 2 (counting from 0)`) {
 		t.Fatalf("unknown character: %v", err)
 	}
-	if _, err := v.Decode([]int{0, 3}); !errors.Is(err, ErrBadText) || !strings.HasPrefix(err.Error(), "decode: ") || !strings.Contains(err.Error(), "token id 3 at position 1") {
+	if _, err := v.Decode([]int{0, 3}); !errors.Is(err, ErrBadText) || !strings.HasPrefix(err.Error(), "decode: ") || !strings.Contains(err.Error(), "token id 3 at index 1 (counting from 0)") {
 		t.Fatalf("Decode of an out-of-range id: %v", err)
 	}
 	if _, err := v.Decode([]int{-1}); !errors.Is(err, ErrBadText) {
@@ -61,8 +61,8 @@ func TestDatasetWithVocabNamesUnknownCharacter(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = NewDataset("éé aZb"+strings.Repeat("ab ", 40), v, 4)
-	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), "'Z' (U+005A) at byte offset 6 (character 4)") {
-		t.Fatalf("NewDatasetWithVocab = %v, want ErrBadText naming 'Z' at byte offset 6", err)
+	if !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), "'Z' (U+005A) at character 4 (counting from 0)") {
+		t.Fatalf("NewDatasetWithVocab = %v, want ErrBadText naming 'Z' at character 4", err)
 	}
 	if _, err := NewDataset("éé ab"+strings.Repeat("ab ", 40), v, 4); err != nil {
 		t.Fatalf("text within the vocabulary: %v", err)
@@ -75,8 +75,8 @@ func TestBadCorpora(t *testing.T) {
 		want       string
 	}{
 		{"empty", "", "empty text"},
-		{"invalid UTF-8", "hello \xff world", "invalid UTF-8 at byte offset 6"},
-		{"truncated rune", strings.Repeat("ab", 40) + "\xe6\x97", "invalid UTF-8 at byte offset 80"},
+		{"invalid UTF-8", "hello \xff world", "not valid UTF-8 (byte offset 6) at character 6 (counting from 0)"},
+		{"truncated rune", strings.Repeat("ab", 40) + "\xe6\x97", "not valid UTF-8 (byte offset 80) at character 80 (counting from 0)"},
 		{"too short", "abcdefgh", "block size 32 needs at least 34"},
 		{"shorter than block size + 2", strings.Repeat("xy", 16), "needs at least 34"},
 		{"one distinct character", strings.Repeat("a", 1000), "only 1 distinct character"},

@@ -32,7 +32,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		{"negative penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: -1}, "repetition penalty -1"},
 		{"infinite penalty", "ab", GenerateOptions{Temperature: 1, RepetitionPenalty: math.Inf(1)}, "repetition penalty +Inf"},
 		{"empty prompt", "", GenerateOptions{Greedy: true}, "empty prompt"},
-		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' at position 2`},
+		{"unknown character", "abz", GenerateOptions{Greedy: true}, `'z' (U+007A) at character 2 (counting from 0)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.Complete(context.Background(), vocab, tc.prompt, tc.o)
@@ -64,7 +64,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 	}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("huge token count: error %v", err)
 	}
-	if _, err := m.Generate(context.Background(), []int{1, 9}, GenerateOptions{Greedy: true}); err == nil || !strings.Contains(err.Error(), "token id 9 at position 1") {
+	if _, err := m.Generate(context.Background(), []int{1, 9}, GenerateOptions{Greedy: true}); err == nil || !strings.Contains(err.Error(), "token id 9 at index 1 (counting from 0)") {
 		t.Fatalf("out-of-range prompt id: error %v", err)
 	}
 }

@@ -344,7 +344,7 @@ func (m *Model) Clone() *Model {
 func (m *Model) checkTokens(ids []int, what string) error {
 	for i, id := range ids {
 		if id < 0 || id >= m.cfg.VocabSize {
-			return fmt.Errorf("%s: token id %d at position %d is outside the vocabulary [0, %d)", what, id, i, m.cfg.VocabSize)
+			return fmt.Errorf("%s: token id %d at index %d (counting from 0) is outside the vocabulary [0, %d)", what, id, i, m.cfg.VocabSize)
 		}
 	}
 	return nil

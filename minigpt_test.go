@@ -212,8 +212,8 @@ func TestBadBatches(t *testing.T) {
 		{"T beyond block", make([]int, 6), make([]int, 6), 1, 6, "block size 5"},
 		{"short idx", make([]int, 3), make([]int, 4), 1, 4, "needs 4 input ids, got 3"},
 		{"short targets", make([]int, 4), make([]int, 3), 1, 4, "needs 4 targets, got 3"},
-		{"token out of range", []int{0, 7, 1}, []int{0, 1, 2}, 1, 3, "token id 7 at position 1"},
-		{"negative target", []int{0, 1, 2}, []int{0, -1, 2}, 1, 3, "token id -1 at position 1"},
+		{"token out of range", []int{0, 7, 1}, []int{0, 1, 2}, 1, 3, "token id 7 at index 1 (counting from 0)"},
+		{"negative target", []int{0, 1, 2}, []int{0, -1, 2}, 1, 3, "token id -1 at index 1 (counting from 0)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.loss(tc.idx, tc.tgt, tc.B, tc.T)

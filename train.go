@@ -47,7 +47,7 @@ func (c TrainConfig) Validate() error {
 	case c.Steps < 0:
 		return invalid("steps %d is negative", c.Steps)
 	case c.Steps > maxTrainSteps:
-		return invalid("steps %d is more than %d (2^40)", c.Steps, maxTrainSteps)
+		return invalid("steps %d is more than %d (2^30)", c.Steps, maxTrainSteps)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:
 		return invalid("batch size %d is outside [1, 65536]", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
@@ -55,7 +55,7 @@ func (c TrainConfig) Validate() error {
 	case c.WarmupSteps < 0:
 		return invalid("warmup steps %d is negative", c.WarmupSteps)
 	case c.WarmupSteps > maxTrainSteps:
-		return invalid("warmup steps %d is more than %d (2^40)", c.WarmupSteps, maxTrainSteps)
+		return invalid("warmup steps %d is more than %d (2^30)", c.WarmupSteps, maxTrainSteps)
 	case !(c.MinLR >= 0) || c.MinLR > c.LR:
 		return invalid("minimum learning rate %v is outside [0, %v]", c.MinLR, c.LR)
 	case !(c.GradClip >= 0) || math.IsInf(c.GradClip, 0):
@@ -65,17 +65,17 @@ func (c TrainConfig) Validate() error {
 	case c.EvalEvery < 0:
 		return invalid("eval interval %d is negative", c.EvalEvery)
 	case c.EvalEvery > maxTrainSteps:
-		return invalid("eval interval %d is more than %d (2^40)", c.EvalEvery, maxTrainSteps)
+		return invalid("eval interval %d is more than %d (2^30)", c.EvalEvery, maxTrainSteps)
 	case c.EvalBatches < 1 || c.EvalBatches > 1<<12:
 		return invalid("eval batches %d is outside [1, 4096]", c.EvalBatches)
 	}
 	return nil
 }
 
-// maxTrainSteps bounds the step counts a config may name: more steps than
-// the smallest model could take in a decade, and far from the overflow of
-// any sum of them.
-const maxTrainSteps = 1 << 40
+// maxTrainSteps bounds the step counts a config may name (as the
+// commands' -steps): about a million times the lessons' run,
+// and far from the overflow of any sum of them.
+const maxTrainSteps = 1 << 30
 
 var (
 	// ErrDatasetMismatch is returned (wrapped) by NewTrainer and

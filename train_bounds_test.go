@@ -47,7 +47,7 @@ func TestTrainConfigRefusesAbsurdStepCounts(t *testing.T) {
 		edit  func(*TrainConfig)
 	}{
 		{"steps", func(c *TrainConfig) { c.Steps = 1 << 62 }},
-		{"steps", func(c *TrainConfig) { c.Steps = 1<<40 + 1 }},
+		{"steps", func(c *TrainConfig) { c.Steps = 1<<30 + 1 }},
 		{"warmup steps", func(c *TrainConfig) { c.WarmupSteps = 1 << 62 }},
 		{"eval interval", func(c *TrainConfig) { c.EvalEvery = 1<<63 - 1 }},
 	} {
@@ -59,7 +59,7 @@ func TestTrainConfigRefusesAbsurdStepCounts(t *testing.T) {
 		}
 	}
 	tc := DefaultTrainConfig()
-	tc.Steps, tc.WarmupSteps, tc.EvalEvery = 1<<40, 1<<40, 1<<40
+	tc.Steps, tc.WarmupSteps, tc.EvalEvery = 1<<30, 1<<30, 1<<30
 	if err := tc.Validate(); err != nil {
 		t.Errorf("the largest step counts: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestTrainConfigRefusesAbsurdStepCounts(t *testing.T) {
 
 // A run of a huge step count costs what its steps cost, not what its
 // history would: Run used to reserve 16 bytes a step for the loss curve
-// before the first step (1<<40 steps panicked in growslice; 1<<27 here
+// before the first step (1<<62 steps panicked in growslice; 1<<27 here
 // reserved 2 GiB).
 func TestRunOfManyStepsAllocatesLittle(t *testing.T) {
 	tr := microTrainer(t, func(c *TrainConfig) { c.Steps, c.EvalEvery = 1<<27, 1 })

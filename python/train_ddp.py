@@ -5,7 +5,7 @@ from a model exported by cmd/export, and writes a safetensors file that
 cmd/import turns back into a minigpt checkpoint (docs/interop.md).
 
     torchrun --standalone --nproc_per_node=2 python/train_ddp.py \\
-        --init lanternbay.safetensors --text corpus.txt --steps 200 --out tuned.safetensors
+        --init lanternbay.safetensors --text data/lanternbay.txt --steps 200 --out tuned.safetensors
     torchrun --standalone --nproc_per_node=2 python/train_ddp.py \\
         --text data/tinyshakespeare.txt --block 64 --embd 128 --heads 4 --layers 4 \\
         --batch 12 --lr 1e-3 --steps 2000 --checkpoint run.pt --checkpoint-every 200 --out baby.safetensors

@@ -112,7 +112,7 @@ func TestScoreRefusals(t *testing.T) {
 		{`{"text":3}`, 400, "text", "must be a string"},
 		{`{"text":"t"}`, 400, "text", "text has 1 characters: scoring needs at least 2"},
 		{`{"text":"` + strings.Repeat("a", 51) + `"}`, 400, "text", "limit of 50"},
-		{`{"text":"the Lamp"}`, 400, "text", `'L' at position 4`},
+		{`{"text":"the Lamp"}`, 400, "text", `'L' (U+004C) at character 4 (counting from 0)`},
 		{`{"text":"the lamp","stride":33}`, 400, "stride", "[0, 32]"},
 		{`{"text":"the lamp","stride":-1}`, 400, "stride", "[0, 32]"},
 		{`{"text":"the lamp","top_n":21}`, 400, "top_n", "[0, 20]"},

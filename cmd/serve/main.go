@@ -303,7 +303,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// close them.
 	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
-	cut := srv.Shutdown(dctx) != nil
+	shut := make(chan bool, 1)
+	go func() { shut <- srv.Shutdown(dctx) != nil }()
+	var cut bool
+	select {
+	case cut = <-shut:
+	case <-dctx.Done():
+		// The requests still running end now, and a client that reads
+		// gets its ending at once; one that has stopped reading would hold
+		// its handler for -write-timeout, so after a second its
+		// connection is closed.
+		select {
+		case cut = <-shut:
+		case <-time.After(min(time.Second, o.limits.WriteTimeout)):
+			hs.Close()
+			cut = <-shut
+		}
+	}
 	if cut {
 		fmt.Fprintf(stderr, "serve: drain deadline passed: the requests still running were ended as -request-timeout ends them\n")
 	}

@@ -235,7 +235,7 @@ func TestTrainingConfigRefused(t *testing.T) {
 		want string
 	}{
 		{Config{MaxSteps: -1}, "MaxSteps is negative"},
-		{Config{MaxSteps: 1<<63 - 1}, "MaxSteps: invalid config: training: steps 9223372036854775807 is more than 1099511627776 (2^40)"},
+		{Config{MaxSteps: 1<<63 - 1}, "MaxSteps: invalid config: training: steps 9223372036854775807 is more than 1073741824 (2^30)"},
 		{Config{MaxJobs: 2, Queue: 4}, "MaxJobs 2 must hold"},
 		{Config{Dir: "/nonexistent-minigpt-dir"}, "training directory"},
 	} {

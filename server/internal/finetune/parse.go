@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"example.org/minigpt/internal/textpos"
 	"example.org/minigpt/server/internal/api"
 )
 
@@ -292,10 +293,10 @@ func checkVocabulary(text, fileID string, m *baseModel) *api.Error {
 	for _, c := range chars {
 		known[c] = true
 	}
-	pos, line, col := 0, 1, 1
+	pos := 0
 	for _, c := range text {
 		if !known[c] {
-			msg := fmt.Sprintf("training_file %s: the character %s at position %d (line %d, column %d) is not in model %s's vocabulary", fileID, api.QuoteChar(c), pos, line, col, m.name)
+			msg := fmt.Sprintf("training_file %s: the character %s %s is not in model %s's vocabulary", fileID, api.QuoteChar(c), textpos.At(text, pos), m.name)
 			if len(chars) <= 200 {
 				msg += fmt.Sprintf(" %q", string(chars))
 			}
@@ -303,9 +304,6 @@ func checkVocabulary(text, fileID string, m *baseModel) *api.Error {
 			return api.BadParam("training_file", "unknown_character", "%s", msg)
 		}
 		pos++
-		if col++; c == '\n' {
-			line, col = line+1, 1
-		}
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func TestJobRefusals(t *testing.T) {
 		{"method type", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"dpo"}}`, 400, "method.type", `"dpo" is not supported`},
 		{"method and hyperparameters", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"supervised"},"hyperparameters":{}}`, 400, "method", "give the hyperparameters once"},
 		{"method hyperparameter", `{"model":"scratch","training_file":"file-lanternbay","method":{"type":"supervised","supervised":{"hyperparameters":{"steps":0}}}}`, 400, "method.supervised.hyperparameters.steps", "[1, 100]"},
-		{"character outside the vocabulary", `{"model":"lanternbay","training_file":"` + upper + `"}`, 400, "training_file", `the character 'T' (U+0054) at position 960 (line 1, column 961) is not in model lanternbay's vocabulary " .abcdefghiklmnoprstuvwy"; fine-tuning keeps the model's characters`},
+		{"character outside the vocabulary", `{"model":"lanternbay","training_file":"` + upper + `"}`, 400, "training_file", `the character 'T' (U+0054) at character 960 (counting from 0) is not in model lanternbay's vocabulary " .abcdefghiklmnoprstuvwy"; fine-tuning keeps the model's characters`},
 		{"text too short", `{"model":"scratch","training_file":"` + short + `"}`, 400, "training_file", "block size 32 needs at least 34"},
 		{"too short to fine-tune", `{"model":"lanternbay","training_file":"` + short + `"}`, 400, "training_file", "needs at least 34"},
 	} {
@@ -106,7 +106,7 @@ func TestCheckVocabularyPosition(t *testing.T) {
 	v, _ := minigpt.NewVocab("ab\né")
 	m, _ := minigpt.NewModel(minigpt.Config{VocabSize: 4, BlockSize: 4, EmbedDim: 4, Heads: 1, Layers: 1}, 1)
 	sm := &baseModel{"m", m, v}
-	if e := checkVocabulary("abé\nba\néaXb", "file-x", sm); e == nil || !strings.Contains(e.Message, "'X' (U+0058) at position 9 (line 3, column 3)") {
+	if e := checkVocabulary("abé\nba\néaXb", "file-x", sm); e == nil || !strings.Contains(e.Message, "'X' (U+0058) at character 9 (counting from 0), line 3, column 3") {
 		t.Errorf("%v", e)
 	}
 	if e := checkVocabulary("ab\né", "file-x", sm); e != nil {

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"example.org/minigpt/internal/textpos"
 	"example.org/minigpt/server/internal/api"
 )
 
@@ -317,7 +318,7 @@ func checkFilename(param, what, name string) *api.Error {
 	at := 0
 	for _, c := range name {
 		if unicode.IsControl(c) {
-			return api.BadParam(param, "invalid_value", "%s holds the control character %U at character index %d (counted from 0): a file name has none", what, c, at)
+			return api.BadParam(param, "invalid_value", "%s holds the control character %U %s: a file name has none", what, c, textpos.At(name, at))
 		}
 		at++
 	}

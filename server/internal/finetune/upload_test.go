@@ -226,8 +226,8 @@ func TestUploadFilenames(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 	}{
-		{"a\x00b.txt", "holds the control character U+0000 at character index 1 (counted from 0)"},
-		{"a\tb.txt", "holds the control character U+0009 at character index 1"},
+		{"a\x00b.txt", "holds the control character U+0000 at character 1 (counting from 0)"},
+		{"a\tb.txt", "holds the control character U+0009 at character 1 (counting from 0)"},
 		{strings.Repeat("a", 256), "has 256 bytes (256 after its last slash): a file name has at most 4096 (255 after its last slash)"},
 		{strings.Repeat("d/", 2100) + "a.txt", "a file name has at most 4096"},
 	} {
