@@ -367,15 +367,15 @@ func TestVocabErrorsNamePositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Encode("ééaQ"); !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), "'Q' at position 3") {
-		t.Errorf("Encode: %v, want ErrBadText naming 'Q' at position 3", err)
+	if _, err := v.Encode("ééaQ"); !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), "'Q' (U+0051) at character 3 (counting from 0)") {
+		t.Errorf("Encode: %v, want ErrBadText naming 'Q' at character 3", err)
 	}
 	for _, tc := range []struct {
 		ids  []int
 		want string
 	}{
-		{[]int{0, -1}, "token id -1 at position 1"},
-		{[]int{0, 1, 2, 3}, "token id 3 at position 3"},
+		{[]int{0, -1}, "token id -1 at index 1 (counting from 0)"},
+		{[]int{0, 1, 2, 3}, "token id 3 at index 3 (counting from 0)"},
 	} {
 		if _, err := v.Decode(tc.ids); !errors.Is(err, ErrBadText) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Decode(%v): %v, want ErrBadText naming %s", tc.ids, err, tc.want)
