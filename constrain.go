@@ -152,6 +152,11 @@ func (c *Constraint) incomplete(ids []int) bool {
 	return !c.m.Complete(s)
 }
 
+// Matches reports whether ids, tokens generated under c, are a whole
+// match of its format (false for a Constraint not made by NewConstraint).
+// A caller that delivered only part of a sample's text judges that part.
+func (c *Constraint) Matches(ids []int) bool { return c != nil && c.m != nil && !c.incomplete(ids) }
+
 // constraintError words an error of the engine while generating: a state
 // too ambiguous to follow is the option's fault, anything else a bug.
 func constraintError(err error) error {

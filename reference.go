@@ -903,7 +903,7 @@ func (r *refModel) update(lr, wd float64) {
 // (the Trainer's sampleBatch: B windows of BlockSize tokens and the
 // tokens one step later, from a PCG seeded with tc.Seed), forward,
 // backward, clip, update at the schedule's learning rate
-// (TrainConfig.LearningRate).
+// (TrainConfig.learningRate).
 func (r *refModel) train(data []int32, tc TrainConfig) (losses, norms []float64) {
 	B, T := tc.BatchSize, r.cfg.BlockSize
 	rng := rand.New(rand.NewPCG(tc.Seed, streamBatch))
@@ -913,7 +913,7 @@ func (r *refModel) train(data []int32, tc TrainConfig) (losses, norms []float64)
 		losses = append(losses, r.forward(inputs, targets, B, T))
 		r.backward()
 		norms = append(norms, clipGradNorm(r.grads, tc.GradClip))
-		r.update(tc.LearningRate(step), tc.WeightDecay)
+		r.update(tc.learningRate(step), tc.WeightDecay)
 	}
 	return losses, norms
 }

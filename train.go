@@ -225,11 +225,11 @@ func sampleBatch(x, y []int, data []int32, B, T int, rng *rand.Rand) {
 	}
 }
 
-// LearningRate returns the learning rate of step (counted from 0): a
+// learningRate returns the learning rate of step (counted from 0): a
 // linear warmup from LR/WarmupSteps to LR over the first WarmupSteps
 // steps, then LR, or with CosineDecay a half cosine from LR down to MinLR
 // at the last step (Steps-1), and MinLR after it.
-func (c TrainConfig) LearningRate(step int) float64 {
+func (c TrainConfig) learningRate(step int) float64 {
 	if step < c.WarmupSteps {
 		return c.LR * float64(step+1) / float64(c.WarmupSteps)
 	}
@@ -266,7 +266,7 @@ func (t *Trainer) trainStep() (float64, error) {
 	if norm, _ := clipGradients(t.grads, t.config.GradClip, &t.clip); math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return loss, fmt.Errorf("train step: %w: training diverged: gradient norm %v in step %d", ErrNonFinite, norm, t.step+1)
 	}
-	t.opt.update(m.slab, t.grads, t.config.LearningRate(t.step))
+	t.opt.update(m.slab, t.grads, t.config.learningRate(t.step))
 	t.step++
 	return loss, nil
 }
@@ -355,7 +355,7 @@ func (t *Trainer) Run(ctx context.Context, progress func(Progress)) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		lr := c.LearningRate(t.step)
+		lr := c.learningRate(t.step)
 		loss, err := t.trainStep()
 		if err != nil {
 			return err

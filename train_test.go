@@ -177,19 +177,19 @@ func TestLearningRateSchedule(t *testing.T) {
 		{110, 1e-4},                          // the last step reaches the floor
 		{500, 1e-4},                          // and stays there if a run is extended
 	} {
-		if got := c.LearningRate(tc.step); math.Abs(got-tc.want) > 1e-18 {
-			t.Errorf("LearningRate(%d) = %.17g, closed form %.17g", tc.step, got, tc.want)
+		if got := c.learningRate(tc.step); math.Abs(got-tc.want) > 1e-18 {
+			t.Errorf("learningRate(%d) = %.17g, closed form %.17g", tc.step, got, tc.want)
 		}
 	}
 	// Without cosine decay the rate stays at the peak after warmup; with
 	// neither, every step uses it (the seed's run).
 	c.CosineDecay = false
-	if got := c.LearningRate(60); got != 1e-3 {
-		t.Errorf("no cosine: LearningRate(60) = %v, want 1e-3", got)
+	if got := c.learningRate(60); got != 1e-3 {
+		t.Errorf("no cosine: learningRate(60) = %v, want 1e-3", got)
 	}
 	c.WarmupSteps = 0
-	if got := c.LearningRate(0); got != 1e-3 {
-		t.Errorf("no warmup: LearningRate(0) = %v, want 1e-3", got)
+	if got := c.learningRate(0); got != 1e-3 {
+		t.Errorf("no warmup: learningRate(0) = %v, want 1e-3", got)
 	}
 }
 

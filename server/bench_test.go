@@ -88,3 +88,59 @@ func BenchmarkServeTokens(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkServeGuided measures the output's format through the server,
+// one client, each request whole: "long" requests generate 200 tokens
+// each, free or held to a format that never ends earlier, and report the
+// time per token; "short" ones are a three-token free request and a
+// choice of three words, whose ns/op shows what compiling the format
+// adds to a request. Run with -count to interleave the cases.
+func BenchmarkServeGuided(b *testing.B) {
+	for _, tc := range []struct{ name, fields string }{
+		{"long/free", `"max_tokens":200`},
+		{"long/regex", `"max_tokens":200,"guided_regex":"([a-z]{1,8}[ .])+"`},
+		{"long/grammar", `"max_tokens":200,"guided_grammar":"root ::= sentence+\nsentence ::= word (\" \" word)* \". \"\nword ::= [a-z]+"`},
+		{"json/free", `"model":"json","prompt":" ","max_tokens":200`},
+		{"json/object", `"model":"json","prompt":" ","max_tokens":200,"response_format":{"type":"json_object"}`},
+		{"short/free", `"max_tokens":3`},
+		{"short/choice", `"max_tokens":8,"guided_choice":["yes","no","maybe"]`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			_, ts := newGuidedServer(b, nil)
+			tokens, seed := 0, 0
+			for b.Loop() {
+				seed++
+				body := fmt.Sprintf(`{"prompt":"the ","seed":%d,%s}`, seed, tc.fields)
+				c := post(b, ts, body).completion(b)
+				tokens += c.Usage.CompletionTokens
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(tokens), "ns/token")
+		})
+	}
+}
+
+// BenchmarkGuidedCompile measures compiling a request's format for its
+// model, as each constrained request does once.
+func BenchmarkGuidedCompile(b *testing.B) {
+	s, _ := newGuidedServer(b, nil)
+	for _, tc := range []struct {
+		name, model, kind string
+		src               []string
+	}{
+		{"regex", "lanternbay", "regex", []string{sentence}},
+		{"choice", "lanternbay", "choice", []string{"yes", "no", "the lamp glows"}},
+		{"grammar", "lanternbay", "grammar", []string{wordsGrammar}},
+		{"json-schema", "json", "json-schema", []string{personSchema}},
+		{"json-object", "json", "json-object", nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := s.model(tc.model)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.engine.constrain(&format{field: tc.kind, param: tc.kind, kind: tc.kind, src: tc.src}, m.name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

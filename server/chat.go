@@ -27,6 +27,7 @@ var chatFields = []string{
 	// Extensions that llama.cpp and vLLM accept.
 	"top_k", "min_p", "repetition_penalty", "no_repeat_ngram_size",
 	"num_beams", "length_penalty",
+	"guided_regex", "guided_choice", "guided_grammar", "guided_json", "grammar", "json_schema",
 }
 
 // chatRefused are OpenAI's chat fields a character model cannot honour,
@@ -112,12 +113,6 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*completionR
 			return nil, api.BadParam(name, "unknown_parameter", "unknown parameter %q: a chat completion accepts %s", name, strings.Join(chatFields, ", "))
 		}
 	}
-	if f.Has("response_format") {
-		var rf struct{ Type string }
-		if json.Unmarshal(f["response_format"], &rf) != nil || rf.Type != "text" {
-			return nil, api.BadParam("response_format", "unsupported_parameter", `response_format %s is not supported: a character model cannot promise JSON; only {"type": "text"} is`, clip(f["response_format"]))
-		}
-	}
 	// Without a limit a reply runs until the server's: a character model
 	// writes no end of text.
 	req := newRequest(s.limits.MaxTokens)
@@ -153,7 +148,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*completionR
 	case f.Has("top_logprobs"):
 		return nil, api.BadParam("top_logprobs", "invalid_value", "top_logprobs needs logprobs: true")
 	}
-	if err := s.checkRequest(req); err != nil {
+	if err := s.checkRequest(r.Context(), req); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -164,14 +159,6 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request) (*completionR
 func textOnly(name string, raw json.RawMessage) bool {
 	var m []string
 	return name == "modalities" && json.Unmarshal(raw, &m) == nil && len(m) == 1 && m[0] == "text"
-}
-
-// clip is raw for a message, cut to 60 bytes.
-func clip(raw json.RawMessage) string {
-	if len(raw) > 60 {
-		return string(raw[:60]) + "…"
-	}
-	return string(raw)
 }
 
 // maxTokens reads max_completion_tokens, OpenAI's current name, or

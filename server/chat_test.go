@@ -35,8 +35,9 @@ type chatJSON struct {
 		Logprobs *struct {
 			Content []chatLogprobJSON `json:"content"`
 		} `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-		Seed         *uint64 `json:"seed"`
+		FinishReason     *string `json:"finish_reason"`
+		FormatIncomplete *bool   `json:"format_incomplete"`
+		Seed             *uint64 `json:"seed"`
 	} `json:"choices"`
 	Usage *usage `json:"usage"`
 }
@@ -304,7 +305,7 @@ func TestChatRefusals(t *testing.T) {
 		{`{"messages":` + user + `,"parallel_tool_calls":true}`, "parallel_tool_calls", "function calling"},
 		{`{"messages":` + user + `,"audio":{"voice":"alloy","format":"wav"}}`, "audio", "audio output is not supported"},
 		{`{"messages":` + user + `,"modalities":["text","audio"]}`, "modalities", "writes text"},
-		{`{"messages":` + user + `,"response_format":{"type":"json_object"}}`, "response_format", "cannot promise JSON"},
+		{`{"messages":` + user + `,"response_format":{"type":"json_object"}}`, "response_format", "the schema needs '{' and '}', which the model never writes"},
 		{`{"messages":` + user + `,"store":true}`, "store", `unknown parameter "store"`},
 		{`{"messages":` + user + `,"echo":true}`, "echo", `unknown parameter "echo"`},
 		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:,"}}]}]}`, "messages[0].content[0]", "is an image: images are not supported"},

@@ -141,20 +141,25 @@ func (s *Server) generate(ctx context.Context, req *completionRequest, choices [
 				return err
 			}
 		}
-		err := e.complete(ctx, prompt, &req.sampling, s.limits.Slots, func(i int, toks []token, finish string) error {
+		incomplete, err := e.complete(ctx, prompt, &req.sampling, s.limits.Slots, func(i int, toks []token, finish string, incomplete bool) error {
 			c := group[i]
 			if first && len(toks) > 0 {
 				first = false
 				s.metrics.firstTokenAfter(time.Since(arrived))
 			}
-			err := out.tokens(c, toks, finish)
+			err := out.tokens(c, toks, finish, incomplete)
 			c.chars += len(toks)
 			c.nTokens += len(toks)
 			if finish != "" {
-				c.finish = finish
+				c.finish, c.incomplete = finish, incomplete
 			}
 			return err
 		})
+		for i, c := range group {
+			if c.finish == "" && i < len(incomplete) {
+				c.incomplete = incomplete[i] // cut by the request's time
+			}
+		}
 		generated := 0
 		for _, c := range group {
 			generated += c.nTokens
@@ -182,8 +187,8 @@ func usageOf(req *completionRequest, choices []*choiceState) usage {
 // generationError turns a library error into an API error: a 400 naming
 // the field when the settings are at fault, a 500 otherwise.
 func generationError(req *completionRequest, err error) *api.Error {
-	if param, ok := req.model.engine.errorParam(err, &req.sampling); ok {
-		return api.BadParam(param, "invalid_value", "%v", err)
+	if param, msg, ok := req.model.engine.errorParam(err, &req.sampling); ok {
+		return api.BadParam(param, "invalid_value", "%s", msg)
 	}
 	return api.NewError(http.StatusInternalServerError, "server_error", "generation_failed", "generation failed: %v", err)
 }

@@ -50,6 +50,31 @@
 // of every layer and head that chose it. A field the server does not know, or one the
 // chosen decoding would ignore, is refused by name, never ignored.
 //
+// # Output formats
+//
+// Either route may hold the generated text to one format: a regular
+// expression (vLLM's guided_regex, or response_format {"type": "regex",
+// "regex": ...}, an extension), a list of choices (guided_choice), a GBNF
+// grammar (guided_grammar, llama.cpp's grammar), a JSON Schema
+// (guided_json, llama.cpp's json_schema, OpenAI's response_format
+// {"type": "json_schema", "json_schema": {"name", "schema", ...}}) or any
+// JSON object (response_format {"type": "json_object"}); {"type":
+// "text"} is free text. The format is compiled once per request for the
+// model's vocabulary (minigpt.NewConstraint, guided.go), and every
+// sample, beam and prompt of the request follows it, in the batch as
+// alone. A text whose format is complete and may not go on ends with
+// finish_reason "stop"; one that a stop string or the request's time cut
+// short of its format carries the extension "format_incomplete": true
+// in its choice (in a stream, on its last chunk). A second format, a
+// malformed one (the message gives the character index from 0, and line
+// and column in text of several lines), one past the engine's caps and
+// one that needs characters the model never writes are 400s whose param
+// is the field, before anything is generated, streamed or not; so is a
+// max_tokens below the format's shortest text, once the request has its
+// rows. At most half the processors compile at once (429 after
+// Limits.QueueTimeout waiting), and the trace lists the format's stage,
+// "grammar", after "raw".
+//
 // A character model trained on plain text has no roles and no end of a
 // reply, so a chat completion is a completion of one prompt: the model's
 // chat template (Model.ChatTemplate; by default the messages' contents
@@ -139,7 +164,10 @@
 // where a character costs 8 bytes of text, plus 48 + 34 × (logprobs+1)
 // with logprobs, plus a trace step of at most trace+1 candidates over
 // every stage with trace, and of layers × heads × block size weights
-// with trace_attention (size.go has the constants). A request above
+// with trace_attention (size.go has the constants); a request with an
+// output format is charged besides 1 KiB per token of every row
+// (prompts × rows × max_tokens), at most 64 MiB, for the engine's cache
+// of the format's states. A request above
 // Limits.MaxResponseBytes is refused with a 400 that names n, max_tokens,
 // logprobs, echo and trace; requests whose sizes together exceed
 // Limits.MaxInFlightBytes wait in the queue, which bounds the memory the

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"example.org/minigpt"
+	"example.org/minigpt/internal/grammar"
 	"example.org/minigpt/server/internal/api"
 )
 
@@ -62,8 +63,10 @@ func fingerprint(m *minigpt.Model, v *minigpt.Vocab) string {
 
 // Library constants the rest of the package bounds its fields with.
 const (
-	maxSamples = 128                            // samples (and choices) generated together: GenerateOptions.N's limit
-	numStages  = len(minigpt.Candidate{}.Probs) // the sampler's stages a trace reports
+	maxSamples     = 128                            // samples (and choices) generated together: GenerateOptions.N's limit
+	numStages      = len(minigpt.Candidate{}.Probs) // the sampler's stages a trace reports
+	maxFormatBytes = grammar.MaxSource              // the longest pattern, grammar, schema or list of choices
+	maxFormatCache = grammar.MaxCacheBytes          // the most a constraint's cache of states holds
 )
 
 // engine generates for one model, through one continuous batch: every
@@ -148,6 +151,9 @@ func (e *engine) options(sp *sampling) minigpt.GenerateOptions {
 		NumBeams:          sp.numBeams,
 		LengthPenalty:     sp.lengthPenalty,
 	}
+	if sp.format != nil {
+		o.Constraint = sp.format.c
+	}
 	if traced(sp) {
 		// Steps come with the streamed parts (complete streams), so the
 		// library keeps none it has delivered.
@@ -174,10 +180,67 @@ func (e *engine) check(sp *sampling, prompts [][]int) *api.Error {
 	return checkFirstToken(sp, prompts, e.vocab.Size())
 }
 
-// errorParam reports whether a generation error is the request's fault,
-// and which field it is about ("" if none in particular).
-func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
+// constrain compiles fm for the model's vocabulary into fm.c, or returns
+// the 400 naming fm's field with the library's reason: where a malformed
+// source goes wrong (its character index from 0, and line and column in
+// text of several lines), or the characters the model cannot write that
+// the format needs.
+func (e *engine) constrain(fm *format, model string) *api.Error {
+	c, err := minigpt.NewConstraint(e.vocab, fm.kind, fm.src...)
+	if err == nil {
+		fm.c = c
+		return nil
+	}
+	code := "invalid_format"
 	switch {
+	case errors.Is(err, grammar.ErrUnsatisfiable):
+		code = "unsatisfiable_format"
+	case errors.Is(err, grammar.ErrUnsupported):
+		code = "unsupported_format"
+	case errors.Is(err, grammar.ErrTooLarge):
+		code = "format_too_large"
+	}
+	msg := fm.param + ": " + libraryText(err)
+	if code == "unsatisfiable_format" && len(e.chars) <= 200 {
+		msg += fmt.Sprintf(" (model %s writes only %q)", model, string(e.chars))
+	}
+	return api.BadParam(fm.param, code, "%s", msg)
+}
+
+// libraryText is a library error's message without the sentinel's
+// "invalid generate option: ", which says nothing a 400 does not.
+func libraryText(err error) string {
+	return strings.TrimPrefix(err.Error(), minigpt.ErrBadOption.Error()+": ")
+}
+
+// errorParam reports whether a generation error is the request's fault,
+// which field it is about ("" if none in particular), and what to tell
+// the client.
+func (e *engine) errorParam(err error, sp *sampling) (param, msg string, fault bool) {
+	param, fault = e.faultOf(err, sp)
+	msg = err.Error()
+	if fm := sp.format; fm != nil && fault {
+		switch param {
+		case "max_tokens":
+			msg = fmt.Sprintf("max_tokens %d is too few for the format %s sets: %s", sp.maxTokens, fm.field, libraryText(err))
+		case fm.param:
+			msg = fm.param + ": " + libraryText(err)
+		}
+	}
+	return param, msg, fault
+}
+
+// faultOf reports whether a generation error is the request's fault, and
+// which field it is about.
+func (e *engine) faultOf(err error, sp *sampling) (string, bool) {
+	switch {
+	case sp.format != nil && errors.Is(err, minigpt.ErrBadOption) && strings.Contains(err.Error(), "more than MaxNewTokens"):
+		// The library refuses, before any work, a format whose shortest
+		// match is longer than the tokens allowed.
+		return "max_tokens", true
+	case sp.format != nil && errors.Is(err, grammar.ErrTooComplex):
+		// A state too ambiguous to follow: the grammar's fault.
+		return sp.format.param, true
 	case errors.Is(err, minigpt.ErrBadOption) && strings.Contains(err.Error(), "leave no token"):
 		// Every token banned: check caught a ban by logit_bias alone, so
 		// this one grew with the text.
@@ -212,24 +275,31 @@ func (e *engine) errorParam(err error, sp *sampling) (string, bool) {
 // minigpt.Model.Complete's bits whatever else runs): sample i is the text cmd/generate prints with
 // -seed seed+i and the same settings. release is
 // called with each sample's tokens as soon as they are final (with stop
-// strings, once they cannot begin one), and with its finish reason on its
-// last call.
+// strings, once they cannot begin one), and on its last call with its
+// finish reason and whether its text fell short of the format (cut by a
+// stop string). It returns, for the samples a cancellation cut, which
+// have no last call, whether the text they released falls short of the
+// format.
 //
 // With logprobs or trace, each released token comes with its step, which
 // is turned into the token's logprobs and trace.
-func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string) error) error {
+func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batchRows int, release func(sample int, toks []token, finish string, incomplete bool) error) ([]bool, error) {
 	batch, err := e.batchFor(batchRows)
 	if err != nil {
 		// The server's rows do not fit the model: not the request's fault.
-		return fmt.Errorf("the model's batch of %d rows: %v", batchRows, err)
+		return nil, fmt.Errorf("the model's batch of %d rows: %v", batchRows, err)
 	}
 	opts := e.options(sp)
 	var toks []token
-	sent := make([]bool, max(sp.numBeams, 1)) // beams released, by index
+	n := max(sp.n, sp.numBeams, 1)
+	ended := make([]bool, n)    // its last part released, by sample (or beam)
+	delivered := make([]int, n) // its tokens released
 	opts.Stream = func(c *minigpt.Completion) error {
-		if c.Index < len(sent) && c.Finish != "" {
-			sent[c.Index] = true
+		if c.Index >= n {
+			return fmt.Errorf("server: sample %d of %d released", c.Index, n)
 		}
+		ended[c.Index] = ended[c.Index] || c.Finish != ""
+		delivered[c.Index] += len(c.IDs)
 		toks = toks[:0]
 		for j, id := range c.IDs {
 			t := token{id: id}
@@ -244,7 +314,7 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 		if len(toks) == 0 && c.Finish == "" {
 			return nil
 		}
-		return release(c.Index, toks, c.Finish)
+		return release(c.Index, toks, c.Finish, c.Incomplete)
 	}
 	var got []minigpt.Completion
 	if e.alone {
@@ -257,14 +327,22 @@ func (e *engine) complete(ctx context.Context, prompt string, sp *sampling, batc
 	// they are the answer, ended at "length".
 	if ctx.Err() != nil && sp.numBeams > 1 {
 		for i := range got {
-			if got[i].Index < len(sent) && !sent[got[i].Index] {
+			if got[i].Index < n && !ended[got[i].Index] {
 				if rerr := opts.Stream(&got[i]); rerr != nil {
-					return rerr
+					return nil, rerr
 				}
 			}
 		}
 	}
-	return err
+	incomplete := make([]bool, n)
+	for _, c := range got {
+		if sp.format != nil && c.Index < n && !ended[c.Index] && delivered[c.Index] <= len(c.IDs) {
+			// A call cut short may have released tokens it had not yet
+			// delivered: the text judged is the one the client has.
+			incomplete[c.Index] = !sp.format.c.Matches(c.IDs[:delivered[c.Index]])
+		}
+	}
+	return incomplete, err
 }
 
 // fromStep fills a token's logprobs and trace from the library's step.

@@ -124,7 +124,10 @@ type completionJSON struct {
 		Index        int     `json:"index"`
 		Seed         *uint64 `json:"seed"`
 		FinishReason *string `json:"finish_reason"`
-		Logprobs     *struct {
+		// FormatIncomplete is the extension that says the text fell short
+		// of the request's format.
+		FormatIncomplete *bool `json:"format_incomplete"`
+		Logprobs         *struct {
 			Tokens        []string             `json:"tokens"`
 			TokenLogprobs []*float64           `json:"token_logprobs"`
 			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
@@ -247,13 +250,29 @@ func rawRequest(t testing.TB, ts *httptest.Server, path, body string, rcvbuf int
 	return conn
 }
 
-// sizeOf is the size bound of a request with body (size.go).
+// sizeOf is the size bound of the response to a request with body
+// (size.go).
 func sizeOf(t testing.TB, s *Server, body string) int64 {
+	t.Helper()
+	req := parsed(t, s, body)
+	size, _ := responseSize(req, &req.sampling, req.echo)
+	return size
+}
+
+// chargeOf is what a request with body is charged in flight: its
+// response's size bound and what its format may hold.
+func chargeOf(t testing.TB, s *Server, body string) int64 {
+	t.Helper()
+	return parsed(t, s, body).size
+}
+
+// parsed is body, parsed as a completion request.
+func parsed(t testing.TB, s *Server, body string) *completionRequest {
 	t.Helper()
 	r := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(body))
 	req, err := s.parseCompletion(httptest.NewRecorder(), r)
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}
-	return req.size
+	return req
 }

@@ -4,6 +4,7 @@ package server
 // terms, and their validation, complete before any work starts.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,7 +25,7 @@ type completionRequest struct {
 	includeUsage bool // stream_options.include_usage
 	echo         bool
 	seedGiven    bool  // the client chose the seed
-	size         int64 // the response's size bound (size.go)
+	size         int64 // what it is charged in flight: its response's size bound, and its format's memory (size.go)
 	chat         bool  // POST /v1/chat/completions: a chat completion's shape
 	sampling
 }
@@ -59,6 +60,8 @@ var knownFields = []string{
 	"num_beams", "length_penalty",
 	// The playground's extensions.
 	"trace", "trace_attention",
+	// The output's format (guided.go).
+	"guided_regex", "guided_choice", "guided_grammar", "guided_json", "grammar", "json_schema", "response_format",
 }
 
 // Limits on single fields that do not depend on the server's Limits.
@@ -135,7 +138,7 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 	if sp.trace > 0 && sp.n*len(req.prompts) > 1 {
 		return nil, api.BadParam("trace", "invalid_value", "trace %d needs a single choice (one prompt, n 1): it is for the playground", sp.trace)
 	}
-	if err := s.checkRequest(req); err != nil {
+	if err := s.checkRequest(r.Context(), req); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -151,7 +154,7 @@ func newRequest(maxTokens int) *completionRequest {
 
 // parseKnobs reads the fields a completion and a chat completion share:
 // the sampler's knobs, n, the seed, stop, logit_bias, stream and its
-// options, and user.
+// options, user, and the output's format.
 func (s *Server) parseKnobs(f api.Fields, req *completionRequest) *api.Error {
 	sp := &req.sampling
 	for _, err := range []*api.Error{
@@ -213,13 +216,15 @@ func (s *Server) parseKnobs(f api.Fields, req *completionRequest) *api.Error {
 			return err
 		}
 	}
-	return nil
+	sp.format, err = parseFormat(f)
+	return err
 }
 
 // checkRequest makes the checks that need every field: the choices, the
 // rows, the combinations the library cannot honour, a first token to
-// choose, and the response's size.
-func (s *Server) checkRequest(req *completionRequest) *api.Error {
+// choose, the response's size, and last, as the costliest, it compiles
+// the output's format.
+func (s *Server) checkRequest(ctx context.Context, req *completionRequest) *api.Error {
 	sp := &req.sampling
 	if n := len(req.prompts) * sp.n; n > s.limits.MaxChoices {
 		return api.BadParam("n", "too_many_choices", "%d prompts × n %d = %d choices, above this server's limit of %d", len(req.prompts), sp.n, n, s.limits.MaxChoices)
@@ -242,7 +247,10 @@ func (s *Server) checkRequest(req *completionRequest) *api.Error {
 	if err := req.model.engine.check(sp, req.promptIDs); err != nil {
 		return err
 	}
-	return s.checkSize(req)
+	if err := s.checkSize(req); err != nil {
+		return err
+	}
+	return s.compileFormat(ctx, req)
 }
 
 // parsePrompt reads prompt (a string or an array of strings) and encodes each

@@ -69,17 +69,22 @@ type choiceState struct {
 	chars    int     // characters of its text so far, the echo included
 	nTokens  int     // generated tokens released
 	finish   string  // "" until the library's last chunk of the sample
-	toks     []token // generated tokens kept for a whole response, with logprobs or trace
-	ids      []int32 // generated ids kept for a whole response, without
+	// incomplete: the text ended short of the request's format, cut by
+	// a stop string or by the request's time
+	incomplete bool
+	toks       []token // generated tokens kept for a whole response, with logprobs or trace
+	ids        []int32 // generated ids kept for a whole response, without
 }
 
 // completionWriter sends a completion to the client as it is generated.
 type completionWriter interface {
-	// tokens is called with a choice's released tokens, and its finish
-	// reason on its last call; c is as it was before them.
-	tokens(c *choiceState, toks []token, finish string) error
+	// tokens is called with a choice's released tokens, and on its last
+	// call with its finish reason and whether its text fell short of the
+	// format; c is as it was before them.
+	tokens(c *choiceState, toks []token, finish string, incomplete bool) error
 	// end sends the rest of the response, every choice as far as it got
-	// (finish_reason "length" for those the time cut).
+	// (finish_reason "length" for those the time cut, format_incomplete
+	// when their text falls short of the format).
 	end(u usage) error
 	// fail reports a generation error: with its status if nothing was
 	// sent yet, otherwise as the stream's last event.
@@ -165,10 +170,20 @@ func newEncoder(out *api.ClientWriter, req *completionRequest) encoder {
 		chat: req.chat, logprobs: req.logprobs >= 0, top: req.logprobs}
 }
 
+// ending is what follows a choice's content: why it ended ("" in a
+// stream's chunk before its last), whether its text fell short of the
+// request's format, and the sample's seed (nil for none, or before the
+// last chunk).
+type ending struct {
+	finish     string
+	incomplete bool
+	seed       *uint64
+}
+
 // choice writes one choice object: OpenAI's text, index, logprobs (null
-// unless asked for) and finish_reason, then the extensions seed and trace
-// when present.
-func (e *encoder) choice(index int, s span, finish string, seed *uint64) {
+// unless asked for) and finish_reason, then the extensions
+// format_incomplete, seed and trace when present.
+func (e *encoder) choice(index int, s span, end ending) {
 	w := e.w
 	w.WriteString(`{"text":"`)
 	for _, id := range s.echo {
@@ -188,13 +203,7 @@ func (e *encoder) choice(index int, s span, finish string, seed *uint64) {
 	} else {
 		w.WriteString("null")
 	}
-	w.WriteString(`,"finish_reason":`)
-	if finish == "" {
-		w.WriteString("null")
-	} else {
-		w.WriteString(`"` + finish + `"`) // "length" or "stop"
-	}
-	e.seed(seed)
+	e.ending(end)
 	if len(s.toks) > 0 && s.toks[0].trace != nil {
 		w.WriteString(`,"trace":[`)
 		for i, t := range s.toks {
@@ -270,12 +279,24 @@ func (e *encoder) logprobsObject(s span) {
 	w.WriteString("]}")
 }
 
-// seed writes a choice's "seed" field, if it has one.
-func (e *encoder) seed(seed *uint64) {
-	if seed != nil {
-		e.w.WriteString(`,"seed":`)
-		e.scratch = strconv.AppendUint(e.scratch[:0], *seed, 10)
-		e.w.Write(e.scratch)
+// ending writes a choice's "finish_reason" (null before its last chunk),
+// then "format_incomplete": true when its text fell short of the format
+// (an extension, absent otherwise), and its "seed" if it has one.
+func (e *encoder) ending(end ending) {
+	w := e.w
+	w.WriteString(`,"finish_reason":`)
+	if end.finish == "" {
+		w.WriteString("null")
+	} else {
+		w.WriteString(`"` + end.finish + `"`) // "length" or "stop"
+	}
+	if end.incomplete {
+		w.WriteString(`,"format_incomplete":true`)
+	}
+	if end.seed != nil {
+		w.WriteString(`,"seed":`)
+		e.scratch = strconv.AppendUint(e.scratch[:0], *end.seed, 10)
+		w.Write(e.scratch)
 	}
 }
 

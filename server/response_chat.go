@@ -8,9 +8,9 @@ package server
 // stream chunk's {"index", "delta", "logprobs", "finish_reason"}, the
 // delta holding the role on the choice's first chunk (role) and the text
 // of s; otherwise a whole response's {"index", "message": {"role",
-// "content", "refusal"}, "logprobs", "finish_reason"}. The choice's own
-// seed follows, an extension, when given.
-func (e *encoder) chatChoice(index int, s span, finish string, seed *uint64, delta, role bool) {
+// "content", "refusal"}, "logprobs", "finish_reason"}. The extensions
+// format_incomplete and the choice's own seed follow, when given.
+func (e *encoder) chatChoice(index int, s span, end ending, delta, role bool) {
 	w := e.w
 	w.WriteString(`{"index":`)
 	e.int(index)
@@ -37,13 +37,7 @@ func (e *encoder) chatChoice(index int, s span, finish string, seed *uint64, del
 	} else {
 		w.WriteString("null")
 	}
-	w.WriteString(`,"finish_reason":`)
-	if finish == "" {
-		w.WriteString("null")
-	} else {
-		w.WriteString(`"` + finish + `"`) // "length" or "stop"
-	}
-	e.seed(seed)
+	e.ending(end)
 	w.WriteByte('}')
 }
 

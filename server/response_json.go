@@ -30,7 +30,7 @@ func newJSONWriter(w http.ResponseWriter, out *api.ClientWriter, head []byte, re
 	}
 }
 
-func (j *jsonWriter) tokens(c *choiceState, toks []token, finish string) error {
+func (j *jsonWriter) tokens(c *choiceState, toks []token, finish string, incomplete bool) error {
 	if j.keep {
 		c.toks = append(c.toks, toks...)
 		return nil
@@ -50,15 +50,15 @@ func (j *jsonWriter) end(u usage) error {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		finish := c.finish
-		if finish == "" {
-			finish = "length" // the request's time ran out
+		end := ending{finish: c.finish, incomplete: c.incomplete, seed: c.seed}
+		if end.finish == "" {
+			end.finish = "length" // the request's time ran out
 		}
 		sp := span{echo: c.echo, scored: c.scored, toks: c.toks, ids: c.ids}
 		if j.enc.chat {
-			j.enc.chatChoice(c.index, sp, finish, c.seed, false, false)
+			j.enc.chatChoice(c.index, sp, end, false, false)
 		} else {
-			j.enc.choice(c.index, sp, finish, c.seed)
+			j.enc.choice(c.index, sp, end)
 		}
 		c.toks, c.ids = nil, nil // written: the memory can go
 		if j.out.Err() != nil {

@@ -81,33 +81,33 @@ func (s *sseWriter) sendEcho(p int) error {
 			continue
 		}
 		c.echoSent = true
-		if err := s.event(func() { s.enc.choice(c.index, span{echo: c.echo, scored: c.scored}, "", nil) }, nil); err != nil {
+		if err := s.event(func() { s.enc.choice(c.index, span{echo: c.echo, scored: c.scored}, ending{}) }, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *sseWriter) tokens(c *choiceState, toks []token, finish string) error {
+func (s *sseWriter) tokens(c *choiceState, toks []token, finish string, incomplete bool) error {
 	if err := s.sendEcho(c.promptID); err != nil {
 		return err
 	}
-	var seed *uint64
+	end := ending{finish: finish}
 	if finish != "" {
-		seed = c.seed // with the sample's last chunk, as its finish_reason
+		// With the sample's last chunk, as its finish_reason.
+		end.incomplete, end.seed = incomplete, c.seed
 	}
-	return s.choiceEvent(c, span{toks: toks, offset: c.chars}, finish, seed)
+	return s.choiceEvent(c, span{toks: toks, offset: c.chars}, end)
 }
 
-// choiceEvent sends one chunk of choice c: its span s, and its finish
-// reason and seed when they are given.
-func (s *sseWriter) choiceEvent(c *choiceState, sp span, finish string, seed *uint64) error {
+// choiceEvent sends one chunk of choice c: its span s, and its ending.
+func (s *sseWriter) choiceEvent(c *choiceState, sp span, end ending) error {
 	if s.enc.chat {
 		role := !c.roleSent
 		c.roleSent = true
-		return s.event(func() { s.enc.chatChoice(c.index, sp, finish, seed, true, role) }, nil)
+		return s.event(func() { s.enc.chatChoice(c.index, sp, end, true, role) }, nil)
 	}
-	return s.event(func() { s.enc.choice(c.index, sp, finish, seed) }, nil)
+	return s.event(func() { s.enc.choice(c.index, sp, end) }, nil)
 }
 
 func (s *sseWriter) end(u usage) error {
@@ -121,7 +121,7 @@ func (s *sseWriter) end(u usage) error {
 			continue
 		}
 		// The request's time ran out before the sample finished.
-		if err := s.choiceEvent(c, span{offset: c.chars}, "length", c.seed); err != nil {
+		if err := s.choiceEvent(c, span{offset: c.chars}, ending{finish: "length", incomplete: c.incomplete, seed: c.seed}); err != nil {
 			return err
 		}
 	}

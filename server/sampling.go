@@ -27,10 +27,11 @@ type sampling struct {
 	lengthPenalty     float64         // beam search's length exponent
 	stop              []string
 	seed              uint64
-	n                 int // samples per prompt
-	logprobs          int // alternatives per token; -1 means no logprobs
-	trace             int // candidates per step in the playground trace; 0 means off
-	attention         int // with trace_attention: layers × heads × block size, the most weights a step holds; 0 means off
+	n                 int     // samples per prompt
+	logprobs          int     // alternatives per token; -1 means no logprobs
+	trace             int     // candidates per step in the playground trace; 0 means off
+	attention         int     // with trace_attention: layers × heads × block size, the most weights a step holds; 0 means off
+	format            *format // the output's format (guided.go); nil means free text
 }
 
 // rowsOf is the number of batch rows a generation with sp takes: one per

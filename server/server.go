@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,10 @@ type Server struct {
 	slots   *slots
 	metrics *metrics
 	jobs    *finetune.Jobs // the fine-tuning jobs API; nil when off
-	handler http.Handler   // the wrapped mux
+	// compiling holds a token per constraint compiling (guided.go): its
+	// capacity is how many may run at once.
+	compiling chan struct{}
+	handler   http.Handler // the wrapped mux
 
 	tunedMu sync.Mutex
 	tuned   []*servedModel // the fine-tuned models the jobs made, oldest first
@@ -141,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.slots = newSlots(limits.Slots, max(limits.Queue, 0), limits.MaxInFlightBytes)
+	s.compiling = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.metrics = newMetrics()
 	s.base, s.cancel = context.WithCancelCause(context.Background())
 	s.idle = make(chan struct{})

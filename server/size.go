@@ -22,7 +22,15 @@ const (
 	floatBytes   = 25 // a float64 and a comma
 	attnBytes    = 16 // a trace step's "attention" key
 	choiceBytes  = 160
-	headBytes    = 512
+	formatBytes  = 25 // a choice's ,"format_incomplete":true
+
+	// formatTokenBytes is what a request's format may hold per token it
+	// generates: the engine's cache of the states its samples reach, each
+	// new state with its mask and successors. Measured at 480 bytes a
+	// token for (a|b)*a(a|b){20}, whose every step is a new state
+	// (n 16 × 4096 tokens: 30 MiB); doubled.
+	formatTokenBytes = 1 << 10
+	headBytes        = 512
 
 	// A chat completion's character with logprobs: its entry in
 	// logprobs.content, {"token", "logprob", "bytes" (up to 4 bytes),
@@ -75,16 +83,33 @@ func responseSize(req *completionRequest, sp *sampling, echo bool) (size, chars 
 	if req.chat {
 		per += chatChoiceBytes
 	}
+	if sp.format != nil {
+		per += formatBytes
+	}
 	return headBytes + choices*per + chars*perChar(sp, req.chat), chars
 }
 
-// checkSize sets req.size, or refuses a request whose response could
-// exceed Limits.MaxResponseBytes with a 400 that names every field in the
+// formatCharge bounds the memory req's format may hold while it
+// generates: formatTokenBytes a token of every row, at most the engine's
+// cache cap, and never so much that the request could not run within
+// Limits.MaxInFlightBytes beside its response's size.
+func (s *Server) formatCharge(req *completionRequest, size int64) int64 {
+	sp := &req.sampling
+	if sp.format == nil {
+		return 0
+	}
+	c := int64(len(req.promptIDs)*rowsOf(sp)) * int64(sp.maxTokens+1) * formatTokenBytes
+	return max(0, min(c, maxFormatCache, s.limits.MaxInFlightBytes-size))
+}
+
+// checkSize sets req.size (its response's size bound and what its format
+// may hold), or refuses a request whose response could exceed
+// Limits.MaxResponseBytes with a 400 that names every field in the
 // bound; its param is the field that alone shrinks it most.
 func (s *Server) checkSize(req *completionRequest) *api.Error {
 	sp := &req.sampling
 	size, chars := responseSize(req, sp, req.echo)
-	req.size = size
+	req.size = size + s.formatCharge(req, size)
 	limit := s.limits.MaxResponseBytes
 	if size <= limit {
 		return nil

@@ -55,6 +55,7 @@ func TestResponseSizeBound(t *testing.T) {
 		`"max_tokens":40,"logprobs":0`,
 		`"max_tokens":40,"echo":true,"logprobs":13,"n":3`,
 		`"max_tokens":40,"trace":13`,
+		`"max_tokens":40,"n":3,"echo":true,"logprobs":2,"guided_choice":["ab ab","ba","\u2028a"],"stop":" "`, // some choices format_incomplete
 		`"max_tokens":40,"trace":13,"logprobs":13,"echo":true,"temperature":1.7,"top_k":5,"top_p":0.9,"min_p":0.01,"repetition_penalty":1.2,"presence_penalty":0.5,"frequency_penalty":0.5,"no_repeat_ngram_size":3,"logit_bias":{"1":2}`,
 	} {
 		body := fmt.Sprintf(`{"prompt":%s,"seed":1,%s}`, prompt, fields)

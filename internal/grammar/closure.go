@@ -4,10 +4,16 @@
 
 package grammar
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // maxItems is MaxItems, lowered by tests.
 var maxItems = MaxItems
+
+// errTooComplex is the closure's error past MaxItems.
+var errTooComplex = fmt.Errorf("%w: a state would hold more than %d parse items", ErrTooComplex, MaxItems)
 
 // scratch is the closure's working memory, reused by every step (m.mu is
 // held), so a step allocates only for what it interns.

@@ -135,8 +135,8 @@ elif ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error); then
 fi
 
 if [ "$node_ok" = 1 ]; then
-  echo "== the official openai npm package, LangChain's ChatOpenAI and the Vercel AI SDK against cmd/serve"
-  (cd "$here" && MINIGPT_URL="$url/v1" MINIGPT_KEY="$key" node --test client.test.mjs chat.test.mjs)
+  echo "== the official openai npm package, LangChain's ChatOpenAI and the Vercel AI SDK against cmd/serve; the format fields through the openai client"
+  (cd "$here" && MINIGPT_URL="$url/v1" MINIGPT_KEY="$key" node --test client.test.mjs chat.test.mjs guided.test.mjs)
 
   echo "== headless Chromium on the playground"
   if ! command -v chromium >/dev/null 2>&1; then
