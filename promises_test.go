@@ -314,8 +314,8 @@ func TestProgressReportsEveryStep(t *testing.T) {
 	for i, p := range got {
 		step := i + 1
 		evaluated := step%tc.EvalEvery == 0 || step == tc.Steps
-		if p.Step != step || p.LR != tc.LearningRate(i) || !(p.Loss > 0) || math.IsNaN(p.ValLoss) == evaluated {
-			t.Errorf("progress %d: %+v; want step %d, LR %v, a loss, a validation loss %v", i, p, step, tc.LearningRate(i), evaluated)
+		if p.Step != step || p.LR != tc.learningRate(i) || !(p.Loss > 0) || math.IsNaN(p.ValLoss) == evaluated {
+			t.Errorf("progress %d: %+v; want step %d, LR %v, a loss, a validation loss %v", i, p, step, tc.learningRate(i), evaluated)
 		}
 		if train[i] != (LossPoint{step, p.Loss}) {
 			t.Errorf("training history %d: %v, want %v", i, train[i], LossPoint{step, p.Loss})
@@ -332,11 +332,11 @@ func TestProgressReportsEveryStep(t *testing.T) {
 	}
 }
 
-// TestLearningRateScheduleAsDocumented: LearningRate is a linear warmup
-// from LR/WarmupSteps to LR over the first WarmupSteps steps, then (with
-// CosineDecay) a half cosine from LR to MinLR at the last step, and MinLR
-// after it; without CosineDecay, LR. The values are the formula's, by
-// hand.
+// TestLearningRateScheduleAsDocumented: TrainConfig's schedule is "linear
+// warmup from LR/WarmupSteps to LR" over the first WarmupSteps steps,
+// then with CosineDecay a "cosine decay from LR to MinLR at the last
+// step" (and MinLR after it, for a resumed run past Steps); without
+// CosineDecay, LR. The values are the formula's, by hand.
 func TestLearningRateScheduleAsDocumented(t *testing.T) {
 	c := TrainConfig{Steps: 11, LR: 1, WarmupSteps: 4, CosineDecay: true, MinLR: 0.1}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-15 }
@@ -347,14 +347,14 @@ func TestLearningRateScheduleAsDocumented(t *testing.T) {
 		10: 0.1,                                  // the last step: MinLR
 		11: 0.1, 50: 0.1,                         // after it
 	} {
-		if got := c.LearningRate(step); !near(got, want) {
-			t.Errorf("LearningRate(%d) = %v, want %v", step, got, want)
+		if got := c.learningRate(step); !near(got, want) {
+			t.Errorf("the rate of step %d = %v, want %v", step, got, want)
 		}
 	}
 	c.CosineDecay = false
 	for _, step := range []int{4, 10, 50} {
-		if got := c.LearningRate(step); got != 1 {
-			t.Errorf("without cosine decay, LearningRate(%d) = %v, want LR", step, got)
+		if got := c.learningRate(step); got != 1 {
+			t.Errorf("without cosine decay, the rate of step %d = %v, want LR", step, got)
 		}
 	}
 }
