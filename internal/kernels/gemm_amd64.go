@@ -17,6 +17,11 @@ func gemmNNAsm(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb i
 	if level == levelGo || K <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		return 0
 	}
+	if level == levelAVX2 && usePacked(M, N, K) {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		gemmNNPacked(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K, EpiNone, nil)
+		return M
+	}
 	gemmNNBlocks(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K, EpiNone, nil)
 	return M
 }
@@ -33,6 +38,17 @@ func gemmNNSetAsm(c []float64, ldc int, bias, a []float64, ai, ak int, b []float
 	mode := 2
 	if bias != nil {
 		mode = 1
+	}
+	if level == levelAVX2 && usePacked(M, N, K) {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		if mode == 1 {
+			bias = bias[:N]
+		}
+		if epi&(EpiResidual|EpiMask) != 0 {
+			_ = aux[(M-1)*ldc+N-1]
+		}
+		gemmNNPacked(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
+		return M
 	}
 	gemmNNBlocks(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
 	if level == levelAVX2 && epi != EpiNone {

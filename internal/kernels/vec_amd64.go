@@ -79,20 +79,32 @@ func sumSquares8Asm(x []float64, s *[8]float64) int {
 	return len(x) &^ 7
 }
 
-// transposeAsm is Transpose's hook: on AVX-512 it writes the whole
-// destination rows [o0, o0+n), n the largest multiple of eight that
-// fits, the 8×8 blocks in registers and the last R%8 source rows one
-// element at a time, and returns n; none elsewhere.
+// transposeAsm is Transpose's hook: it writes the whole destination
+// rows [o0, o0+n), n the largest multiple of eight (AVX-512) or four
+// (AVX2) that fits, the 8×8 or 8×4 blocks in registers and the last R%8
+// source rows one element at a time, and returns n; none on the Go
+// path.
 func transposeAsm(dst, src []float64, R, W, o0, o1 int) int {
-	n := (o1 - o0) &^ 7
-	if level != levelAVX512 || n == 0 || R < 8 {
+	if level == levelGo || R < 8 {
+		return 0
+	}
+	w := 8
+	if level == levelAVX2 {
+		w = 4
+	}
+	n := (o1 - o0) &^ (w - 1)
+	if n == 0 {
 		return 0
 	}
 	i := 0
 	for ; i+8 <= R; i += 8 {
 		_ = src[(i+7)*W+o0+n-1]
 		_ = dst[(o0+n-1)*R+i+7]
-		transpose8AVX512(dst[o0*R+i:], R, src[i*W+o0:], W, n/8)
+		if level == levelAVX512 {
+			transpose8AVX512(dst[o0*R+i:], R, src[i*W+o0:], W, n/8)
+		} else {
+			transpose8x4AVX2(dst[o0*R+i:], R, src[i*W+o0:], W, n/4)
+		}
 	}
 	transposeRowsGo(dst, src, R, W, i, o0, o0+n)
 	return n
@@ -224,3 +236,18 @@ func reluMaskAVX2(d, inp []float64)
 //
 //go:noescape
 func adamAVX2(params, grads, m, v []float64, k *[9]float64)
+
+// transpose8x4AVX2 transposes n blocks of 8 rows by 4 columns (block b
+// the columns 4b..4b+3 of src's 8 rows, written as the rows 4b..4b+3 of
+// dst, 8 values each):
+//
+//	for b := 0; b < n; b++ {
+//		for r := 0; r < 8; r++ {
+//			for c := 0; c < 4; c++ {
+//				dst[(4*b+c)*ldd+r] = src[r*lds+4*b+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func transpose8x4AVX2(dst []float64, ldd int, src []float64, lds int, n int)
