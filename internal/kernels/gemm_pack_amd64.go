@@ -6,29 +6,11 @@ package kernels
 
 import "sync/atomic"
 
-// The blocks of the packed AVX2 product. A step of kcPack values of k
-// makes a panel of B (kcPack × 12, 12 KB) that stays in L1 while every
-// tile of A sweeps it, and a block of A (mcPack rows × kcPack, 96 KB)
-// that stays in L2 while every panel of B sweeps it; ncPack columns of B
-// are packed at a time (kcPack × ncPack, 1.5 MB, read once per block of
-// A from L3). Blocks are exact: every output's chain is unchanged.
-var (
-	kcPack = 128
-	mcPack = 96
-	ncPack = 1536
-)
-
-const (
-	kcMax = 384
-	mcMax = 384
-	ncMax = 2048
-)
-
 // packBufs are one product's packing buffers: a block of A and a block
 // of B.
 type packBufs struct {
-	a [mcMax * kcMax]float64
-	b [kcMax * ncMax]float64
+	a [mcPack * kcPack]float64
+	b [kcPack * ncPack]float64
 }
 
 // packPool lends packBufs to products running on any number of
@@ -57,6 +39,9 @@ func (p *packPool) put(b *packBufs) {
 		}
 	}
 }
+
+// stridedAFast is StridedAFast: the AVX2 path's products pack A.
+func stridedAFast() bool { return level == levelAVX2 }
 
 // usePacked reports whether gemmNN of this shape goes through the packed
 // AVX2 kernels: at least 16 rows (a panel of B is then reused by four
