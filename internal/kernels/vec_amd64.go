@@ -44,13 +44,16 @@ func addAsm(out, a, b []float64) int {
 }
 
 // softmaxBackwardAsm is SoftmaxBackward's hook: every element on
-// AVX-512; none elsewhere (AVX2 has no kernel for it: the rows are
-// short, the loop is 2% of a step).
+// AVX-512 and AVX2.
 func softmaxBackwardAsm(dp, p []float64, sum, scale float64) int {
-	if level != levelAVX512 {
+	switch level {
+	case levelAVX512:
+		softmaxBackwardAVX512(dp, p, sum, scale)
+	case levelAVX2:
+		softmaxBackwardAVX2(dp, p, sum, scale)
+	default:
 		return 0
 	}
-	softmaxBackwardAVX512(dp, p, sum, scale)
 	return len(dp)
 }
 
@@ -69,13 +72,18 @@ func adamAsm(params, grads, m, v []float64, k *AdamCoefficients) int {
 }
 
 // sumSquares8Asm is SumSquares8's hook: it continues the eight chains s
-// over the whole groups of eight of x on AVX-512 and returns how many
-// elements it consumed (a multiple of eight; none elsewhere).
+// over the whole groups of eight of x on AVX-512 and AVX2 and returns
+// how many elements it consumed (a multiple of eight; none on the Go
+// path).
 func sumSquares8Asm(x []float64, s *[8]float64) int {
-	if level != levelAVX512 || len(x) < 8 {
+	if level == levelGo || len(x) < 8 {
 		return 0
 	}
-	sumSquaresLanesAVX512(x, s)
+	if level == levelAVX512 {
+		sumSquaresLanesAVX512(x, s)
+	} else {
+		sumSquaresLanesAVX2(x, s)
+	}
 	return len(x) &^ 7
 }
 
@@ -251,3 +259,25 @@ func adamAVX2(params, grads, m, v []float64, k *[9]float64)
 //
 //go:noescape
 func transpose8x4AVX2(dst []float64, ldd int, src []float64, lds int, n int)
+
+// softmaxBackwardAVX2 is softmaxBackwardAVX512's Go loop, four lanes at
+// a time:
+//
+//	for s, ps := range p {
+//		dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+//	}
+//
+//go:noescape
+func softmaxBackwardAVX2(dp, p []float64, sum, scale float64)
+
+// sumSquaresLanesAVX2 continues the eight chains s over the whole groups
+// of eight of xs, lanes 0-3 in one register and 4-7 in another:
+//
+//	for i := 0; i+8 <= len(xs); i += 8 {
+//		for l := 0; l < 8; l++ {
+//			s[l] = math.FMA(xs[i+l], xs[i+l], s[l])
+//		}
+//	}
+//
+//go:noescape
+func sumSquaresLanesAVX2(xs []float64, s *[8]float64)

@@ -127,7 +127,7 @@ func TestSumSquares8Paths(t *testing.T) {
 			if got := SumSquares8(xs); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("n = %d: %v, want %v", n, got, want)
 			}
-			lanes := map[string]int{"avx512": n &^ 7}[path]
+			lanes := map[string]int{"avx512": n &^ 7, "avx2": n &^ 7}[path]
 			if n < 8 {
 				lanes = 0
 			}
@@ -273,7 +273,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: (%v·(%v − %v))·%v = %v, want %v", what("softmax backward"), a[i], b[i], sum, scale, out.s()[i], want[i])
 				}
-				hookDid(t, path, what("softmax backward"), softmaxBackwardAsm(append([]float64(nil), b...), a, sum, scale), map[string]int{"avx512": n}[path])
+				hookDid(t, path, what("softmax backward"), softmaxBackwardAsm(append([]float64(nil), b...), a, sum, scale), map[string]int{"avx512": n, "avx2": n}[path])
 
 				// Adam, with v mostly non-negative, as Adam keeps it.
 				g, m, v := vectorValues(rng, n, every), vectorValues(rng, n, every), vectorValues(rng, n, every)
