@@ -220,8 +220,8 @@ func packAAVX2(pa, a []float64, ai, kc, mt int)
 
 // packATAVX2 is packAAVX2 for A's element (i, k) at a[i+k*ak]:
 //
-//	for t := 0; t < mt; t++ {
-//		for k := 0; k < kc; k++ {
+//	for k := 0; k < kc; k++ {
+//		for t := 0; t < mt; t++ {
 //			for r := 0; r < 4; r++ {
 //				pa[t*kc*4+k*4+r] = a[4*t+r+k*ak]
 //			}

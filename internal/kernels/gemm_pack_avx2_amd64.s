@@ -630,36 +630,68 @@ pa_next:
 // a[i+k*ak], a transposed operand): a tile's four values of one step
 // are one vector.
 //
-//	for t := 0; t < mt; t++ {
-//		for k := 0; k < kc; k++ {
+//	for k := 0; k < kc; k++ {
+//		for t := 0; t < mt; t++ {
 //			for r := 0; r < 4; r++ {
 //				pa[t*kc*4+k*4+r] = a[4*t+r+k*ak]
 //			}
 //		}
 //	}
 //
-// Registers: DI pa, BX a at the tile, SI a at k, R8 ak*8, CX k
-// countdown, R10 tiles left.
+// Step by step, so that each step's run of 4*mt values is read in order,
+// four tiles (128 bytes) at a time.
+//
+// Registers: BX a at step k, SI a along it; R9 pa at step k of tile 0,
+// DI pa at step k of the tile; R8 ak*8, R11 kc*32, R12 3*kc*32; CX steps
+// left, DX tiles left.
 TEXT ·packATAVX2(SB), NOSPLIT, $0-72
-	MOVQ pa_base+0(FP), DI
+	MOVQ pa_base+0(FP), R9
 	MOVQ a_base+24(FP), BX
 	MOVQ ak+48(FP), R8
 	SHLQ $3, R8
-	MOVQ mt+64(FP), R10
-
-pat_tile:
-	MOVQ BX, SI
 	MOVQ kc+56(FP), CX
+	MOVQ CX, R11
+	SHLQ $5, R11
+	LEAQ (R11)(R11*2), R12
 
 pat_k:
+	MOVQ BX, SI
+	MOVQ R9, DI
+	MOVQ mt+64(FP), DX
+	CMPQ DX, $4
+	JLT  pat_1
+
+pat_4:
+	VMOVUPD (SI), Y0
+	VMOVUPD 32(SI), Y1
+	VMOVUPD 64(SI), Y2
+	VMOVUPD 96(SI), Y3
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, (DI)(R11*1)
+	VMOVUPD Y2, (DI)(R11*2)
+	VMOVUPD Y3, (DI)(R12*1)
+	ADDQ    $128, SI
+	LEAQ    (DI)(R11*4), DI
+	SUBQ    $4, DX
+	CMPQ    DX, $4
+	JGE     pat_4
+
+pat_1:
+	TESTQ DX, DX
+	JZ    pat_next
+
+pat_1loop:
 	VMOVUPD (SI), Y0
 	VMOVUPD Y0, (DI)
-	ADDQ    R8, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     pat_k
-	ADDQ    $32, BX
-	DECQ    R10
-	JNZ     pat_tile
+	ADDQ    $32, SI
+	ADDQ    R11, DI
+	DECQ    DX
+	JNZ     pat_1loop
+
+pat_next:
+	ADDQ R8, BX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  pat_k
 	VZEROUPPER
 	RET
