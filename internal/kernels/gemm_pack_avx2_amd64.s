@@ -7,7 +7,7 @@
 // A block of A (rows in tiles of four) and a block of B (columns in
 // panels of 12 or 8) are first copied into contiguous buffers, k-major,
 // so that the product reads both as streams: a panel of B (kc × 12,
-// 12 KB at kc = 128) stays in L1 while every tile of A (kc × 4, read
+// 18 KB at kc = 192) stays in L1 while every tile of A (kc × 4, read
 // from L2) sweeps it, and no load of the k loop depends on ldb or ai.
 // Unpacked, B's rows lie ldb apart, at 4 KB strides for 512 columns, so
 // that every row of a panel falls in the same L1 set and the panel never
