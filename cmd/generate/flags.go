@@ -134,7 +134,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.format.register(fs)
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "the model to load: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
-	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
+	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (after checking every byte of it) and exit")
 	fs.BoolVar(&o.compare, "compare", false, "print the sampling lesson's comparison of decoders: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
 	fs.BoolVar(&o.explain, "explain", false, "for each generated token (character, for a character model), print its probability and the top candidates before and after the filters, with the stage that cut each")
 	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")
