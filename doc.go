@@ -1,9 +1,9 @@
-// Package minigpt is a small GPT, trained and sampled from scratch in
-// pure Go with no dependencies beyond the standard library, and
-// reproducible to the bit. To see the model itself, read reference.go
-// first: the whole GPT and its training step written as the math, each
-// layer a forward/backward pair of plain loops in llm.c's style, which a
-// test proves gives the fast engine's exact bits.
+// Package minigpt is a small GPT, trained and sampled from scratch in pure Go
+// with no dependencies beyond the standard library, and reproducible to the
+// bit. To see the model itself, read reference.go and reference_layers.go
+// first: the whole GPT and its training step written as the math, each layer a
+// forward/backward pair of plain loops in llm.c's style, which a test proves
+// gives the fast engine's exact bits.
 //
 // The model is the classic one: token and position embeddings,
 // pre-LayerNorm blocks of causal multi-head attention and a ReLU
