@@ -104,7 +104,8 @@
 // # Files
 //
 // gemm.go, vec.go, transpose.go, layernorm.go, softmax.go and math.go hold
-// the entry points and Go twins; gemm_amd64.go, gemm_pack_amd64.go (the
+// the entry points and Go twins; gemm_amd64.go (with its stubs in
+// gemm_stubs_amd64.go), gemm_pack_amd64.go (the
 // AVX2 path's packed products, whose block sizes gemm_pack.go holds),
 // vec_amd64.go (with Transpose's), layernorm_amd64.go and
 // softmax_amd64.go the hooks and stubs, and the .s files
