@@ -141,10 +141,6 @@ func (v *Vocab) Size() int {
 	return len(v.chars)
 }
 
-// Chars returns a copy of a character vocabulary's characters in id
-// order, and nil for a BPE vocabulary (see Token).
-func (v *Vocab) Chars() []rune { return slices.Clone(v.chars) }
-
 // Token returns the text of token id: one character, or a BPE token's
 // bytes (which may be part of a character); "" for an id outside the
 // vocabulary.

@@ -78,10 +78,11 @@ func (c TrainConfig) Validate() error {
 const maxTrainSteps = 1 << 30
 
 var (
-	// ErrDatasetMismatch is returned (wrapped) by NewTrainer and
-	// ResumeTrainer for a dataset that does not fit: encoded with another
-	// vocabulary than the model's, or, on resume, made from another text
-	// than the one the checkpoint was trained on.
+	// ErrDatasetMismatch is returned (wrapped) for a dataset that does
+	// not fit: by NewTrainer, one whose vocabulary has another size than
+	// the model's; by ResumeTrainer, one encoded with another vocabulary
+	// than the checkpoint's, or made from another text than the one the
+	// checkpoint was trained on.
 	ErrDatasetMismatch = errors.New("dataset does not fit")
 	// ErrModelInUse is returned (wrapped) by NewTrainer for a model another
 	// Trainer holds, by a Trainer's methods after Close, and by Run while

@@ -14,15 +14,24 @@
 #
 #   bench/ceiling.sh               # full config, 5 rounds, about 4 minutes
 #   SIZE=baby ROUNDS=3 bench/ceiling.sh
-#   CORETYPE=Haswell TORCH32_ENV="Haswell 1 2" bench/ceiling.sh
+#   MINIGPT_KERNELS=avx2 bench/ceiling.sh   # the AVX2 path on an AVX-512 CPU
+#   CORETYPES="Haswell Zen" TORCH32_ENV="Haswell 1 2" bench/ceiling.sh
 #
-# CORETYPE is the OpenBLAS kernel for the products (default SkylakeX on
-# AVX-512, else Haswell); TORCH32_ENV and TORCH_ENV are PyTorch's
+# CORETYPES lists the OpenBLAS kernels timed on the products, each in
+# every round (CORETYPE, one kernel, is still read): by default the
+# fair references of the kernel path minigpt runs (bench/cpu.sh): on the
+# AVX2 path Haswell, with Zen first on AMD; on AVX-512 SkylakeX and
+# Cooperlake, with Zen after them on AMD. MINIGPT_KERNELS=avx2 on an
+# AVX-512 machine times minigpt's AVX2 path against the AVX2 kernels
+# only, and PyTorch with ATEN_CPU_CAPABILITY=avx2. The ceilings use the
+# fastest kernel's medians. TORCH32_ENV and TORCH_ENV are PyTorch's
 # settings, "CORETYPE TORCH_THREADS OPENBLAS_THREADS" as in compare.sh
-# (default "Cooperlake 1 2" and "SkylakeX 1 2", what compare.sh's probes
-# chose on the 2-vCPU Xeon on 2026-12-01). OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE are unset for the references, as in compare.sh. Needs /usr/bin/python3 with NumPy,
-# threadpoolctl and torch (see compare.sh); a missing one is skipped.
+# (default on an Intel AVX-512 path "Cooperlake 1 2" and "SkylakeX 1 2",
+# what compare.sh's probes chose on the 2-vCPU Xeon on 2026-12-01;
+# elsewhere the first of CORETYPES with 1 torch and 2 OpenBLAS threads).
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the references, as
+# in compare.sh. Needs /usr/bin/python3 with NumPy, threadpoolctl and
+# torch (see compare.sh); a missing one is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-/usr/bin/python3}
@@ -30,11 +39,16 @@ SIZE=${SIZE:-full}
 ROUNDS=${ROUNDS:-5}
 case $SIZE in seed|baby|mid|full) ;; *) echo "ceiling.sh: SIZE must be seed, baby, mid or full, not $SIZE" >&2; exit 2 ;; esac
 case $ROUNDS in ''|*[!0-9]*|0) echo "ceiling.sh: ROUNDS must be a whole number of at least 1, not '$ROUNDS'" >&2; exit 2 ;; esac
-if [ -z "${CORETYPE:-}" ]; then
-  if grep -qw avx512f /proc/cpuinfo; then CORETYPE=SkylakeX; else CORETYPE=Haswell; fi
+[ -n "${CORETYPE:-}" ] && CORETYPES=${CORETYPES:-$CORETYPE}
+. bench/cpu.sh
+first_ct=${REF_CORETYPES%% *}
+if [ "$KPATH" = avx512 ] && [ "$VENDOR" = Intel ]; then
+  TORCH32_ENV=${TORCH32_ENV:-"Cooperlake 1 2"}
+  TORCH_ENV=${TORCH_ENV:-"SkylakeX 1 2"}
+else
+  TORCH32_ENV=${TORCH32_ENV:-"$first_ct 1 2"}
+  TORCH_ENV=${TORCH_ENV:-"$first_ct 1 2"}
 fi
-TORCH32_ENV=${TORCH32_ENV:-"Cooperlake 1 2"}
-TORCH_ENV=${TORCH_ENV:-"SkylakeX 1 2"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/results
@@ -43,22 +57,20 @@ log=$tmp/results
 ref() { # ref CORETYPE CMD...: as compare.sh's
   local ct=$1; shift
   if [ "$ct" = auto ]; then
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${TORCH_CAP:+ATEN_CPU_CAPABILITY=$TORCH_CAP} "$@"
   else
-    env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$ct" "$@"
+    env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$ct" ${TORCH_CAP:+ATEN_CPU_CAPABILITY=$TORCH_CAP} "$@"
   fi
 }
 metric() { awk -v m="$1" '/^Benchmark/ {for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' | head -1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 get() { awk -v k="$1" '$1 == k && $2 != "" {print $2}' "$log" | median; }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-  "$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo 'no AVX-512'), $(go version | cut -d' ' -f3-)"
+cpu_describe
 go test -c -o "$tmp/minigpt.test" .
 go test -c -o "$tmp/kernels.test" ./internal/kernels
-peak=$(for r in $(seq 15); do "$tmp/kernels.test" -test.run '^$' -test.bench 'BenchmarkPeakFMA' -test.benchtime 100x |
-  awk '/^Benchmark/ {for (i = 2; i <= NF; i++) if ($i == "GFLOP/s") print $(i-1)}'; done | sort -g | tail -1)
-echo "FMA peak: ${peak:-?} GFLOP/s per core (BenchmarkPeakFMA, best ISA, best of 15)"
+peak=$(cpu_peak "$tmp/kernels.test" 15)
+echo "FMA peak: ${peak:-?} GFLOP/s per core (BenchmarkPeakFMA/${PEAK_ISA:-best ISA}, best of 15)"
 
 have_numpy=1; $PY -c 'import numpy' 2>/dev/null || { have_numpy=0; echo "no NumPy for $PY: the BLAS rows are skipped"; }
 have_torch=1; $PY -c 'import torch' 2>/dev/null || { have_torch=0; echo "no torch for $PY: the PyTorch rows are skipped"; }
@@ -71,11 +83,13 @@ for r in $(seq "$ROUNDS"); do
   echo "go_products $(metric ms/step <"$tmp/out")" >>"$log"
   echo "go_gflop $(metric GFLOP/s <"$tmp/out")" >>"$log"
   if [ $have_numpy = 1 ]; then
-    for dt in float64 float32; do
-      ref "$CORETYPE" $PY bench/gemm_ref.py --config "$SIZE" --dtype $dt --rounds 2 >"$tmp/out"
-      sed -n 's/^BLAS: //p' "$tmp/out" >"$tmp/blas_$dt"
-      echo "blas_$dt $(sed -nE 's|.*median ([0-9.]+) ms/step.*|\1|p' "$tmp/out")" >>"$log"
-      echo "blas_gflop $(sed -nE 's|.* ([0-9.]+) GFLOP, threads.*|\1|p' "$tmp/out")" >>"$log"
+    for ct in $REF_CORETYPES; do
+      for dt in float64 float32; do
+        ref "$ct" $PY bench/gemm_ref.py --config "$SIZE" --dtype $dt --rounds 2 >"$tmp/out"
+        sed -n 's/^BLAS: //p' "$tmp/out" >"$tmp/blas_${dt}_$ct"
+        echo "blas_${dt}_$ct $(sed -nE 's|.*median ([0-9.]+) ms/step.*|\1|p' "$tmp/out")" >>"$log"
+        echo "blas_gflop $(sed -nE 's|.* ([0-9.]+) GFLOP, threads.*|\1|p' "$tmp/out")" >>"$log"
+      done
     done
   fi
   GOMAXPROCS=2 "$tmp/minigpt.test" -test.run '^$' -test.bench "^BenchmarkTrainStepScale/$SIZE\$" -test.benchtime 3x >"$tmp/out"
@@ -87,7 +101,14 @@ for r in $(seq "$ROUNDS"); do
   fi
 done
 
-gp=$(get go_products); gf=$(get go_gflop); b64=$(get blas_float64); b32=$(get blas_float32)
+gp=$(get go_products); gf=$(get go_gflop)
+# The fastest kernel's medians (ms: the smallest) for the ceilings.
+b64=""; b32=""; ct64=""; ct32=""
+for ct in $REF_CORETYPES; do
+  x=$(get "blas_float64_$ct"); y=$(get "blas_float32_$ct")
+  if [ -n "$x" ] && { [ -z "$b64" ] || awk -v a="$x" -v b="$b64" 'BEGIN {exit !(a < b)}'; }; then b64=$x; ct64=$ct; fi
+  if [ -n "$y" ] && { [ -z "$b32" ] || awk -v a="$y" -v b="$b32" 'BEGIN {exit !(a < b)}'; }; then b32=$y; ct32=$ct; fi
+done
 gs=$(get go_step); sf=$(get go_step_gflop); t32=$(get t32_step); t64=$(get t64_step)
 if [ -z "$gp" ] || [ -z "$gf" ]; then
   echo "ceiling.sh: BenchmarkStepProducts/$SIZE printed no ms/step or GFLOP/s: no ceiling to compute" >&2
@@ -108,9 +129,20 @@ prow() { # prow LABEL MS PEAK_FACTOR
   awk -v l="$1" -v ms="$2" -v f="$pf" -v p="${peak:-0}" -v x="$3" 'BEGIN {
     g = f / ms * 1e3; printf "  %-44s %9.1f ms %8.1f GFLOP/s %6.1f%% of its peak\n", l, ms, g, (p > 0 ? 100 * g / (p * x) : 0) }'
 }
-prow "minigpt kernels (float64)" "$gp" 1
-prow "OpenBLAS dgemm ($(cat "$tmp/blas_float64" 2>/dev/null))" "$b64" 1
-prow "OpenBLAS sgemm ($(cat "$tmp/blas_float32" 2>/dev/null))" "$b32" 2
+prow "minigpt kernels (float64, $KPATH)" "$gp" 1
+for ct in $REF_CORETYPES; do
+  prow "OpenBLAS dgemm ($(cat "$tmp/blas_float64_$ct" 2>/dev/null))" "$(get "blas_float64_$ct")" 1
+done
+for ct in $REF_CORETYPES; do
+  prow "OpenBLAS sgemm ($(cat "$tmp/blas_float32_$ct" 2>/dev/null))" "$(get "blas_float32_$ct")" 2
+done
+if [ -n "$b64" ]; then
+  echo
+  for ct in $REF_CORETYPES; do
+    x=$(get "blas_float64_$ct")
+    [ -n "$x" ] && awk -v l="$ct" -v a="$gp" -v b="$x" 'BEGIN {printf "  minigpt / OpenBLAS %-10s dgemm: %.2fx its time (above 1x minigpt is faster)\n", l, b / a}'
+  done
+fi
 echo
 echo "ceilings, two cores: a step of nothing but these products, 2x the one-thread speed:"
 crow() { # crow LABEL MS_PER_STEP_ONE_THREAD
@@ -123,9 +155,9 @@ crow() { # crow LABEL MS_PER_STEP_ONE_THREAD
     printf "\n" }'
 }
 crow "float64 at minigpt's kernels' speed" "$gp"
-crow "float64 at OpenBLAS dgemm's speed" "$b64"
+crow "float64 at OpenBLAS dgemm's speed (${ct64:-})" "$b64"
 [ -n "${peak:-}" ] && crow "float64 at the FMA peak" "$(awk -v f="$pf" -v p="$peak" 'BEGIN {print f / p * 1e3}')"
-crow "float32 at OpenBLAS sgemm's speed" "$b32"
+crow "float32 at OpenBLAS sgemm's speed (${ct32:-})" "$b32"
 echo
 echo "measured, two cores, medians of $ROUNDS rounds:"
 [ -n "$gs" ] && echo "  minigpt f64           $gs steps/s$( [ -n "$t32" ] && awk -v a="$gs" -v b="$t32" 'BEGIN {printf "  %.2fx PyTorch f32", a / b}')$( [ -n "$t64" ] && awk -v a="$gs" -v b="$t64" 'BEGIN {printf "  %.2fx PyTorch f64", a / b}')"

@@ -12,7 +12,14 @@
 # The references are measured at their best: OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE are unset for them (some machines set these, pinning
 # OpenBLAS to an older kernel), then each OpenBLAS kernel in CORETYPES is
-# tried along with OpenBLAS's own choice, and the fastest kept; PyTorch's
+# tried along with OpenBLAS's own choice, and the fastest kept. CORETYPES
+# defaults to the fair references of the kernel path minigpt runs
+# (bench/cpu.sh, on Intel and AMD): SkylakeX and Cooperlake on AVX-512
+# (and Zen on AMD), Haswell on AVX2 (and Zen on AMD).
+# MINIGPT_KERNELS=avx2 on an AVX-512 CPU times minigpt's AVX2 path against
+# those AVX2 kernels only (OpenBLAS's own choice would be an AVX-512 one),
+# with PyTorch's own loops capped to AVX2 too (ATEN_CPU_CAPABILITY) and
+# the AVX2 FMA peak; PyTorch's
 # thread settings (torch threads x OpenBLAS threads) are probed the same
 # way, for float64 and float32 apart, at the baby config, and the OpenBLAS
 # thread count probed again at the full config for the mid and full rows.
@@ -25,6 +32,7 @@
 # A missing reference is skipped.
 #
 #   bench/compare.sh                  # everything, about 10 minutes on 2 cores
+#   MINIGPT_KERNELS=avx2 bench/compare.sh   # the AVX2 path, on any AVX2 or AVX-512 CPU
 #   QUICK=1 bench/compare.sh          # a 2-minute look: one round, short runs,
 #                                     # one reduced probe pass
 #   ROUNDS=5 bench/compare.sh         # more rounds
@@ -37,7 +45,8 @@ cd "$(dirname "$0")/.."
 PY=${PY:-/usr/bin/python3}
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1}; else ROUNDS=${ROUNDS:-3}; fi
-CORETYPES=${CORETYPES:-"SkylakeX Cooperlake Haswell"}
+. bench/cpu.sh
+CORETYPES=$REF_CORETYPES
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/results
@@ -55,15 +64,14 @@ metric() { # metric NAME: the number before NAME on the benchmark line
 ref() {
   local ct=$1; shift
   if [ "$ct" = auto ]; then
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${TORCH_CAP:+ATEN_CPU_CAPABILITY=$TORCH_CAP} "$@"
   else
-    env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$ct" "$@"
+    env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$ct" ${TORCH_CAP:+ATEN_CPU_CAPABILITY=$TORCH_CAP} "$@"
   fi
 }
 rate() { sed -nE "s|.* ([0-9.]+) $1.*|\1|p" | tail -1; }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-  "$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo 'no AVX-512'), $(go version | cut -d' ' -f3-)"
+cpu_describe
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$QUICK" = 1 ] && echo "QUICK=1: $ROUNDS round(s) of short runs, one reduced probe pass: a first look, not a measurement"
 
@@ -74,10 +82,9 @@ gobench() { # gobench GOMAXPROCS PATTERN BENCHTIME
 }
 
 # This machine's peak: the best FMA loop, one core.
-peak=$(for r in $(seq "$(steps 25 5)"); do "$tmp/kernels.test" -test.run '^$' -test.bench 'BenchmarkPeakFMA' -test.benchtime 100x |
-  awk '/^Benchmark/ {for (i = 2; i <= NF; i++) if ($i == "GFLOP/s") print $(i-1)}'; done | sort -g | tail -1)
+peak=$(cpu_peak "$tmp/kernels.test" "$(steps 25 5)")
 [ -n "$peak" ] || echo "compare.sh: BenchmarkPeakFMA measured no peak (no assembly peak loop on this platform?): the % columns below are empty" >&2
-echo "measured FMA peak: ${peak:-?} GFLOP/s per core (BenchmarkPeakFMA, best ISA, best of $(steps 25 5) short runs)"
+echo "measured FMA peak: ${peak:-?} GFLOP/s per core (BenchmarkPeakFMA/${PEAK_ISA:-best ISA}, best of $(steps 25 5) short runs)"
 
 have_numpy=1; $PY -c 'import numpy' 2>/dev/null || have_numpy=0
 have_torch=1; $PY -c 'import torch' 2>/dev/null || have_torch=0
@@ -86,8 +93,8 @@ have_torch=1; $PY -c 'import torch' 2>/dev/null || have_torch=0
 # thread settings for PyTorch. Short runs; the best setting is kept.
 # NP_ENV="Cooperlake 2" or TORCH_ENV="Cooperlake 1 2" skip a probe.
 # With QUICK=1: one pass, the first of CORETYPES and OpenBLAS's choice only.
-passes="1 2"; cts="auto $CORETYPES"
-[ "$QUICK" = 1 ] && { passes=1; cts="auto ${CORETYPES%% *}"; }
+passes="1 2"; auto=$([ "$REF_AUTO" = 1 ] && echo "auto " || true); cts="$auto$CORETYPES"
+[ "$QUICK" = 1 ] && { passes=1; cts="$auto${CORETYPES%% *}"; }
 np_env=${NP_ENV:-}; torch_env=${TORCH_ENV:-}; torch32_env=${TORCH32_ENV:-}
 if [ $have_numpy = 1 ] && [ -z "$np_env" ]; then
   # Two passes over the settings, each setting's best kept: one short

@@ -32,7 +32,7 @@ type Limits struct {
 	// MaxPromptChars caps each prompt's length in characters.
 	MaxPromptChars int
 	// MaxChoices caps the choices of one request: prompts × n. It may not
-	// exceed minigpt.MaxSamples.
+	// exceed 128, the most samples GenerateOptions.N allows.
 	MaxChoices int
 	// MaxResponseBytes caps one request's size: an upper bound, computed
 	// from its fields before it runs, on the bytes of its response's

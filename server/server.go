@@ -69,8 +69,9 @@ type Config struct {
 	GPT2 fs.FS
 }
 
-// Server is an http.Handler serving OpenAI's legacy completions API, the
-// model list, health, Prometheus metrics and the playground page. Mount
+// Server is an http.Handler serving OpenAI's completions and chat
+// completions APIs, the score and tokenize extensions, the model list,
+// health, Prometheus metrics and the playground page. Mount
 // it at the root of a mux or under a prefix with http.StripPrefix (the
 // playground uses relative URLs).
 type Server struct {

@@ -15,8 +15,8 @@
 // many as the model's context window holds. A text longer than the window
 // is read in windows that move by -stride characters (Hugging Face's
 // perplexity stride): the default, the window's own length, lays the
-// windows side by side (the cheapest; the mean loss is then exactly
-// Model.Loss over those windows), and -stride 1 gives every character
+// windows side by side (the cheapest; the mean loss is then exactly the
+// mean cross-entropy of those windows), and -stride 1 gives every character
 // the most context the model can see. Each character is scored once, in
 // the first window that predicts it (minigpt.Model.Score, called on
 // pieces of the text so that a long one can show its progress and the

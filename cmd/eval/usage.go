@@ -25,7 +25,7 @@ var command = cli.Command{
 	Notes: `Every token but the first is predicted from those before it, as many as
 the model's context holds; a longer text is read in windows moving by
 -stride tokens, each token scored once. The mean loss with the default
-stride is exactly Model.Loss over windows laid side by side. Bits per byte
+stride is exactly the mean cross-entropy of windows laid side by side. Bits per byte
 are the scored tokens' surprisal in bits over their bytes (the text's, less
 the first token's).
 A text that takes more than half a second shows on a terminal how much is

@@ -41,7 +41,7 @@ func many(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *option
 		}
 	}
 	reportSpeed(stderr, vocab, count, chars, elapsed)
-	return nil
+	return noteIncomplete(stderr, res, o.samples > 1)
 }
 
 // reportSpeed says how many tokens were generated and how fast: for a
@@ -67,7 +67,7 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 		gen.TraceTopN = min(o.logprobs, vocab.Size())
 	}
 	if o.explain {
-		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen, tv.unit()))
+		fmt.Fprintf(stdout, "prompt %q; %s\n", o.prompt, describe(gen, tv.unit(), o.formatLabel))
 		fmt.Fprintf(stdout, "%s  %-6s %7s %7s | %s\n", sampleCol(o, -1), tv.unit(), "p", "raw p", "candidates by raw probability: raw% → p% after the filters, or the stage that cut it (* = chosen)")
 		gen.Stream = func(c *minigpt.Completion) error {
 			for _, s := range c.Steps {
@@ -107,7 +107,7 @@ func traced(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *opti
 			}
 		}
 	}
-	return nil
+	return noteIncomplete(stderr, res, o.samples > 1)
 }
 
 // sampleSeed is the seed sample i of a call with options g draws from
@@ -120,15 +120,23 @@ func sampleSeed(g minigpt.GenerateOptions, i int) uint64 {
 }
 
 // describe names the stages that are on, in pipeline order; unit is
-// what a token is ("char" or "token").
-func describe(g minigpt.GenerateOptions, unit string) string {
+// what a token is ("char" or "token"), format the output format's label
+// ("" for none), which greedy decoding applies too.
+func describe(g minigpt.GenerateOptions, unit, format string) string {
 	if g.Greedy {
+		what := "character"
 		if unit == "token" {
-			return "greedy: the most probable token, no filters"
+			what = "token"
 		}
-		return "greedy: the most probable character, no filters"
+		if format != "" {
+			return fmt.Sprintf("greedy: the most probable %s the format allows (grammar: %s), no filters", what, format)
+		}
+		return fmt.Sprintf("greedy: the most probable %s, no filters", what)
 	}
 	var on []string
+	if format != "" {
+		on = append(on, "grammar: "+format)
+	}
 	if len(g.LogitBias) > 0 {
 		on = append(on, "logit-bias")
 	}

@@ -28,6 +28,8 @@ type options struct {
 	stop                                     []string
 	explain                                  bool
 	explainTop, logprobs                     int
+	format                                   formatFlags
+	formatLabel                              string // the format, for -explain's header
 }
 
 // biasFlag is one -logit-bias value: a token's text or #id, and a bias.
@@ -129,9 +131,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.samples, "samples", 1, fmt.Sprintf("number of samples, generated together; sample i uses seed -seed+i (1..%d)", maxSamples))
 	fs.IntVar(&o.beams, "beams", 0, fmt.Sprintf("beam search with this many beams, 2..%d (deterministic: applies -logit-bias, the penalties and -no-repeat-ngram, ignores -temperature, -top-k, -top-p, -min-p); 0 = off", maxBeams))
 	fs.Float64Var(&o.lengthPenalty, "length-penalty", 0, "beam search: divide a beam's log-probability by its length to this power (matters with -stop); 0 = off")
+	o.format.register(fs)
 	fs.Uint64Var(&o.seed, "seed", 42, "seed of the sampling generator (PCG)")
 	fs.StringVar(&o.model, "model", "", "the model to load: a checkpoint `file`, minigpt's own or a .safetensors one (told by its content; default: the embedded Lantern Bay model)")
-	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (without loading its weights) and exit")
+	fs.BoolVar(&o.info, "info", false, "print the -model checkpoint's config, vocabulary, step and training settings (after checking every byte of it) and exit")
 	fs.BoolVar(&o.compare, "compare", false, "print the sampling lesson's comparison of decoders: greedy, temperature 0.8, top-k 5, top-p 0.9, temperature 1.5, one line each")
 	fs.BoolVar(&o.explain, "explain", false, "for each generated token (character, for a character model), print its probability and the top candidates before and after the filters, with the stage that cut each")
 	fs.IntVar(&o.explainTop, "explain-top", 6, "candidates per line for -explain")
@@ -210,6 +213,9 @@ func (o *options) validate(set map[string]bool) error {
 		return fmt.Errorf("-prompt-file is empty: give a file name, or - for standard input")
 	case o.prompt == "" && o.promptFile == "":
 		return fmt.Errorf("-prompt is empty")
+	}
+	if err := o.format.validate(set); err != nil {
+		return err
 	}
 	for i, s := range o.stop {
 		if s == "" {

@@ -129,22 +129,51 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	if gen.Constraint, o.formatLabel, err = o.format.constraint(vocab); err != nil {
+		return cli.UsageError{Err: err}
+	}
 	switch {
 	case o.explain || o.logprobs > 0:
-		return traced(ctx, m, vocab, &o, gen, stdout, stderr)
+		err = traced(ctx, m, vocab, &o, gen, stdout, stderr)
 	case o.samples > 1 || o.beams > 0:
-		return many(ctx, m, vocab, &o, gen, stdout, stderr)
+		err = many(ctx, m, vocab, &o, gen, stdout, stderr)
+	default:
+		err = one(ctx, m, vocab, &o, gen, stdout, stderr)
 	}
+	if errors.Is(err, minigpt.ErrBadOption) {
+		// Complete refuses before any token (-n below a format's
+		// shortest match): nothing was generated.
+		if gen.Constraint != nil {
+			err = fmt.Errorf("-n %d with the format (%s): %w", o.n, o.formatLabel, err)
+		}
+		return cli.UsageError{Err: err}
+	}
+	return err
+}
+
+// one generates a single sample, streaming its text to stdout after the
+// prompt; the prompt waits for the first piece, so that a refusal writes
+// nothing.
+func one(ctx context.Context, m *minigpt.Model, vocab *minigpt.Vocab, o *options, gen minigpt.GenerateOptions, stdout, stderr io.Writer) error {
 	gen.Seed = o.seed
 	var out strings.Builder // the whole text, kept only for -loops
 	if o.loops {
 		out.WriteString(o.prompt)
 	}
-	if _, err := io.WriteString(stdout, o.prompt); err != nil {
+	wrote := false
+	writePrompt := func() error {
+		if wrote {
+			return nil
+		}
+		wrote = true
+		_, err := io.WriteString(stdout, o.prompt)
 		return err
 	}
 	count, chars := 0, 0
 	gen.Stream = func(c *minigpt.Completion) error {
+		if err := writePrompt(); err != nil {
+			return err
+		}
 		count += len(c.IDs)
 		chars += utf8.RuneCountInString(c.Text)
 		_, err := io.WriteString(stdout, c.Text)
@@ -154,8 +183,14 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	start := time.Now()
-	_, err = m.Complete(ctx, vocab, o.prompt, gen)
+	res, err := m.Complete(ctx, vocab, o.prompt, gen)
 	elapsed := time.Since(start)
+	if err != nil && errors.Is(err, minigpt.ErrBadOption) {
+		return err
+	}
+	if werr := writePrompt(); err == nil {
+		err = werr
+	}
 	io.WriteString(stdout, "\n") // checked by run, with every other write
 	if err != nil {
 		return err
@@ -168,7 +203,7 @@ func generate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "loop onset: no %d-character window repeats\n", o.loopWindow)
 		}
 	}
-	return nil
+	return noteIncomplete(stderr, res, false)
 }
 
 // checkPrompt reports the first character of prompt outside vocab with

@@ -269,7 +269,7 @@ func TestInterruptExits130(t *testing.T) {
 	}
 }
 
-// -info describes a checkpoint without loading its weights: the
+// -info describes a checkpoint (after checking all of it): the
 // embedded model's shape, vocabulary and step, a full checkpoint's
 // training settings, and a clear error for a missing file.
 func TestInfo(t *testing.T) {

@@ -6,9 +6,10 @@
 //	go run ./cmd/import -in trained.safetensors -out trained.ckpt
 //	go run ./cmd/generate -model trained.ckpt -greedy
 //
-// The file is checked whole before anything is written (minigpt.
-// ReadSafetensors: the header, the config and vocabulary in its metadata,
-// a BPE model's tokenizer included, every tensor's name, dtype, shape and offsets, finite values), and a
+// The file is checked whole before anything is written
+// (minigpt.ReadCheckpoint: the header, the config and vocabulary in its
+// metadata, a BPE model's tokenizer included, every tensor's name, dtype,
+// shape and offsets, finite values), and a
 // refusal names the tensor or key and what is wrong. F64 weights come in
 // bit for bit; F32 ones are widened exactly. An existing -out is replaced
 // only with -force, and a device, FIFO, socket, symbolic link or

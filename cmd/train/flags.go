@@ -139,7 +139,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.StringVar(&o.corpus, "corpus", "", "train on this UTF-8 text `file` (default: the built-in Lantern Bay text); the first 90% trains, the rest validates")
 	fs.StringVar(&o.out, "out", "minigpt.ckpt", "write the checkpoint to this `file` (a -resume run without -out rewrites its -resume file)")
-	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; the model and training settings come from it: give only -steps (to extend), the same -corpus, outputs (-out, -weights-only, -plot, -keep-best) and -force")
+	fs.StringVar(&o.resume, "resume", "", "continue the full checkpoint in this `file` exactly where it stopped; the model and training settings come from it: give only -steps (to extend), the same -corpus, outputs (-out, -weights-only, -plot, -keep-best), -force and -progress")
 	fs.BoolVar(&o.force, "force", false, "replace existing -out, -plot and -keep-best files, and -resume on a corpus other than the checkpoint's")
 	fs.StringVar(&o.initFrom, "init-from", "", "fine-tune: start from the weights of this checkpoint `file` (full or weights-only) with a fresh optimizer at step 0; the model's shape and tokens come from it (shape flags must match or be omitted) and, for a character model, every character of -corpus must be in its vocabulary")
 	fs.BoolVar(&o.weightsOnly, "weights-only", false, "write a weights-only checkpoint (config, vocabulary, step, parameters: enough to generate or fine-tune, not to resume)")

@@ -21,11 +21,14 @@
 //
 // A reduction's hook continues the accumulators it is handed (rowMax's
 // maximum, SumSquares8's eight chains) over the items it takes. On amd64
-// (gemm_amd64.go, vec_amd64.go, layernorm_amd64.go, softmax_amd64.go,
-// built with amd64 && gc && !purego) the hooks block the work for the
-// AVX-512 or AVX2 kernels, check the bounds the assembly trusts, and may
-// finish what a kernel hands back through other entry points (the AVX2
-// GEMMs' epilogue, the softmax steps after the AVX-512 kernel stopped);
+// (gemm_amd64.go, gemm_pack_amd64.go, vec_amd64.go, layernorm_amd64.go,
+// softmax_amd64.go, built with amd64 && gc && !purego) the hooks block
+// the work for the AVX-512 or AVX2 kernels (on AVX2, copying the larger
+// products' operands into packed panels first), check the bounds the
+// assembly trusts, and may finish what a kernel hands back through other
+// entry points (the epilogue of the AVX2 GEMMs' edges and of the
+// unpacked AVX2 kernels, the softmax steps after the AVX-512 kernel
+// stopped);
 // elsewhere (impl_generic.go) every hook returns 0. A fused epilogue is
 // an argument of its entry point (GemmNNSet's Epilogue), which the Go twin
 // applies after the product, so the caller never learns whether the
@@ -101,13 +104,15 @@
 // # Files
 //
 // gemm.go, vec.go, transpose.go, layernorm.go, softmax.go and math.go hold
-// the entry points and Go twins; gemm_amd64.go, vec_amd64.go (with
-// Transpose's), layernorm_amd64.go and softmax_amd64.go the hooks and
-// stubs, and the .s files (gemm_avx512_amd64.s,
-// gemm_avx2_amd64.s, gemm_tri_amd64.s, vec_avx512_amd64.s,
-// vec_avx2_amd64.s, layernorm_avx512_amd64.s, layernorm_avx2_amd64.s,
+// the entry points and Go twins; gemm_amd64.go, gemm_pack_amd64.go (the
+// AVX2 path's packed products, whose block sizes gemm_pack.go holds),
+// vec_amd64.go (with Transpose's), layernorm_amd64.go and
+// softmax_amd64.go the hooks and stubs, and the .s files
+// (gemm_avx512_amd64.s, gemm_avx2_amd64.s, gemm_pack_avx2_amd64.s,
+// gemm_tri_amd64.s, vec_avx512_amd64.s, vec_avx2_amd64.s,
+// layernorm_avx512_amd64.s, layernorm_avx2_amd64.s,
 // layernorm_stats_amd64.s, softmax_avx512_amd64.s, softmax_avx2_amd64.s,
-// transpose_avx512_amd64.s) the kernels; impl.go, impl_amd64.go and
-// impl_generic.go the paths; cpu_amd64.go and cpu_amd64.s the CPU
-// detection; peak_amd64.s the peak loops.
+// transpose_avx512_amd64.s, transpose_avx2_amd64.s) the kernels; impl.go,
+// impl_amd64.go and impl_generic.go the paths; cpu_amd64.go and
+// cpu_amd64.s the CPU detection; peak_amd64.s the peak loops.
 package kernels

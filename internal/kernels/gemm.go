@@ -24,6 +24,16 @@ func GemmNN(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int,
 	}
 }
 
+// StridedAFast reports whether GemmNN and GemmNNSet read an A whose
+// steps are not contiguous (ak != 1: a transposed operand, such as a
+// layer's input for its weight gradient) as fast as a row-major A, so
+// that a caller gains nothing by transposing A first: true on the AVX2
+// path, whose products pack A themselves (and must pack B again for
+// every call, which many small calls over a transposed copy would
+// multiply). It says nothing about results, which are the same either
+// way.
+func StridedAFast() bool { return stridedAFast() }
+
 // Epilogue is the elementwise layer GemmNNSet applies to C after the
 // product: the bits of running that layer on C afterwards, whether or
 // not the assembly fuses it into its stores.

@@ -12,10 +12,16 @@ import "math"
 const nnKBlock = 128
 
 // gemmNNAsm is GemmNN's hook: all M rows on AVX-512 and AVX2 (strides
-// >= 0 and K >= 1), none on the Go path.
+// >= 0 and K >= 1), none on the Go path. On AVX2, products of at least
+// 16 rows and columns pack their operands (gemmNNPacked).
 func gemmNNAsm(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) int {
 	if level == levelGo || K <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		return 0
+	}
+	if level == levelAVX2 && usePacked(M, N, K) {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		gemmNNPacked(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K, EpiNone, nil)
+		return M
 	}
 	gemmNNBlocks(c, ldc, nil, 0, a, ai, ak, b, ldb, M, N, K, EpiNone, nil)
 	return M
@@ -24,8 +30,9 @@ func gemmNNAsm(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb i
 // gemmNNSetAsm is GemmNNSet's hook: all M rows on AVX-512 and AVX2
 // (strides >= 0 and K >= 1), the kernels starting the chains from the
 // bias (mode 1) or +0 (mode 2) instead of reading C. The AVX-512 kernels
-// apply epi as they store C; on AVX2 the epilogue's entry point runs
-// after the product.
+// and the packed AVX2 ones apply epi as they store C; after the
+// unpacked AVX2 kernels (small products, and a packed product's edges)
+// the epilogue's entry points run over C.
 func gemmNNSetAsm(c []float64, ldc int, bias, a []float64, ai, ak int, b []float64, ldb int, M, N, K int, epi Epilogue, aux []float64) int {
 	if level == levelGo || K <= 0 || ldc < 0 || ai < 0 || ak < 0 || ldb < 0 {
 		return 0
@@ -33,6 +40,17 @@ func gemmNNSetAsm(c []float64, ldc int, bias, a []float64, ai, ak int, b []float
 	mode := 2
 	if bias != nil {
 		mode = 1
+	}
+	if level == levelAVX2 && usePacked(M, N, K) {
+		boundsNN(c, ldc, a, ai, ak, b, ldb, M, N, K)
+		if mode == 1 {
+			bias = bias[:N]
+		}
+		if epi&(EpiResidual|EpiMask) != 0 {
+			_ = aux[(M-1)*ldc+N-1]
+		}
+		gemmNNPacked(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
+		return M
 	}
 	gemmNNBlocks(c, ldc, bias, mode, a, ai, ak, b, ldb, M, N, K, epi, aux)
 	if level == levelAVX2 && epi != EpiNone {

@@ -13,6 +13,10 @@ func Impls() []string { return []string{"go"} }
 // Peaks lists no peak loop: there is no assembly.
 func Peaks() []Peak { return nil }
 
+// stridedAFast is StridedAFast: the Go twins read A through its strides
+// as they come.
+func stridedAFast() bool { return false }
+
 func gemmNNAsm(c []float64, ldc int, a []float64, ai, ak int, b []float64, ldb int, M, N, K int) int {
 	return 0
 }

@@ -141,3 +141,68 @@ func TestGemmStaysInsideItsOperands(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmPackedStaysInsideItsOperands is TestGemmStaysInsideItsOperands
+// for the shapes the AVX2 path packs (at least 16 rows and columns):
+// GemmNN and GemmNNSet with A row-major and transposed, every epilogue,
+// row counts with every remainder of its tiles of four and column
+// counts with every tail of its panels of 12 and 8 and of four, every
+// operand flush against a page that faults (at most a page of values
+// each).
+func TestGemmPackedStaysInsideItsOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	vals := make([]float64, 512)
+	for i := range vals {
+		vals[i] = rng.Float64() - 0.5
+	}
+	forEachImpl(t, func(t *testing.T, _ string) {
+		var fences [5]*pageFence
+		for i := range fences {
+			fences[i] = newPageFence(t)
+		}
+		for _, M := range []int{16, 17, 18, 19} {
+			for _, N := range []int{16, 17, 19, 20, 23, 24, 25, 27} {
+				for _, K := range []int{4, 5, 9, 27} {
+					if M*N > len(vals) || M*K > len(vals) || K*N > len(vals) {
+						continue
+					}
+					for _, atEnd := range []bool{true, false} {
+						op := func(i, n int) []float64 { return fences[i].slice(vals, n, atEnd) }
+						a, b, c := op(0, M*K), op(1, K*N), op(2, M*N)
+						bias, res := op(3, N), op(4, M*N)
+						GemmNN(c, N, a, K, 1, b, N, M, N, K)
+						GemmNN(c, N, a, 1, M, b, N, M, N, K)
+						for _, epi := range []Epilogue{EpiNone, EpiReLU | EpiResidual, EpiMask} {
+							GemmNNSet(c, N, bias, a, K, 1, b, N, M, N, K, epi, res)
+							GemmNNSet(c, N, nil, a, 1, M, b, N, M, N, K, epi, res)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestTransposeStaysInsideItsOperands runs Transpose on every path with
+// src and dst flush against pages that fault, for every remainder of the
+// kernels' blocks of 8 rows and of 8 (AVX-512) or 4 (AVX2) columns, and
+// destination ranges that start and end inside a block.
+func TestTransposeStaysInsideItsOperands(t *testing.T) {
+	vals := make([]float64, 512)
+	for i := range vals {
+		vals[i] = float64(i)
+	}
+	forEachImpl(t, func(t *testing.T, _ string) {
+		src, dst := newPageFence(t), newPageFence(t)
+		for _, R := range []int{7, 8, 9, 15, 16, 17, 24} {
+			for _, W := range []int{1, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 20} {
+				for _, atEnd := range []bool{true, false} {
+					s, d := src.slice(vals, R*W, atEnd), dst.slice(vals, R*W, atEnd)
+					for _, o := range [][2]int{{0, W}, {1, W}, {0, W - 1}, {W / 3, W - W/4}} {
+						Transpose(d, s, R, W, o[0], o[1])
+					}
+				}
+			}
+		}
+	})
+}

@@ -44,13 +44,16 @@ func addAsm(out, a, b []float64) int {
 }
 
 // softmaxBackwardAsm is SoftmaxBackward's hook: every element on
-// AVX-512; none elsewhere (AVX2 has no kernel for it: the rows are
-// short, the loop is 2% of a step).
+// AVX-512 and AVX2.
 func softmaxBackwardAsm(dp, p []float64, sum, scale float64) int {
-	if level != levelAVX512 {
+	switch level {
+	case levelAVX512:
+		softmaxBackwardAVX512(dp, p, sum, scale)
+	case levelAVX2:
+		softmaxBackwardAVX2(dp, p, sum, scale)
+	default:
 		return 0
 	}
-	softmaxBackwardAVX512(dp, p, sum, scale)
 	return len(dp)
 }
 
@@ -69,30 +72,47 @@ func adamAsm(params, grads, m, v []float64, k *AdamCoefficients) int {
 }
 
 // sumSquares8Asm is SumSquares8's hook: it continues the eight chains s
-// over the whole groups of eight of x on AVX-512 and returns how many
-// elements it consumed (a multiple of eight; none elsewhere).
+// over the whole groups of eight of x on AVX-512 and AVX2 and returns
+// how many elements it consumed (a multiple of eight; none on the Go
+// path).
 func sumSquares8Asm(x []float64, s *[8]float64) int {
-	if level != levelAVX512 || len(x) < 8 {
+	if level == levelGo || len(x) < 8 {
 		return 0
 	}
-	sumSquaresLanesAVX512(x, s)
+	if level == levelAVX512 {
+		sumSquaresLanesAVX512(x, s)
+	} else {
+		sumSquaresLanesAVX2(x, s)
+	}
 	return len(x) &^ 7
 }
 
-// transposeAsm is Transpose's hook: on AVX-512 it writes the whole
-// destination rows [o0, o0+n), n the largest multiple of eight that
-// fits, the 8×8 blocks in registers and the last R%8 source rows one
-// element at a time, and returns n; none elsewhere.
+// transposeAsm is Transpose's hook: it writes the whole destination
+// rows [o0, o0+n), n the largest multiple of eight (AVX-512) or four
+// (AVX2) that fits, the 8×8 or 8×4 blocks in registers and the last R%8
+// source rows one element at a time, and returns n; none on the Go
+// path.
 func transposeAsm(dst, src []float64, R, W, o0, o1 int) int {
-	n := (o1 - o0) &^ 7
-	if level != levelAVX512 || n == 0 || R < 8 {
+	if level == levelGo || R < 8 {
+		return 0
+	}
+	w := 8
+	if level == levelAVX2 {
+		w = 4
+	}
+	n := (o1 - o0) &^ (w - 1)
+	if n == 0 {
 		return 0
 	}
 	i := 0
 	for ; i+8 <= R; i += 8 {
 		_ = src[(i+7)*W+o0+n-1]
 		_ = dst[(o0+n-1)*R+i+7]
-		transpose8AVX512(dst[o0*R+i:], R, src[i*W+o0:], W, n/8)
+		if level == levelAVX512 {
+			transpose8AVX512(dst[o0*R+i:], R, src[i*W+o0:], W, n/8)
+		} else {
+			transpose8x4AVX2(dst[o0*R+i:], R, src[i*W+o0:], W, n/4)
+		}
 	}
 	transposeRowsGo(dst, src, R, W, i, o0, o0+n)
 	return n
@@ -224,3 +244,40 @@ func reluMaskAVX2(d, inp []float64)
 //
 //go:noescape
 func adamAVX2(params, grads, m, v []float64, k *[9]float64)
+
+// transpose8x4AVX2 transposes n blocks of 8 rows by 4 columns (block b
+// the columns 4b..4b+3 of src's 8 rows, written as the rows 4b..4b+3 of
+// dst, 8 values each):
+//
+//	for b := 0; b < n; b++ {
+//		for r := 0; r < 8; r++ {
+//			for c := 0; c < 4; c++ {
+//				dst[(4*b+c)*ldd+r] = src[r*lds+4*b+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func transpose8x4AVX2(dst []float64, ldd int, src []float64, lds int, n int)
+
+// softmaxBackwardAVX2 is softmaxBackwardAVX512's Go loop, four lanes at
+// a time:
+//
+//	for s, ps := range p {
+//		dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+//	}
+//
+//go:noescape
+func softmaxBackwardAVX2(dp, p []float64, sum, scale float64)
+
+// sumSquaresLanesAVX2 continues the eight chains s over the whole groups
+// of eight of xs, lanes 0-3 in one register and 4-7 in another:
+//
+//	for i := 0; i+8 <= len(xs); i += 8 {
+//		for l := 0; l < 8; l++ {
+//			s[l] = math.FMA(xs[i+l], xs[i+l], s[l])
+//		}
+//	}
+//
+//go:noescape
+func sumSquaresLanesAVX2(xs []float64, s *[8]float64)

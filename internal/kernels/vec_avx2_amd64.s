@@ -228,3 +228,83 @@ adam_tail:
 adam_done:
 	VZEROUPPER
 	RET
+
+// func softmaxBackwardAVX2(dp, p []float64, sum, scale float64)
+//
+//	for s, ps := range p {
+//		dp[s] = float64(float64(ps*(dp[s]-sum)) * scale)
+//	}
+//
+// (p is as long as dp.) Three rounded operations per lane, in the Go
+// loop's order, as softmaxBackwardAVX512; the last len%4 elements under
+// a mask.
+TEXT ·softmaxBackwardAVX2(SB), NOSPLIT, $0-64
+	MOVQ         dp_base+0(FP), DI
+	MOVQ         dp_len+8(FP), CX
+	MOVQ         p_base+24(FP), SI
+	VBROADCASTSD sum+48(FP), Y2
+	VBROADCASTSD scale+56(FP), Y3
+	XORQ         AX, AX
+	MOVQ         CX, BX
+	ANDQ         $-4, BX
+	JZ           smb_tail
+
+smb_loop:
+	VMOVUPD (DI)(AX*8), Y0
+	VSUBPD  Y2, Y0, Y0
+	VMULPD  (SI)(AX*8), Y0, Y0
+	VMULPD  Y3, Y0, Y0
+	VMOVUPD Y0, (DI)(AX*8)
+	ADDQ    $4, AX
+	CMPQ    AX, BX
+	JLT     smb_loop
+
+smb_tail:
+	VEC_TAIL(Y15, smb_done)
+	VMASKMOVPD (DI)(AX*8), Y15, Y0
+	VMASKMOVPD (SI)(AX*8), Y15, Y1
+	VSUBPD     Y2, Y0, Y0
+	VMULPD     Y1, Y0, Y0
+	VMULPD     Y3, Y0, Y0
+	VMASKMOVPD Y0, Y15, (DI)(AX*8)
+
+smb_done:
+	VZEROUPPER
+	RET
+
+// func sumSquaresLanesAVX2(xs []float64, s *[8]float64)
+//
+// SumSquares8's eight chains over the whole groups of eight of xs,
+// lanes 0-3 in one register and 4-7 in another, continued from s and
+// stored back:
+//
+//	for i := 0; i+8 <= len(xs); i += 8 {
+//		for l := 0; l < 8; l++ {
+//			s[l] = math.FMA(xs[i+l], xs[i+l], s[l])
+//		}
+//	}
+TEXT ·sumSquaresLanesAVX2(SB), NOSPLIT, $0-32
+	MOVQ    xs_base+0(FP), SI
+	MOVQ    xs_len+8(FP), CX
+	MOVQ    s+24(FP), DI
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	ANDQ    $-8, CX
+	XORQ    AX, AX
+	CMPQ    AX, CX
+	JGE     ssq_done
+
+ssq_loop:
+	VMOVUPD     (SI)(AX*8), Y2
+	VMOVUPD     32(SI)(AX*8), Y3
+	VFMADD231PD Y2, Y2, Y0
+	VFMADD231PD Y3, Y3, Y1
+	ADDQ        $8, AX
+	CMPQ        AX, CX
+	JLT         ssq_loop
+
+ssq_done:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VZEROUPPER
+	RET

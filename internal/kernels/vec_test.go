@@ -127,7 +127,7 @@ func TestSumSquares8Paths(t *testing.T) {
 			if got := SumSquares8(xs); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("n = %d: %v, want %v", n, got, want)
 			}
-			lanes := map[string]int{"avx512": n &^ 7}[path]
+			lanes := map[string]int{"avx512": n &^ 7, "avx2": n &^ 7}[path]
 			if n < 8 {
 				lanes = 0
 			}
@@ -273,7 +273,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 				if i, ok := testutil.SameBits(out.s(), want); !ok {
 					t.Fatalf("%s: (%v·(%v − %v))·%v = %v, want %v", what("softmax backward"), a[i], b[i], sum, scale, out.s()[i], want[i])
 				}
-				hookDid(t, path, what("softmax backward"), softmaxBackwardAsm(append([]float64(nil), b...), a, sum, scale), map[string]int{"avx512": n}[path])
+				hookDid(t, path, what("softmax backward"), softmaxBackwardAsm(append([]float64(nil), b...), a, sum, scale), map[string]int{"avx512": n, "avx2": n}[path])
 
 				// Adam, with v mostly non-negative, as Adam keeps it.
 				g, m, v := vectorValues(rng, n, every), vectorValues(rng, n, every), vectorValues(rng, n, every)
@@ -307,7 +307,7 @@ func TestElementwiseVectorLoops(t *testing.T) {
 
 // TestTransposePaths checks Transpose on every path against its
 // definition dst[o*R+i] = src[i*W+o], for ranges of destination rows
-// that start and end anywhere (the hook's whole blocks of eight, the
+// that start and end anywhere (the hook's whole blocks of eight or four, the
 // ragged rows and columns), with src values unique so that a misplaced
 // copy shows and NaN around and between the rows written (which must
 // stay NaN).
@@ -341,6 +341,9 @@ func TestTransposePaths(t *testing.T) {
 					blocks := 0
 					if path == "avx512" && R >= 8 {
 						blocks = (o1 - o0) &^ 7
+					}
+					if path == "avx2" && R >= 8 {
+						blocks = (o1 - o0) &^ 3
 					}
 					if o0 < o1 {
 						hookDid(t, path, "transposeAsm", transposeAsm(make([]float64, R*W), src, R, W, o0, o1), blocks)

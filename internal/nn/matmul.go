@@ -121,8 +121,9 @@ const weightGradCopyCols = 128
 // are first transposed into a scratch buffer, so that the product reads
 // A along its rows (inp's columns lie C apart in memory, each step of a
 // transposed read a cache line of its own on another page, which no
-// prefetcher follows); a dweight narrower than weightGradCopyCols reads
-// inp through its strides instead. Where the blocks and groups fall, and
+// prefetcher follows); a dweight narrower than weightGradCopyCols, or
+// kernels that pack A themselves (kernels.StridedAFast), read inp
+// through its strides instead. Where the blocks and groups fall, and
 // whether a group is copied, moves no bit.
 type MatmulWeightGrad struct {
 	DWeight  []float64 // (C, OC)
@@ -161,7 +162,7 @@ func (j *MatmulWeightGrad) run(lo, hi int, add bool) {
 		}
 		return
 	}
-	if OC < weightGradCopyCols {
+	if OC < weightGradCopyCols || kernels.StridedAFast() {
 		// dweight's rows r0..r1 are inp's columns: A = inpᵀ through strides.
 		j.product(j.DWeight[r0*OC:], j.Inp[r0:], 1, C, r1-r0, add)
 		return

@@ -288,6 +288,11 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		// open(2) refuses a socket itself (ENXIO); say what it is, as
+		// for the rest.
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: notRegularError{fileKind(fi.Mode())}}
+		}
 		return nil, err
 	}
 	fi, err := f.Stat()
