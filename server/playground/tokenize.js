@@ -34,7 +34,16 @@ async function tokenize() {
     tok.res = res;
     renderTokens(res, body.text);
   } catch (e) {
-    if (seq === tok.seq) showError(errBox, e);
+    if (seq !== tok.seq) return;
+    // Cells of an earlier text would pass for this one's.
+    tok.res = null;
+    for (const id of ["tok-cells", "tok-summary"]) $(id).replaceChildren();
+    $("tok-note").hidden = true;
+    $("tok-merges").hidden = true;
+    showError(errBox, e);
+    if (e.code === "unknown_character") {
+      errBox.querySelector(".say").textContent += " A BPE model, or GPT-2's tokenizer, splits any text.";
+    }
   }
 }
 

@@ -289,6 +289,14 @@ test("Tokenize, a character model: one cell per character, its id its place in t
   assert.match(await page.textContent("#tok-note"), /each character is one token/);
   await page.click("#tok-cells .cell >> nth=0");
   assert.match(await page.textContent("#tok-merge-sub"), /nothing is merged/);
+  // A character the model does not know: said, and no cells of the text
+  // before left to pass for this one's.
+  await page.fill("#tok-text", "the café");
+  await page.locator("#tok-error").waitFor({ state: "visible" });
+  assert.match(await page.textContent("#tok-error .say"), /^The model has never seen the character "é".* A BPE model, or GPT-2's tokenizer, splits any text\.$/);
+  assert.equal(await page.locator("#tok-cells .cell").count(), 0);
+  await page.fill("#tok-text", "the lamp");
+  await page.waitForFunction(() => document.querySelectorAll("#tok-cells .cell").length === 8 && document.querySelector("#tok-error").hidden);
   await page.click("#tab-generate");
 });
 
