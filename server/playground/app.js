@@ -2,8 +2,9 @@
 // resource. Generated text is always inserted with textContent, never as
 // HTML. Every URL is relative, so the page works wherever the server is
 // mounted. This file owns what every tab shares (the models, the knobs,
-// errors in a learner's words) and the wiring; generate.js, compare.js,
-// score.js and train.js own one tab each. They are classic scripts loaded
+// errors in a learner's words, a token's label) and the wiring;
+// generate.js (with format.js), compare.js, score.js, tokenize.js and
+// train.js own one tab each. They are classic scripts loaded
 // with defer, so they share one global scope and run in order before
 // DOMContentLoaded, when init wires them together.
 "use strict";
@@ -52,9 +53,13 @@ const MAX_ATTENTION_FLOATS = 300000;
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  models: [], model: null, abort: null, steps: [], chars: [], promptLen: 0, selected: null, apiKey: "",
-  scores: null, training: null, train: null,
+  models: [], model: null, abort: null, steps: [], tokens: [], promptLen: 0, selected: null, apiKey: "",
+  scores: null, training: null, train: null, tokenizers: [],
 };
+
+// isBPE reports whether the selected model reads byte-level BPE tokens
+// (several characters, or part of one) rather than characters.
+function isBPE() { return state.model && state.model.tokenizer === "bpe"; }
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -83,8 +88,34 @@ async function apiError(resp) {
   return e;
 }
 
-function visible(ch) {
-  return ch === " " ? "␣" : ch === "\n" ? "↵" : ch;
+// visible shows a token so that its spaces and line breaks can be seen;
+// a token that holds part of a character comes as the server writes it,
+// "bytes:\xe2\x80", and shows as its bytes.
+function visible(tok) {
+  if (tok.startsWith("bytes:")) return tok.slice(6);
+  return tok.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥");
+}
+
+// cellsByOffset groups tokens into the cells that show them: offsets[i]
+// is the character token i begins in (text_offset), n the characters of
+// the text. It returns [from, to, first, end] for each cell: its
+// characters from..to and its tokens first..end, several when tokens
+// share a character (one holds part of it, the next the rest).
+function cellsByOffset(offsets, n) {
+  const cells = [];
+  for (let j = 0; j < offsets.length;) {
+    let k = j + 1;
+    while (k < offsets.length && offsets[k] === offsets[j]) k++;
+    cells.push([offsets[j], k < offsets.length ? offsets[k] : n, j, k]);
+    j = k;
+  }
+  return cells;
+}
+
+// quoteToken names a token in a sentence: its text quoted, or its bytes
+// when it holds part of a character.
+function quoteToken(tok) {
+  return tok.startsWith("bytes:") ? `the bytes ${tok.slice(6)} (part of a character)` : JSON.stringify(tok);
 }
 
 // ---- errors, in a learner's words ----
@@ -109,10 +140,20 @@ function explain(e) {
     return `The model has never seen the character ${JSON.stringify(ch)}: it only knows the characters of the text it learned from. Remove it, or train a model from scratch on your text.`;
   }
   if (e.code === "response_too_large") return "That would be more text than the server sends at once: ask for fewer characters (max tokens).";
+  // The format's errors: the server's message without the field's name,
+  // which the page chose, not the learner.
+  const said = m.replace(/^(guided_\w+|response_format)(\[\d+\])?: ((regex|choice|grammar): )?/, "");
+  if (e.code === "unsatisfiable_format") return `This model cannot write any text of that format: ${said}. Use characters it knows, or press “example”.`;
+  if (e.code === "invalid_format") return `The format has a mistake: ${said}. Fix it, or press “example” for one that works.`;
+  if (e.code === "unsupported_format") return `The format uses something the server's format engine does not follow: ${said}.`;
+  if (e.code === "format_too_large") return "The format is too big for the server to follow: make it shorter or simpler.";
+  if (e.code === "conflicting_formats") return "Give the text one format only.";
+  if (e.code === "unsupported_tokenizer") return "This server has no GPT-2 tokenizer: start it with serve -gpt2 DIR, DIR holding GPT-2's encoder.json and vocab.bpe.";
   if (e.code === "training_diverged") return "Training blew up: the loss stopped being a number. Try again with fewer steps or a smaller learning rate.";
   if (e.code === "too_many_jobs") return "Another training run is going on. Wait for it to finish, or stop it.";
   switch (e.param) {
     case "max_tokens": {
+      if (/too few for the format/.test(m)) return "The format's shortest text is longer than max tokens: allow more tokens. " + m;
       const r = /\[0, (\d+)\]/.exec(m);
       return r ? `Ask for at most ${r[1]} characters at a time (max tokens).` : "The number of characters to generate (max tokens) is out of range.";
     }
@@ -147,6 +188,8 @@ async function loadModels() {
   if (!resp.ok) throw await apiError(resp);
   const list = await resp.json();
   state.models = list.data;
+  const tz = await fetch("v1/tokenizers", { headers: headers() });
+  state.tokenizers = tz.ok ? (await tz.json()).data : [];
   const sel = $("model");
   // Keep the model already chosen if the list is loaded again.
   const keep = state.models.some((m) => m.id === sel.value) ? sel.value : state.models[0].id;
@@ -164,16 +207,21 @@ function selectModel(id) {
   state.model = state.models.find((m) => m.id === id);
   const m = state.model;
   $("model").value = id;
-  $("model-info").textContent = `${m.parameters.toLocaleString("en")} parameters · ${m.vocab.length} characters · context ${m.context_length}`;
-  $("knob-top_k").max = m.vocab.length;
-  $("knob-top_k-range").max = m.vocab.length;
+  $("model-info").textContent = `${m.parameters.toLocaleString("en")} parameters · ${m.tokenizer_description} · context ${m.context_length}`;
+  $("knob-top_k").max = m.vocab_size;
+  $("knob-top_k-range").max = m.vocab_size;
   $("score-stride").max = m.context_length;
+  document.body.classList.toggle("bpe", isBPE());
   checkPrompt();
+  formatChanged();
+  tokenizeModelChanged();
 }
 
 // unknownChar returns the first character of text outside the model's
-// vocabulary, with its position, or null.
+// vocabulary, with its position, or null (always for BPE, which encodes
+// any text).
 function unknownChar(text) {
+  if (isBPE()) return null;
   const vocab = new Set(state.model.vocab);
   const chars = Array.from(text);
   const bad = chars.findIndex((c) => !vocab.has(c));
@@ -287,7 +335,8 @@ function knobValues() {
   return out;
 }
 
-// parseBias reads "e=-100, t=+3" into logit_bias by token id.
+// parseBias reads "e=-100, t=+3" into logit_bias by token id: a token
+// named by its text ("space" for " "), or by its id (#42=-100).
 function parseBias(text) {
   const bias = {};
   for (const part of text.split(",")) {
@@ -297,8 +346,8 @@ function parseBias(text) {
     if (at < 1) throw Object.assign(new Error(`logit bias ${JSON.stringify(p)}: write character=bias, like e=-100`), { param: "logit_bias", local: true });
     let ch = p.slice(0, at);
     if (ch === "space") ch = " ";
-    const id = state.model.vocab.indexOf(ch);
-    if (id < 0) throw Object.assign(new Error(`logit bias: the model has no character ${JSON.stringify(ch)}`), { param: "logit_bias", local: true });
+    const id = /^#\d+$/.test(ch) ? Number(ch.slice(1)) : state.model.vocab.indexOf(ch);
+    if (id < 0 || id >= state.model.vocab_size) throw Object.assign(new Error(`logit bias: the model has no ${isBPE() ? "token" : "character"} ${JSON.stringify(ch)}`), { param: "logit_bias", local: true });
     bias[id] = Number(p.slice(at + 1));
   }
   return bias;
@@ -318,12 +367,12 @@ function requestBody(extra) {
     const bias = parseBias($("bias").value);
     if (Object.keys(bias).length) body.logit_bias = bias;
   }
-  return Object.assign(body, extra);
+  return Object.assign(body, formatFields(), extra);
 }
 
 // ---- wiring ----
 
-const TABS = ["generate", "compare", "score", "train"];
+const TABS = ["generate", "compare", "score", "tokenize", "train"];
 
 function showTab(name) {
   for (const t of TABS) {
@@ -337,6 +386,7 @@ function showTab(name) {
   $("generate-label").textContent = name === "compare" ? "Run comparison" : "Generate";
   $("generate").title = (name === "compare" ? "Run the comparison" : "Generate") + " (Ctrl+Enter in the prompt)";
   if (name === "train") { drawCurve(); listTuned(); }
+  if (name === "tokenize") tokenize();
 }
 
 // run is what the main button and Ctrl+Enter do on the tab in view.
@@ -355,6 +405,8 @@ function init() {
   for (const t of TABS) $("tab-" + t).addEventListener("click", () => showTab(t));
   $("compare-run").addEventListener("click", compare);
   $("score-run").addEventListener("click", score);
+  initFormat();
+  initTokenize();
   $("train-run").addEventListener("click", train);
   $("train-stop").addEventListener("click", stopTraining);
   $("train-use").addEventListener("click", generateWithIt);

@@ -1,4 +1,4 @@
-// generate.js owns the Generate tab: the streamed generation, the per-character inspector and its attention view.
+// generate.js owns the Generate tab: the streamed generation (a cell per token, so a BPE model's token boundaries show), the per-token inspector and its attention view.
 "use strict";
 
 // readEvents yields the data payloads of a text/event-stream response.
@@ -34,21 +34,67 @@ function bitsOf(logprob) { return -logprob / Math.LN2; }
 
 function fmtBits(b) { return b < 0.01 ? b.toExponential(1) : b.toFixed(2); }
 
-function addToken(out, ch, step) {
+// addToken writes one generated token's text, text (a cell per token: a
+// token that finishes a character begun by the one before it shares its
+// cell, steps holding both), inspectable by its first step.
+function addToken(out, text, steps) {
   const i = state.steps.length;
-  state.steps.push(step);
-  state.chars.push(ch);
-  const span = el("span", "tok", ch === "\n" ? "↵\n" : ch);
+  const step = steps[0] || null;
+  for (const st of steps) {
+    state.steps.push(st);
+    state.tokens.push(st.token);
+  }
+  if (!steps.length) state.tokens.push(text);
+  const span = el("span", "tok", text.replace(/\n/g, "↵\n"));
   span.dataset.step = i;
   span.tabIndex = 0;
   span.setAttribute("role", "button");
   if (step) {
-    const bits = bitsOf(step.raw_logprob);
+    const bits = steps.reduce((b, st) => b + bitsOf(st.raw_logprob), 0);
     span.classList.add(surpriseClass(bits));
     span.dataset.bits = bits;
-    span.title = `${JSON.stringify(ch)}: ${fmtBits(bits)} bits of surprise (raw p = ${fmt(Math.exp(step.raw_logprob))}, drawn with p = ${fmt(Math.exp(step.logprob))}), step ${i + 1}`;
+    const p = steps.reduce((q, st) => q * Math.exp(st.raw_logprob), 1);
+    const drawn = steps.reduce((q, st) => q * Math.exp(st.logprob), 1);
+    const of = steps.length > 1 ? ` (${steps.length} tokens of one character)` : "";
+    span.title = `${JSON.stringify(text)}${of}: ${fmtBits(bits)} bits of surprise (raw p = ${fmt(p)}, drawn with p = ${fmt(drawn)}), step ${i + 1}`;
   }
   out.append(span);
+}
+
+// addChunk writes a streamed chunk's text: with a trace, a cell per token
+// (its characters from its text_offset to the next token's); without, a
+// cell per character, or for BPE one for the chunk.
+function addChunk(out, c, gen) {
+  const chars = Array.from(c.text);
+  const base = gen.chars;
+  gen.chars += chars.length;
+  if (!c.trace) {
+    if (isBPE()) { if (chars.length) addToken(out, c.text, []); } else chars.forEach((ch) => addToken(out, ch, []));
+    return chars.length;
+  }
+  for (const [from, to, j, k] of cellsByOffset(c.trace.map((st) => st.text_offset - base), chars.length)) {
+    addToken(out, chars.slice(from, to).join(""), c.trace.slice(j, k));
+  }
+  if (!c.trace.length && chars.length) addToken(out, c.text, []); // text a stop string cut inside a token
+  return c.trace.length;
+}
+
+// showPrompt writes the prompt, a cell per token for a BPE model (whose
+// tokens POST /v1/tokenize gives), and returns its tokens, which the
+// attention view names.
+async function showPrompt(out, prompt) {
+  if (!isBPE()) {
+    out.append(el("span", "prompt", prompt));
+    return Array.from(prompt);
+  }
+  const resp = await fetch("v1/tokenize", { method: "POST", headers: headers(), body: JSON.stringify({ model: state.model.id, text: prompt }) });
+  if (!resp.ok) throw await apiError(resp);
+  const toks = (await resp.json()).tokens;
+  const chars = Array.from(prompt);
+  for (const [from, to] of cellsByOffset(toks.map((t) => t.text_offset), chars.length)) {
+    out.append(el("span", "prompt ptok", chars.slice(from, to).join("")));
+  }
+  return toks.map((t) => t.token);
 }
 
 async function generate() {
@@ -60,7 +106,7 @@ async function generate() {
     body = requestBody({ stream: true, stream_options: { include_usage: true } });
     // Beam search scores whole sequences: it has no per-step trace.
     if (!(body.num_beams > 1)) {
-      body.trace = Math.min(16, state.model.vocab.length);
+      body.trace = Math.min(16, state.model.vocab_size);
       const m = state.model;
       if (body.max_tokens * m.layers * m.heads * m.context_length <= MAX_ATTENTION_FLOATS) body.trace_attention = true;
     }
@@ -69,18 +115,20 @@ async function generate() {
     return;
   }
   const out = $("output");
-  out.replaceChildren(el("span", "prompt", body.prompt));
+  out.replaceChildren();
+  out.classList.toggle("bpe", isBPE());
   state.steps = [];
-  state.chars = Array.from(body.prompt);
-  state.promptLen = state.chars.length;
-  $("inspector").hidden = true;
   state.abort = new AbortController();
+  $("inspector").hidden = true;
   $("generate").disabled = true;
   $("stop-button").disabled = false;
   $("status").textContent = "Generating…";
   const started = performance.now();
-  let seed = null, finish = null, count = 0;
+  let seed = null, finish = null, count = 0, incomplete = false;
+  const gen = { chars: 0 };
   try {
+    state.tokens = await showPrompt(out, body.prompt);
+    state.promptLen = state.tokens.length;
     const resp = await fetch("v1/completions", {
       method: "POST", headers: headers(), body: JSON.stringify(body), signal: state.abort.signal,
     });
@@ -90,21 +138,24 @@ async function generate() {
       if (data === "[DONE]") break;
       const chunk = JSON.parse(data);
       if (chunk.error) throw Object.assign(new Error(chunk.error.message), { status: 400, code: chunk.error.code, param: chunk.error.param });
+      if (chunk.usage) count = chunk.usage.completion_tokens;
       for (const c of chunk.choices) {
-        const chars = Array.from(c.text);
-        chars.forEach((ch, j) => addToken(out, ch, c.trace ? c.trace[j] : null));
-        count += chars.length;
+        const n = addChunk(out, c, gen);
+        if (!chunk.usage) count += n;
         if (c.finish_reason) finish = c.finish_reason;
+        if (c.format_incomplete) incomplete = true;
       }
     }
     const secs = (performance.now() - started) / 1000;
     const drawn = mode() === "sample";
-    $("status").textContent = `${count} characters in ${secs.toFixed(2)} s · finish: ${finish}` + (drawn ? ` · seed ${seed}` : "") +
-      (drawn && body.seed === undefined ? " (chosen by the server: send it back to reproduce)" : "");
+    const what = isBPE() ? `${count} tokens · ${gen.chars} characters` : `${gen.chars} characters`;
+    $("status").textContent = `${what} in ${secs.toFixed(2)} s · finish: ${finish}` + (drawn ? ` · seed ${seed}` : "") +
+      (drawn && body.seed === undefined ? " (chosen by the server: send it back to reproduce)" : "") +
+      (incomplete ? " · the text ended before its format was complete (a stop string or the time limit cut it)" : "");
     if ($("seed-random").checked && seed && drawn) $("seed").value = seed;
   } catch (e) {
     if (e.name === "AbortError") {
-      $("status").textContent = `Stopped after ${count} characters (the server stopped generating too).`;
+      $("status").textContent = `Stopped after ${gen.chars} characters (the server stopped generating too).`;
     } else {
       $("status").textContent = "";
       showError(errBox, e);
@@ -132,19 +183,27 @@ function inspect(i) {
   if (span) span.classList.add("selected");
   state.selected = i;
   const last = step.stages.length - 1;
-  $("inspect-title").textContent = `Step ${i + 1}: drew ${JSON.stringify(step.token)} with probability ${fmt(Math.exp(step.logprob))}`;
+  $("inspect-title").textContent = `Step ${i + 1}: drew ${quoteToken(step.token)} with probability ${fmt(Math.exp(step.logprob))}`;
   $("inspect-sub").textContent = `Raw probability ${fmt(Math.exp(step.raw_logprob))}: ${fmtBits(bitsOf(step.raw_logprob))} bits of surprise. Stages that ran: ${step.stages.join(" → ")}. ` +
     `${step.candidates.length} most likely candidates under the raw distribution:`;
+  showFormatStage(step);
   const bars = $("bars");
   bars.replaceChildren();
   const top = Math.max(...step.candidates.map((c) => Math.max(c.probs[0], c.probs[last])));
+  const g = step.stages.indexOf("grammar");
   for (const c of step.candidates) {
     const row = el("div", "bar-row" + (c.chosen ? " chosen" : ""));
+    row.dataset.token = c.token;
+    if (g >= 0) row.dataset.format = c.probs[g] > 0 ? "allowed" : "cut";
     const name = el("span", "tokname", visible(c.token));
     name.append(el("small", null, "#" + c.id));
     row.append(name, track("raw", c.probs[0], top), track("final", c.probs[last], top));
     if (c.chosen) row.append(el("span", "tag chosen", "★ chosen"));
-    else if (c.cut_by) row.append(el("span", "tag cut", "cut by " + c.cut_by));
+    else if (c.cut_by) {
+      const tag = el("span", "tag cut" + (c.cut_by === "grammar" ? " format" : ""), "cut by " + c.cut_by);
+      if (c.cut_by === "grammar") tag.title = "the format allows no text that goes on with this token";
+      row.append(tag);
+    }
     else row.append(el("span", "tag kept", "kept"));
     bars.append(row);
   }
@@ -167,6 +226,35 @@ function inspect(i) {
   for (const strip of document.querySelectorAll("#attn-grid .strip")) strip.scrollLeft = strip.scrollWidth;
 }
 
+// showFormatStage shows the format's stage (grammar) of a step: which of
+// the traced candidates the format allowed there and which it cut. The
+// trace holds the most likely candidates under the raw distribution (and
+// the chosen one), not the whole vocabulary, so the lists are of those.
+function showFormatStage(step) {
+  const box = $("inspect-format");
+  const g = step.stages.indexOf("grammar");
+  box.hidden = g < 0;
+  if (g < 0) return;
+  const allowed = step.candidates.filter((c) => c.probs[g] > 0);
+  const cut = step.candidates.filter((c) => c.probs[g] === 0);
+  const kept = allowed.reduce((p, c) => p + c.probs[0], 0);
+  $("format-stage-sub").textContent = `The format (stage grammar, after raw) allowed ${allowed.length} of the ${step.candidates.length} candidates below ` +
+    `and cut ${cut.length}: no text of the format goes on with those. The allowed ones held ${fmt(kept)} of the raw probability; the rest is shared out among them.`;
+  const list = (id, cs) => {
+    const ul = $(id);
+    ul.replaceChildren();
+    for (const c of cs) {
+      const chip = el("span", "chip", visible(c.token));
+      chip.dataset.token = c.token;
+      chip.title = `token ${c.id}`;
+      ul.append(chip);
+    }
+    if (!cs.length) ul.append(el("span", "muted", "none"));
+  };
+  list("format-allowed", allowed);
+  list("format-cut", cut);
+}
+
 // showAttention draws, for the inspected character, one heat strip per
 // layer and head over the characters the model saw, with the strongest
 // positions spelled out.
@@ -181,8 +269,9 @@ function showAttention(i, step) {
   }
   const pos = state.promptLen + i;
   const n = att[0][0].length;
-  const ctx = state.chars.slice(pos - n, pos);
-  $("attention-sub").textContent = `To choose ${JSON.stringify(step.token)}, each head weighed the ${n} characters before it, the newest at the right (darker: more weight; each strip sums to 1).`;
+  const ctx = state.tokens.slice(pos - n, pos);
+  const unit = isBPE() ? "tokens" : "characters";
+  $("attention-sub").textContent = `To choose ${quoteToken(step.token)}, each head weighed the ${n} ${unit} before it, the newest at the right (darker: more weight; each strip sums to 1).`;
   att.forEach((layer, l) => {
     const row = el("div", "attn-layer");
     row.append(el("div", "attn-label", `layer ${l + 1}`));

