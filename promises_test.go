@@ -573,7 +573,7 @@ func TestTestingDocNamesRealTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := regexp.MustCompile("([A-Za-z0-9_./]+_test\\.go):((?:Test|Example|Fuzz|Benchmark)[A-Za-z0-9_]*)").FindAllStringSubmatch(string(doc), -1)
+	refs := regexp.MustCompile(`([A-Za-z0-9_./]+_test\.go):((?:Test|Example|Fuzz|Benchmark)[A-Za-z0-9_]*)`).FindAllStringSubmatch(string(doc), -1)
 	if len(refs) < 200 {
 		t.Fatalf("docs/testing.md names %d tests, want its whole promise table", len(refs))
 	}

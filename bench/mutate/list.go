@@ -25,9 +25,9 @@ func parseList(text string) ([]mutant, error) {
 		}
 		switch {
 		case cur.file == "":
-			return fmt.Errorf("line %d: mutant %s has no file:", cur.line, cur.name)
+			return fmt.Errorf("line %d: mutant %s has no `file:` line", cur.line, cur.name)
 		case len(cur.test) == 0:
-			return fmt.Errorf("line %d: mutant %s has no test:", cur.line, cur.name)
+			return fmt.Errorf("line %d: mutant %s has no `test:` line", cur.line, cur.name)
 		case cur.old == "":
 			return fmt.Errorf("line %d: mutant %s has no snippet", cur.line, cur.name)
 		case cur.old == cur.new:
