@@ -46,7 +46,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -97,14 +96,7 @@ compare on; with -jsonl, every token's surprisal as JSON lines.`
 
 // run checks every write: output that did not arrive is a failure.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
-	err := eval(ctx, args, out, errOut)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
-			return fmt.Errorf("writing the output: %w", werr)
-		}
-	}
-	return err
+	return cli.RunChecked(ctx, args, stdout, stderr, eval)
 }
 
 func eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -20,10 +20,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -80,14 +78,7 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 // run checks every write to stdout and stderr: output that did not
 // arrive (a full disk, a closed pipe) is a failure, exit status 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
-	err := generate(ctx, args, out, errOut)
-	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, cli.ErrVersion) {
-		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
-			return fmt.Errorf("writing the output: %w", werr)
-		}
-	}
-	return err
+	return cli.RunChecked(ctx, args, stdout, stderr, generate)
 }
 
 func generate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

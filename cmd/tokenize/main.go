@@ -23,10 +23,8 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,14 +55,7 @@ var stdin io.Reader = os.Stdin
 
 // run checks every write: output that did not arrive is a failure.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	out, errOut := cli.NewCheckedWriter(stdout), cli.NewCheckedWriter(stderr)
-	err := tokenize(ctx, args, out, errOut)
-	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, cli.ErrVersion) {
-		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
-			return fmt.Errorf("writing the output: %w", werr)
-		}
-	}
-	return err
+	return cli.RunChecked(ctx, args, stdout, stderr, tokenize)
 }
 
 func tokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,6 +1,13 @@
 package cli
 
-import "io"
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
 
 // CheckedWriter passes writes to w and keeps the first error, so that a
 // command can write its output in many small pieces and check once at
@@ -29,3 +36,18 @@ func (c *CheckedWriter) Write(p []byte) (int, error) {
 
 // Err returns the first write error, or nil.
 func (c *CheckedWriter) Err() error { return c.err }
+
+// RunChecked runs f with stdout and stderr behind CheckedWriters: when f
+// succeeds (or answered -h or -version) but some output did not arrive (a
+// full disk, a closed pipe), that is the error, so the exit status says
+// the output is not whole.
+func RunChecked(ctx context.Context, args []string, stdout, stderr io.Writer, f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) error {
+	out, errOut := NewCheckedWriter(stdout), NewCheckedWriter(stderr)
+	err := f(ctx, args, out, errOut)
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, ErrVersion) {
+		if werr := cmp.Or(out.Err(), errOut.Err()); werr != nil {
+			return fmt.Errorf("writing the output: %w", werr)
+		}
+	}
+	return err
+}
