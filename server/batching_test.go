@@ -99,6 +99,25 @@ func normalise(b []byte) string {
 	return volatile.ReplaceAllString(string(b), `"id":"-","object":"text_completion","created":0`)
 }
 
+// serveTogether sends every job to url at its delay, all at once, and
+// returns each one's body and error (a status other than 200 is one).
+func serveTogether(url string, jobs []servingJob) ([]string, []error) {
+	got, errs := make([]string, len(jobs)), make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			time.Sleep(j.delay)
+			status, body, err := serve(context.Background(), url, j)
+			if err == nil && status != 200 {
+				err = fmt.Errorf("status %d: %s", status, body)
+			}
+			got[i], errs[i] = body, err
+		})
+	}
+	wg.Wait()
+	return got, errs
+}
+
 // serve sends j and returns its status and normalised body: the events
 // read before going away, for a client that disconnects.
 func serve(ctx context.Context, url string, j servingJob) (int, string, error) {
@@ -153,19 +172,7 @@ func TestBatchedResponsesMatchSerial(t *testing.T) {
 	}
 	for _, rows := range []int{4, 9, 32} {
 		s, ts := newTestServer(t, func(c *Config) { limits(c); c.Limits.Slots = rows })
-		got, errs := make([]string, n), make([]error, n)
-		var wg sync.WaitGroup
-		for i, j := range jobs {
-			wg.Go(func() {
-				time.Sleep(j.delay)
-				status, body, err := serve(context.Background(), ts.URL, j)
-				if err == nil && status != 200 {
-					err = fmt.Errorf("status %d: %s", status, body)
-				}
-				got[i], errs[i] = body, err
-			})
-		}
-		wg.Wait()
+		got, errs := serveTogether(ts.URL, jobs)
 		for i, j := range jobs {
 			switch {
 			case errs[i] != nil:

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -115,19 +114,7 @@ func TestBPEBatchedMatchesAlone(t *testing.T) {
 	}
 	for _, rows := range []int{4, 16} {
 		_, ts := newTestServer(t, func(c *Config) { limits(c); c.Limits.Slots = rows })
-		got, errs := make([]string, n), make([]error, n)
-		var wg sync.WaitGroup
-		for i, j := range jobs {
-			wg.Go(func() {
-				time.Sleep(j.delay)
-				status, body, err := serve(context.Background(), ts.URL, j)
-				if err == nil && status != 200 {
-					err = fmt.Errorf("status %d: %s", status, body)
-				}
-				got[i], errs[i] = body, err
-			})
-		}
-		wg.Wait()
+		got, errs := serveTogether(ts.URL, jobs)
 		for i, j := range jobs {
 			switch {
 			case errs[i] != nil:

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -83,19 +82,7 @@ func TestGuidedBatchedMatchesAlone(t *testing.T) {
 	}
 	for _, rows := range rowsList {
 		_, ts := newGuidedServer(t, func(c *Config) { limits(c); c.Limits.Slots = rows })
-		got, errs := make([]string, len(jobs)), make([]error, len(jobs))
-		var wg sync.WaitGroup
-		for i, j := range jobs {
-			wg.Go(func() {
-				time.Sleep(j.delay)
-				var status int
-				status, got[i], errs[i] = serve(context.Background(), ts.URL, j)
-				if errs[i] == nil && status != 200 {
-					errs[i] = fmt.Errorf("status %d: %s", status, got[i])
-				}
-			})
-		}
-		wg.Wait()
+		got, errs := serveTogether(ts.URL, jobs)
 		for i, j := range jobs {
 			switch {
 			case errs[i] != nil:
