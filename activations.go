@@ -8,6 +8,7 @@ package minigpt
 import (
 	"sync"
 
+	"example.org/minigpt/internal/decode"
 	"example.org/minigpt/internal/nn"
 )
 
@@ -246,26 +247,11 @@ func lendActivations(c Config, B, T int) (*activations, func()) {
 	return a, func() { pool.Put(a) }
 }
 
-// rowSeq is one sequence's part of a forward pass: the rows of its
-// positions [t0, t1), whose keys and values join those of positions
-// [0, t0) in its cache slot, and whose logits are wanted from position
-// out0 on (out0 == t1: none; the pass only fills the cache). Positions
-// count from the start of the sequence's window, as the lessons'
-// ids[-block_size:] does.
+// rowSeq is one sequence's part of a forward pass (see decode.Seq),
+// with the rows forward gives it.
 type rowSeq struct {
-	// cache is the sequence's slot of a KV cache: (L, BlockSize, 3C), the
-	// queries, keys and values of its positions, layer by layer; nil in
-	// training, where a batch's own rows are its cache.
-	cache  []float64
-	ids    []int // the tokens at positions [t0, t1)
-	t0, t1 int
-	out0   int
-	// att, if not nil, receives the attention weights of the last
-	// position, t1-1, in every layer and head: (L, NH, BlockSize), row
-	// (l, h) holding its weights over positions [0, t1).
-	att []float64
-
-	row, outRow int // set by forward: the sequence's first row, and first row of logits
+	decode.Seq
+	row, outRow int // the sequence's first row, and first row of logits
 }
 
 // passJobs are the jobs of a pass, forward and backward, each in a slot
@@ -335,10 +321,10 @@ func (j *kvStore) RowCost() int { return 1 }
 func (j *kvStore) Run(lo, hi int) {
 	for i := range j.seqs {
 		s := &j.seqs[i]
-		r0, r1 := max(lo, s.row), min(hi, s.row+s.t1-s.t0)
+		r0, r1 := max(lo, s.row), min(hi, s.row+s.T1-s.T0)
 		if r0 < r1 {
-			t0 := s.t0 + r0 - s.row
-			copy(s.cache[j.layer+t0*j.C3:], j.qkv[r0*j.C3:r1*j.C3])
+			t0 := s.T0 + r0 - s.row
+			copy(s.Cache[j.layer+t0*j.C3:], j.qkv[r0*j.C3:r1*j.C3])
 		}
 	}
 }
@@ -359,8 +345,8 @@ func (j *gatherJob) Size() (items, grain, cost int) { return len(j.seqs), 1, j.C
 func (j *gatherJob) Run(lo, hi int) {
 	C := j.C
 	for _, s := range j.seqs[lo:hi] {
-		from := s.row + s.out0 - s.t0
-		n := s.t1 - s.out0
+		from := s.row + s.Out0 - s.T0
+		n := s.T1 - s.Out0
 		copy(j.dst[s.outRow*C:(s.outRow+n)*C], j.src[from*C:(from+n)*C])
 	}
 }

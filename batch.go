@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"example.org/minigpt/internal/decode"
 )
 
 // Batch generates for many callers at once on one model. Its requests run
@@ -29,7 +31,7 @@ import (
 type Batch struct {
 	m     *Model
 	rows  int
-	kv    *kvCache // every row's cache slot
+	kv    *decode.KVCache // every row's cache slot
 	lanes []*lane
 
 	mu      sync.Mutex
@@ -52,7 +54,8 @@ type lane struct {
 	done    chan struct{} // closed when that goroutine ends (b.mu)
 	kick    chan struct{} // capacity 1: there is work
 
-	dec   *decoder
+	dec   *decode.Decoder
+	pass  pass
 	s     sampler
 	run   []*batchCall // the loop's copy of running
 	group []*batchCall // the requests of a pass
@@ -81,14 +84,14 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
 	}
-	b := &Batch{m: m, rows: rows, kv: newKVCache(m.cfg, rows)}
+	b := &Batch{m: m, rows: rows, kv: decode.NewKVCache(m.cfg.Layers, m.cfg.BlockSize, m.cfg.EmbedDim, rows)}
 	for r := rows - 1; r >= 0; r-- {
 		b.free = append(b.free, r)
 	}
 	b.stats.RowsHist = make([]int64, rows+1)
 	for range min(runtime.GOMAXPROCS(0), rows, maxLanes) {
 		b.lanes = append(b.lanes, &lane{b: b, kick: make(chan struct{}, 1),
-			dec: &decoder{cfg: m.cfg, kv: b.kv}, s: newSampler(m.cfg.VocabSize)})
+			dec: decode.NewDecoder(b.kv, m.cfg.VocabSize), pass: pass{m: m}, s: newSampler(m.cfg.VocabSize)})
 	}
 	return b, nil
 }
@@ -154,7 +157,7 @@ func (b *Batch) Complete(ctx context.Context, vocab *Vocab, prompt string, opts 
 type batchCall struct {
 	r      *request
 	need   int
-	rows   []reqRow
+	rows   []decode.Row
 	slots  []int
 	step   Step
 	signal chan struct{} // capacity 1: events, or the end
@@ -180,12 +183,8 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, voc
 	if R > b.rows {
 		return nil, fmt.Errorf("%w: the request needs %d rows, the batch has %d", ErrBadOption, R, b.rows)
 	}
-	V := b.m.cfg.VocabSize
-	c := &batchCall{need: R, rows: make([]reqRow, R), signal: make(chan struct{}, 1)}
-	for i := range c.rows {
-		c.rows[i].state = seqState{seen: make([]bool, V), counts: make([]int32, V)}
-	}
-	c.r = b.m.newRequest(o, ids, vocab, c.rows, &b.lanes[0].s, &c.step) // admission gives it its lane's
+	c := &batchCall{need: R, rows: make([]decode.Row, R), signal: make(chan struct{}, 1)}
+	c.r = b.m.newRequest(o, ids, vocab, c.rows, newRowStates(b.m.cfg, R), &b.lanes[0].s, &c.step) // admission gives it its lane's
 	c.r.emit = c.enqueueChunk
 	b.mu.Lock()
 	if b.closed {
@@ -244,7 +243,7 @@ func (b *Batch) generate(ctx context.Context, ids []int, o *GenerateOptions, voc
 		err = failed
 	}
 	if err == nil {
-		err = c.r.err
+		err = c.r.Err
 	}
 	return c.r.results(), err
 }
@@ -346,7 +345,7 @@ func (b *Batch) admit() {
 			}
 		}
 		c.lane, c.r.s = l, &l.s
-		c.r.start(c.slots)
+		c.r.Start(c.slots)
 		l.running = append(l.running, c)
 		l.rows += c.need
 		if l.active {
@@ -395,30 +394,30 @@ func (l *lane) step(run []*batchCall) bool {
 	b, d := l.b, l.dec
 	moved, passed, tokens := false, false, 0
 	for i := 0; i < len(run); {
-		d.begin()
+		d.Begin()
 		l.group = l.group[:0]
-		for ; i < len(run) && (len(l.group) == 0 || d.rows < maxPassRows); i++ {
+		for ; i < len(run) && (len(l.group) == 0 || d.Rows() < maxPassRows); i++ {
 			c := run[i]
 			c.mu.Lock()
 			cancelled := c.cancelled
 			c.mu.Unlock()
 			switch {
 			case cancelled != nil:
-				c.r.stop(cancelled)
+				c.r.Stop(cancelled)
 				moved = true
 			case !c.backlog():
-				c.r.plan(d)
+				c.r.Plan(d)
 				l.group = append(l.group, c)
 				moved = true
 			}
 		}
-		if len(d.seqs) > 0 {
+		if d.Len() > 0 {
 			passed = true
-			d.run(b.m)
+			d.Run(&l.pass)
 		}
 		for _, c := range l.group {
-			c.r.advance(d)
-			tokens += c.r.made
+			c.r.Advance(d)
+			tokens += c.r.Made
 		}
 		clear(l.group)
 	}
@@ -431,7 +430,7 @@ func (l *lane) step(run []*batchCall) bool {
 	b.stats.Tokens += int64(tokens)
 	kept, ended := l.running[:0], false
 	for _, c := range l.running {
-		if c.r.done {
+		if c.r.Done {
 			l.rows -= c.need
 			b.end(c)
 			ended = true

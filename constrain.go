@@ -79,20 +79,6 @@ func NewConstraint(vocab *Vocab, kind string, src ...string) (*Constraint, error
 	return &Constraint{m: m, kind: kind, vocab: vocab, need: m.Remaining(m.Start())}, nil
 }
 
-// check reports why c cannot hold a generation of o over a vocabulary of
-// V tokens (vocab, when the call has one).
-func (c *Constraint) check(o *GenerateOptions, V int, vocab *Vocab) error {
-	switch {
-	case c.m == nil:
-		return fmt.Errorf("%w: constraint not made by NewConstraint", ErrBadOption)
-	case c.vocab.Size() != V || (vocab != nil && vocab != c.vocab && !vocab.equal(c.vocab)):
-		return fmt.Errorf("%w: the constraint was made for another vocabulary (%s; the model has %d tokens)", ErrBadOption, c.vocab, V)
-	case c.need > o.MaxNewTokens:
-		return fmt.Errorf("%w: the %s constraint needs at least %d tokens, more than MaxNewTokens %d", ErrBadOption, c.kind, c.need, o.MaxNewTokens)
-	}
-	return nil
-}
-
 // place is one sample's (or beam's) place in its constraint.
 type place struct {
 	c *Constraint

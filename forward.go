@@ -7,6 +7,7 @@ package minigpt
 import (
 	"fmt"
 
+	"example.org/minigpt/internal/decode"
 	"example.org/minigpt/internal/nn"
 )
 
@@ -96,14 +97,14 @@ func (a *activations) place(seqs []rowSeq) (N, No int) {
 	for i := range seqs {
 		s := &seqs[i]
 		s.row, s.outRow = N, No
-		if N+s.t1-s.t0 > a.N {
+		if N+s.T1-s.T0 > a.N {
 			panic("minigpt: a forward pass of more rows than its buffers hold")
 		}
-		for t := s.t0; t < s.t1; t++ {
-			a.ids[N], a.pos[N] = s.ids[t-s.t0], t
+		for t := s.T0; t < s.T1; t++ {
+			a.ids[N], a.pos[N] = s.IDs[t-s.T0], t
 			N++
 		}
-		No += s.t1 - s.out0
+		No += s.T1 - s.Out0
 	}
 	if a.keep && (N != a.N || No != N) {
 		panic("minigpt: a training pass must compute every row of its batch")
@@ -130,20 +131,20 @@ func (m *Model) attention(a *activations, l int, seqs []rowSeq, onlyOut bool) *n
 		// The first query position and the row its output goes to: in
 		// the last layer of a pass that wants fewer logits than rows, the
 		// rows of logits.
-		q0, row := s.t0, s.row
+		q0, row := s.T0, s.row
 		if onlyOut {
-			q0, row = s.out0, s.outRow
+			q0, row = s.Out0, s.outRow
 		}
-		qRow := s.row + q0 - s.t0  // the first query's row of qkv
+		qRow := s.row + q0 - s.T0  // the first query's row of qkv
 		keys := act.qkv[s.row*C3:] // training: the batch's own rows are its cache
-		if s.cache != nil {
-			keys = s.cache[l*c.BlockSize*C3:][:s.t1*C3]
+		if s.Cache != nil {
+			keys = s.Cache[l*c.BlockSize*C3:][:s.T1*C3]
 		}
 		var last []float64
-		if s.att != nil {
-			last = s.att[l*NH*c.BlockSize:]
+		if s.Att != nil {
+			last = s.Att[l*NH*c.BlockSize:]
 		}
-		lj.aseqs[i] = nn.AttentionSeq{Q: act.qkv[qRow*C3:], KV: keys, Out: act.attnOut[row*C:], Att: act.att[row*NH*T:], Last: last, T0: q0, T1: s.t1}
+		lj.aseqs[i] = nn.AttentionSeq{Q: act.qkv[qRow*C3:], KV: keys, Out: act.attnOut[row*C:], Att: act.att[row*NH*T:], Last: last, T0: q0, T1: s.T1}
 	}
 	lj.attn = nn.Attention{Seqs: lj.aseqs, C: C, NH: NH, LdAtt: T, LdLast: c.BlockSize}
 	return &lj.attn
@@ -154,7 +155,7 @@ func (m *Model) attention(a *activations, l int, seqs []rowSeq, onlyOut bool) *n
 func (m *Model) forwardBatch(a *activations, idx, targets []int, transpose bool) {
 	T := a.T
 	for b := range a.seqs {
-		a.seqs[b] = rowSeq{ids: idx[b*T : (b+1)*T], t0: 0, t1: T, out0: 0}
+		a.seqs[b] = rowSeq{Seq: decode.Seq{IDs: idx[b*T : (b+1)*T], T0: 0, T1: T, Out0: 0}}
 	}
 	m.forward(a, a.seqs, targets, transpose)
 }
@@ -215,4 +216,26 @@ func (m *Model) checkBatch(idx, targets []int, B, T int) error {
 		}
 	}
 	return nil
+}
+
+// pass is the forward pass as a decoder runs it (a decode.Pass): m over
+// a step's sequences, in activations grown to the most rows a step has
+// needed.
+type pass struct {
+	m    *Model
+	a    *activations
+	seqs []rowSeq
+}
+
+// Forward runs seqs, rows positions in all, and returns their logits.
+func (p *pass) Forward(seqs []decode.Seq, rows int) []float64 {
+	if p.a == nil || p.a.N < rows {
+		p.a = newActivations(p.m.cfg, rows, false)
+	}
+	p.seqs = p.seqs[:0]
+	for _, s := range seqs {
+		p.seqs = append(p.seqs, rowSeq{Seq: s})
+	}
+	p.m.forward(p.a, p.seqs, nil, false)
+	return p.a.logits
 }

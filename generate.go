@@ -196,8 +196,23 @@ func (o *GenerateOptions) validateFor(V int) error {
 	if o.TraceTopN > V {
 		return fmt.Errorf("%w: trace top-n %d exceeds the vocabulary size %d", ErrBadOption, o.TraceTopN, V)
 	}
-	if o.Constraint != nil {
-		return o.Constraint.check(o, V, nil)
+	return o.checkConstraint(V, nil)
+}
+
+// checkConstraint reports why o's Constraint, if any, cannot hold a
+// generation of o over a vocabulary of V tokens (vocab, when the call
+// has one).
+func (o *GenerateOptions) checkConstraint(V int, vocab *Vocab) error {
+	c := o.Constraint
+	switch {
+	case c == nil:
+		return nil
+	case c.m == nil:
+		return fmt.Errorf("%w: constraint not made by NewConstraint", ErrBadOption)
+	case c.vocab.Size() != V || (vocab != nil && vocab != c.vocab && !vocab.equal(c.vocab)):
+		return fmt.Errorf("%w: the constraint was made for another vocabulary (%s; the model has %d tokens)", ErrBadOption, c.vocab, V)
+	case c.need > o.MaxNewTokens:
+		return fmt.Errorf("%w: the %s constraint needs at least %d tokens, more than MaxNewTokens %d", ErrBadOption, c.kind, c.need, o.MaxNewTokens)
 	}
 	return nil
 }
@@ -290,16 +305,16 @@ func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *GenerateOptions
 	case prompt == "":
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadOption)
 	}
-	if c := opts.Constraint; c != nil {
-		if err := c.check(opts, m.cfg.VocabSize, vocab); err != nil {
-			return nil, err
-		}
-	}
 	ids, err := vocab.Encode(prompt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: prompt: %w", ErrBadOption, err)
 	}
 	if err := m.checkPrompt(ids, opts); err != nil {
+		return nil, err
+	}
+	// The size and the budget were checked with the prompt; here whether
+	// the constraint was made for this vocabulary.
+	if err := opts.checkConstraint(m.cfg.VocabSize, vocab); err != nil {
 		return nil, err
 	}
 	return ids, nil

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"example.org/minigpt/internal/decode"
 )
 
 // Greedy Generate continues the prompt (which it leaves as it was and
@@ -55,7 +57,7 @@ func TestKVCacheMatchesFullRecompute(t *testing.T) {
 	oneLayer := Config{VocabSize: 9, BlockSize: 12, EmbedDim: 16, Heads: 4, Layers: 1, TiedHead: true}
 	// A block longer than a prefill chunk: prompts filled in several
 	// passes.
-	long := Config{VocabSize: 9, BlockSize: prefillChunk + 36, EmbedDim: 16, Heads: 2, Layers: 2}
+	long := Config{VocabSize: 9, BlockSize: decode.PrefillChunk + 36, EmbedDim: 16, Heads: 2, Layers: 2}
 	for _, cfg := range []Config{defaultConfig(), oneLayer, long} {
 		testKVCache(t, randomizedModel(t, cfg, 8))
 	}
@@ -69,7 +71,7 @@ func TestKVCacheMatchesFullRecompute(t *testing.T) {
 func testKVCache(t *testing.T, m *Model) {
 	bs, V := m.Config().BlockSize, m.Config().VocabSize
 	rng := seeded(9)
-	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7, min(prefillChunk+3, bs)} {
+	for _, plen := range []int{1, 5, bs - 1, bs, bs + 7, min(decode.PrefillChunk+3, bs)} {
 		seq := randomTokens(rng, plen, V)
 		full := m.Clone()
 		var steps int

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"example.org/minigpt/internal/kernels"
+
+	"example.org/minigpt/internal/decode"
 )
 
 // forEachKernelPath runs fn once for every kernel path this machine can
@@ -93,12 +95,12 @@ func generateWith(m *Model, prompt []int, o GenerateOptions, r *rand.Rand) ([]in
 	o.N = 1
 	sc := getSerial(m.cfg, 1)
 	defer putSerial(sc)
-	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
-	sc.rows[0].rand = r
+	req := m.newRequest(&o, prompt, nil, sc.rows, sc.states, &sc.s, &sc.step)
+	sc.states[0].rand = r
 	req.emit = func(c *Completion) error { ids = append(ids, c.IDs...); return nil }
-	req.start(sc.slots)
-	m.runAlone(context.Background(), req, sc.dec)
-	return ids, req.err
+	req.Start(sc.slots)
+	runAlone(m, sc, req)
+	return ids, req.Err
 }
 
 // beamSearchK runs K-beam search directly (K may be 1, which the options
@@ -107,7 +109,7 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	o := GenerateOptions{MaxNewTokens: maxNew, LengthPenalty: lengthPenalty, noCache: noCache}
 	sc := getSerial(m.cfg, K)
 	defer putSerial(sc)
-	req := m.newRequest(&o, prompt, nil, sc.rows, &sc.s, &sc.step)
+	req := m.newRequest(&o, prompt, nil, sc.rows, sc.states, &sc.s, &sc.step)
 	// The stop strings are token sequences: spell each token as a
 	// character of its own, and the sequences as their text.
 	chars := make([]rune, m.cfg.VocabSize)
@@ -122,10 +124,16 @@ func beamSearchK(m *Model, prompt []int, K, maxNew int, lengthPenalty float64, s
 	for _, s := range stops {
 		stopText = append(stopText, []byte(vocab.text(s)))
 	}
-	req.searchBeams(newBeamState(m.cfg, &o, len(prompt), K, n, stopText, vocab))
-	req.start(sc.slots)
-	m.runAlone(context.Background(), req, sc.dec)
-	return req.results(), req.err
+	req.st, req.beam = nil, newBeamState(m.cfg, &o, len(prompt), K, n, stopText, vocab)
+	req.Start(sc.slots)
+	runAlone(m, sc, req)
+	return req.results(), req.Err
+}
+
+// runAlone runs req to its end on sc's decoder, as generate does.
+func runAlone(m *Model, sc *serial, req *request) {
+	sc.pass.m = m
+	decode.Run(context.Background(), &req.Request, sc.dec, &sc.pass)
 }
 
 func mustRead(t *testing.T, path string) string {

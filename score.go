@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"example.org/minigpt/internal/kernels"
+
+	"example.org/minigpt/internal/decode"
 )
 
 // scoreBatch is the number of context windows scored in one pass.
@@ -59,24 +61,22 @@ func (m *Model) Score(ctx context.Context, ids []int, stride, topN int) ([]Step,
 		}
 	}
 	out := make([]Step, 0, max(len(ids)-1, 0))
-	d := newDecoder(m.cfg, scoreBatch)
+	d, p := m.cfg.newDecoder(scoreBatch), &pass{m: m}
 	var order []int
 	for w0 := 0; w0 < len(windows); w0 += scoreBatch {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		d.begin()
+		d.Begin()
 		ws := windows[w0:min(w0+scoreBatch, len(windows))]
 		for i, w := range ws {
 			// Positions from-b-1 .. to-b-2 of the window give the logits.
-			d.add(rowSeq{cache: d.kv.slot(i), ids: ids[w.b : w.to-1], t0: 0, t1: w.to - 1 - w.b, out0: w.from - 1 - w.b})
+			d.Add(decode.Seq{Cache: d.KV.Slot(i), IDs: ids[w.b : w.to-1], T0: 0, T1: w.to - 1 - w.b, Out0: w.from - 1 - w.b})
 		}
-		d.run(m)
+		d.Run(p)
 		for i, w := range ws {
-			sq := &d.seqs[i]
 			for tok := w.from; tok < w.to; tok++ {
-				r := sq.outRow + tok - 1 - w.b - sq.out0
-				logits := d.a.logits[r*V : (r+1)*V]
+				logits := d.LogitsAt(i, tok-1-w.b)
 				maxv, lse := logNormalizer(logits)
 				candidate := func(id int) Candidate {
 					c := Candidate{ID: id, Logprob: float64(logits[id]-maxv) - lse}

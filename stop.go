@@ -44,13 +44,18 @@ type stopSample struct {
 }
 
 func newStopper(stops []string, vocab *Vocab, n int, trace, streamed bool) *stopper {
-	st := &stopper{vocab: vocab, trace: trace, streamed: trace && streamed, samples: make([]stopSample, n)}
+	return &stopper{stops: stopBytes(stops, vocab), vocab: vocab, trace: trace, streamed: trace && streamed, samples: make([]stopSample, n)}
+}
+
+// stopBytes returns the stop strings' bytes: none without a vocabulary.
+func stopBytes(stops []string, vocab *Vocab) [][]byte {
+	var b [][]byte
 	if vocab != nil {
 		for _, s := range stops {
-			st.stops = append(st.stops, []byte(s))
+			b = append(b, []byte(s))
 		}
 	}
-	return st
+	return b
 }
 
 // reset readies sample b for up to n tokens.
