@@ -31,9 +31,8 @@
 //   - generate.go: [GenerateOptions], [Model.Generate] on ids and
 //     [Model.Complete] on text; sample.go, constrain.go, stop.go,
 //     beam.go: the pipeline, [Constraint], stop strings, beam search;
-//     trace.go: the per-token [Step]; request.go: what a call does with
-//     its rows' logits, and its run alone; batch.go: [Batch], continuous
-//     batching; score.go.
+//     trace.go: the per-token [Step]; request.go: a call's request;
+//     batch.go: [Batch], continuous batching; score.go.
 //
 // Below: internal/kernels (the products and vector loops in Go, AVX2 and
 // AVX-512, each sum's order stated), internal/nn, internal/par,
