@@ -1,5 +1,9 @@
 package minigpt
 
+// This file holds the text side: Vocab (characters or BPE tokens and their
+// ids), Dataset (a text encoded and split 90/10) and the built-in
+// LanternBay.
+
 import (
 	"context"
 	"crypto/sha256"

@@ -1,5 +1,8 @@
 package minigpt
 
+// This file holds generation's options and its two entry points, Generate
+// on ids and Complete on text, with the checks every call makes.
+
 import (
 	"context"
 	"errors"

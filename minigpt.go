@@ -1,5 +1,8 @@
 package minigpt
 
+// This file holds Config and Model: a model's sizes, and its parameters as
+// one flat slab with named views into it.
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,8 @@
 package minigpt
 
+// This file holds the sampler: the pipeline's stages in order over one
+// row's logits, and the draw.
+
 import (
 	"cmp"
 	"fmt"

@@ -1,5 +1,9 @@
 package minigpt
 
+// This file holds TrainConfig and Trainer: a run's steps (batches, the
+// learning-rate schedule, the update), its evaluation and loss history,
+// and the state a checkpoint keeps.
+
 import (
 	"context"
 	"errors"

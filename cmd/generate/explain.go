@@ -1,5 +1,9 @@
 package main
 
+// This file holds the ways of writing samples other than plain text:
+// several samples side by side, the -explain trace of each token, and the
+// speed report.
+
 import (
 	"context"
 	"encoding/json"

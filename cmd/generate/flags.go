@@ -1,5 +1,8 @@
 package main
 
+// This file holds generate's options, its flag set and the parsing of
+// -bias.
+
 import (
 	"flag"
 	"fmt"

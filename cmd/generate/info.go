@@ -1,5 +1,8 @@
 package main
 
+// This file holds -info: what a checkpoint says about itself, once the
+// whole file has been read and checked.
+
 import (
 	"cmp"
 	"fmt"

@@ -1,5 +1,8 @@
 package main
 
+// This file holds train's options, its presets and the flags a checkpoint
+// fixes.
+
 import (
 	"flag"
 	"fmt"

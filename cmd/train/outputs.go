@@ -1,5 +1,8 @@
 package main
 
+// This file holds train's output files: planned before training, written
+// whole, never over a file not asked for, and the best checkpoint kept.
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,8 @@
 package main
 
+// This file holds the loss plot, an SVG of the training and validation
+// curves.
+
 import (
 	"fmt"
 	"io"

@@ -1,5 +1,8 @@
 package main
 
+// This file holds train's report on standard error: the run's description
+// and the progress of its steps.
+
 import (
 	"fmt"
 	"io"

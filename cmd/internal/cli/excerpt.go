@@ -1,5 +1,8 @@
 package cli
 
+// This file holds Excerpt, the bit of text shown around a position an
+// error names.
+
 import "strconv"
 
 // Excerpt quotes at most radius characters on each side of character pos

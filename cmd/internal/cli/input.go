@@ -1,5 +1,8 @@
 package cli
 
+// This file holds the commands' reading of input: regular files only, and
+// reads bounded in size and cancellable.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package cli
 
+// This file holds the commands' checked standard output: a writer that
+// remembers its first error, and RunChecked, which reports it.
+
 import (
 	"cmp"
 	"context"
