@@ -120,8 +120,9 @@ const (
 	words        = `[a-z]{2,5}( [a-z]{2,5}){1,3}\.`
 	wordsGrammar = "# two to four words\nroot ::= word (\" \" word){1,3} \".\"\nword ::= [a-z]{1,8}"
 	personSchema = `{"type":"object","properties":{"name":{"type":"string","maxLength":8},"age":{"type":"integer"},` +
-		`"ok":{"type":"boolean"},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},` +
-		`"required":["name","age","ok"],"additionalProperties":false}`
+		`"ok":{"type":"boolean"},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3},` +
+		`"score":{"type":"number","exclusiveMinimum":-1,"maximum":2.5}},` +
+		`"required":["name","age","ok","score"],"additionalProperties":false}`
 )
 
 func regexJudge(re string) func(string) error {
@@ -182,7 +183,7 @@ func personJudge(s string) error {
 	if err := json.Unmarshal([]byte(s), &obj); err != nil {
 		return fmt.Errorf("%q is not an object: %v", s, err)
 	}
-	order, at := []string{"name", "age", "ok", "tags"}, 0
+	order, at := []string{"name", "age", "ok", "tags", "score"}, 0
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.Token() // {
 	for dec.More() {
@@ -199,7 +200,7 @@ func personJudge(s string) error {
 	var ok bool
 	var tags []string
 	switch {
-	case obj["name"] == nil || obj["age"] == nil || obj["ok"] == nil:
+	case obj["name"] == nil || obj["age"] == nil || obj["ok"] == nil || obj["score"] == nil:
 		return fmt.Errorf("%q lacks a required key", s)
 	case json.Unmarshal(obj["name"], &name) != nil || utf8.RuneCountInString(name) > 8:
 		return fmt.Errorf("%q: name is not a string of at most 8 characters", s)
@@ -211,6 +212,12 @@ func personJudge(s string) error {
 	age, err := strconv.ParseFloat(string(obj["age"]), 64)
 	if err != nil || age != math.Trunc(age) || bytes.ContainsAny(obj["age"], `"tfn[{`) {
 		return fmt.Errorf("%q: age is not an integer", s)
+	}
+	if obj["score"] != nil {
+		score, err := strconv.ParseFloat(string(obj["score"]), 64)
+		if err != nil || !(score > -1 && score <= 2.5) || bytes.ContainsAny(obj["score"], `"tfn[{eE`) {
+			return fmt.Errorf("%q: score is not a number in (-1, 2.5] without an exponent", s)
+		}
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestMalformed(t *testing.T) {
 		{"gbnf invalid utf8", gbnfErr("root ::= \"\xff\""), grammar.ErrSyntax, 10, 0, 0, "UTF-8"},
 		{"json syntax", jsonErr(`{"type": "string",}`), grammar.ErrSyntax, 18, 0, 0, "invalid character"},
 		{"json keyword", jsonErr("{\n  \"type\": \"string\",\n  \"format\": \"email\"\n}"), grammar.ErrUnsupported, 24, 3, 3, `keyword "format"`},
-		{"json number bound", jsonErr(`{"type":"number","minimum":3}`), grammar.ErrUnsupported, 27, 0, 0, "use type integer"},
+		{"json empty number bounds", jsonErr(`{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1e-17}`), grammar.ErrSyntax, 0, 0, 0, "no number of at most 16 digits"},
 		{"json empty bounds", jsonErr(`{"type":"integer","minimum":3,"maximum":2}`), grammar.ErrSyntax, 0, 0, 0, "no integer lies within"},
 		{"json required", jsonErr(`{"properties":{"a":{}},"required":["b"]}`), grammar.ErrUnsupported, 35, 0, 0, `required names "b"`},
 		{"json type", jsonErr(`{"type":"float"}`), grammar.ErrUnsupported, 8, 0, 0, `type "float"`},

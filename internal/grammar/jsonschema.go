@@ -44,16 +44,18 @@ var (
 // texts valid against it. It supports type (object, array, string,
 // number, integer, boolean, null, or a list of them), properties,
 // required, items, enum, const, minItems, maxItems, minLength, maxLength,
-// pattern, additionalProperties (true or false), and for integers
-// minimum, maximum, exclusiveMinimum and exclusiveMaximum (numbers, as
-// JSON Schema 2019 and later write them), and refuses any other keyword
-// by name.
+// pattern, additionalProperties (true or false), and for numbers and
+// integers minimum, maximum, exclusiveMinimum and exclusiveMaximum
+// (numbers, as JSON Schema 2019 and later write them), and refuses any
+// other keyword by name.
 //
 // The output is one fixed rendering of each valid value: an object's keys
 // come in the order properties lists them (optional ones may be left
 // out), never keys properties does not list (additionalProperties only
 // ever permits those), numbers have at most 16 digits before and after
-// the point and 2 in the exponent (so every number fits a float64), and strings use the short escapes. A
+// the point and 2 in the exponent (so every number fits a float64; a
+// bounded number has no exponent, and a bound with more digits after the
+// point is rounded inwards to 16), and strings use the short escapes. A
 // pattern is, as JSON Schema says, searched for anywhere in the string
 // unless it is anchored with ^ or $; it is in Go's RE2 syntax, not
 // ECMA-262's.
@@ -158,10 +160,15 @@ func (c *jsonCompiler) schema(s *jvalue) (*expr, error) {
 		case "string":
 			e, err = c.str(s)
 		case "number":
-			if b := firstBound(s); b != nil {
-				return nil, c.fail(b.off, ErrUnsupported, "bounds hold only integers here: use type integer")
+			if firstBound(s) == nil {
+				e = ref(c.once("number", c.number))
+				break
 			}
-			e = ref(c.once("number", c.number))
+			lo, hi, berr := c.numBounds(s)
+			if berr != nil {
+				return nil, berr
+			}
+			e = numRange(lo, hi)
 		case "integer":
 			if firstBound(s) == nil {
 				e = ref(c.once("integer", c.integer))
@@ -201,6 +208,7 @@ func (c *jsonCompiler) types(s *jvalue) ([]string, error) {
 			{"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
 			{"items", "array"}, {"minItems", "array"}, {"maxItems", "array"},
 			{"minLength", "string"}, {"maxLength", "string"}, {"pattern", "string"},
+			{"minimum", "number"}, {"maximum", "number"}, {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"},
 		} {
 			if s.get(k.kw) != nil {
 				return []string{k.typ}, nil

@@ -119,9 +119,8 @@ test("response_format json_schema (the SDK's zod helper) and json_object, on a m
   assert.equal(job.status, "succeeded", JSON.stringify(job.error));
   const tuned = job.fine_tuned_model;
   try {
-    // zod's integers carry minimum and maximum, which the engine refuses:
-    // the record's schema has none.
-    const Record = z.object({ name: z.string().max(8), ok: z.boolean(), tags: z.array(z.enum(["ab", "ba"])).max(3) });
+    // A number with bounds (zod writes minimum and maximum), held to them.
+    const Record = z.object({ name: z.string().max(8), ok: z.boolean(), tags: z.array(z.enum(["ab", "ba"])).max(3), score: z.number().min(0).max(1) });
     const parsed = await client.chat.completions.parse({
       model: tuned, messages: [{ role: "user", content: "\n" }], max_tokens: 120, n: 3, seed: 6, temperature: 1.2,
       response_format: zodResponseFormat(Record, "record"),
@@ -130,7 +129,8 @@ test("response_format json_schema (the SDK's zod helper) and json_object, on a m
       assert.equal(c.finish_reason, "stop");
       // parse has run zod over the text; check it once more by hand.
       const v = JSON.parse(c.message.content);
-      assert.deepEqual(Object.keys(v), ["name", "ok", "tags"], c.message.content);
+      assert.deepEqual(Object.keys(v), ["name", "ok", "tags", "score"], c.message.content);
+      assert.ok(typeof v.score === "number" && v.score >= 0 && v.score <= 1, c.message.content);
       assert.deepEqual(c.message.parsed, v);
       assert.ok(typeof v.name === "string" && [...v.name].length <= 8 && typeof v.ok === "boolean");
       assert.ok(v.tags.length <= 3 && v.tags.every((t) => t === "ab" || t === "ba"), c.message.content);
