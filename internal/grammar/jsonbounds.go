@@ -28,42 +28,6 @@ func firstBound(s *jvalue) *jvalue {
 	return nil
 }
 
-// intBounds reads s's bounds as the closed range [lo, hi] of integers,
-// within what integer() writes.
-func (c *jsonCompiler) intBounds(s *jvalue) (lo, hi int64, err error) {
-	lo, hi = -maxInteger, maxInteger
-	for _, kw := range boundKeywords {
-		v := s.get(kw)
-		if v == nil {
-			continue
-		}
-		f, err := c.boundValue(kw, v)
-		if err != nil {
-			return 0, 0, err
-		}
-		switch kw {
-		case "minimum":
-			f = math.Ceil(f)
-		case "exclusiveMinimum":
-			f = math.Floor(f) + 1
-		case "maximum":
-			f = math.Floor(f)
-		case "exclusiveMaximum":
-			f = math.Ceil(f) - 1
-		}
-		f = max(-maxInteger, min(maxInteger, f))
-		if strings.HasPrefix(kw, "exclusiveMin") || kw == "minimum" {
-			lo = max(lo, int64(f))
-		} else {
-			hi = min(hi, int64(f))
-		}
-	}
-	if lo > hi {
-		return 0, 0, c.fail(s.off, ErrSyntax, "no integer lies within the bounds: the least is %d, the greatest %d", lo, hi)
-	}
-	return lo, hi, nil
-}
-
 // intRange matches exactly the integers in [lo, hi], written as JSON
 // writes them: no leading zeros, no "-0".
 func intRange(lo, hi int64) *expr {
@@ -121,17 +85,30 @@ func digitsRange(s, t string) *expr {
 	return alt(alts...)
 }
 
-// boundValue reads bound keyword kw's value, v, as a float64: a number
-// that is not one (1e400, say) is refused, not taken for infinity.
-func (c *jsonCompiler) boundValue(kw string, v *jvalue) (float64, error) {
-	if v.kind != 'n' {
-		return 0, c.fail(v.off, ErrSyntax, "%s must be a number", kw)
+// numeric compiles a number or (integer) an integer, held to s's
+// bounds if it has any.
+func (c *jsonCompiler) numeric(s *jvalue, integer bool) (*expr, error) {
+	switch {
+	case firstBound(s) == nil && integer:
+		return ref(c.once("integer", c.integer)), nil
+	case firstBound(s) == nil:
+		return ref(c.once("number", c.number)), nil
 	}
-	f, err := strconv.ParseFloat(string(v.raw), 64)
+	scale, limit, what := unitsPerOne, maxUnits, "number of at most 16 digits after the point"
+	if integer {
+		scale, limit, what = big.NewInt(1), big.NewInt(maxInteger), "integer"
+	}
+	lo, hi, err := c.boundRange(s, scale, limit)
 	if err != nil {
-		return 0, c.fail(v.off, ErrSyntax, "%s %s is not a number this engine reads", kw, v.raw)
+		return nil, err
 	}
-	return f, nil
+	if lo.Cmp(hi) > 0 {
+		return nil, c.fail(s.off, ErrSyntax, "no %s lies within the bounds", what)
+	}
+	if integer {
+		return intRange(lo.Int64(), hi.Int64()), nil
+	}
+	return numRange(lo, hi), nil
 }
 
 // A bounded number is written without an exponent and with at most 16
@@ -143,20 +120,24 @@ var (
 	maxUnits    = new(big.Int).Sub(new(big.Int).Mul(unitsPerOne, unitsPerOne), big.NewInt(1))
 )
 
-// numBounds reads s's bounds as the closed range [lo, hi] of numbers, in
-// units, that a bounded number may be.
-func (c *jsonCompiler) numBounds(s *jvalue) (lo, hi *big.Int, err error) {
-	lo, hi = new(big.Int).Neg(maxUnits), new(big.Int).Set(maxUnits)
+// boundRange reads s's bounds as the closed range [lo, hi] of the whole
+// numbers of 1/scale (within ±limit) that lie within them, each bound
+// read exactly and rounded inwards; lo > hi when none does.
+func (c *jsonCompiler) boundRange(s *jvalue, scale, limit *big.Int) (lo, hi *big.Int, err error) {
+	lo, hi = new(big.Int).Neg(limit), new(big.Int).Set(limit)
 	for _, kw := range boundKeywords {
 		v := s.get(kw)
 		if v == nil {
 			continue
 		}
-		f, err := c.boundValue(kw, v)
-		if err != nil {
-			return nil, nil, err
+		if v.kind != 'n' {
+			return nil, nil, c.fail(v.off, ErrSyntax, "%s must be a number", kw)
 		}
-		u := new(big.Rat).Mul(exactBound(string(v.raw), f), new(big.Rat).SetInt(unitsPerOne))
+		f, err := strconv.ParseFloat(string(v.raw), 64)
+		if err != nil { // 1e400, say: refused, not taken for infinity
+			return nil, nil, c.fail(v.off, ErrSyntax, "%s %s is not a number this engine reads", kw, v.raw)
+		}
+		u := new(big.Rat).Mul(exactBound(string(v.raw), f), new(big.Rat).SetInt(scale))
 		var n *big.Int
 		switch kw {
 		case "minimum":
@@ -177,9 +158,6 @@ func (c *jsonCompiler) numBounds(s *jvalue) (lo, hi *big.Int, err error) {
 		} else if n.Cmp(hi) < 0 {
 			hi = n
 		}
-	}
-	if lo.Cmp(hi) > 0 {
-		return nil, nil, c.fail(s.off, ErrSyntax, "no number of at most 16 digits after the point lies within the bounds")
 	}
 	return lo, hi, nil
 }

@@ -159,26 +159,8 @@ func (c *jsonCompiler) schema(s *jvalue) (*expr, error) {
 			e, err = c.array(s)
 		case "string":
 			e, err = c.str(s)
-		case "number":
-			if firstBound(s) == nil {
-				e = ref(c.once("number", c.number))
-				break
-			}
-			lo, hi, berr := c.numBounds(s)
-			if berr != nil {
-				return nil, berr
-			}
-			e = numRange(lo, hi)
-		case "integer":
-			if firstBound(s) == nil {
-				e = ref(c.once("integer", c.integer))
-				break
-			}
-			lo, hi, berr := c.intBounds(s)
-			if berr != nil {
-				return nil, berr
-			}
-			e = intRange(lo, hi)
+		case "number", "integer":
+			e, err = c.numeric(s, t == "integer")
 		case "boolean":
 			e = alt(literal("true"), literal("false"))
 		case "null":
