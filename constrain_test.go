@@ -248,6 +248,13 @@ func TestConstraintRefusals(t *testing.T) {
 	if _, err := m.Complete(context.Background(), vocab, "the ", GenerateOptions{MaxNewTokens: 14, Constraint: c}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "needs at least 15 tokens") {
 		t.Errorf("14 tokens for a 15-token format: %v", err)
 	}
+	// Validate says so too, without a model (a server refuses before queueing).
+	if err := (GenerateOptions{MaxNewTokens: 14, Constraint: c}).Validate(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "needs at least 15 tokens") {
+		t.Errorf("Validate of 14 tokens for a 15-token format: %v", err)
+	}
+	if err := (GenerateOptions{MaxNewTokens: 15, Constraint: c}).Validate(); err != nil {
+		t.Errorf("Validate of 15 tokens for a 15-token format: %v", err)
+	}
 	other, err := NewVocab("the lamp glows.x")
 	if err != nil {
 		t.Fatal(err)

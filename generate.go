@@ -133,9 +133,9 @@ func (o *GenerateOptions) temperature() float64 {
 func (o *GenerateOptions) sampled() bool { return !o.Greedy && !o.beam() }
 
 // Validate reports the first invalid field (an error wrapping
-// ErrBadOption that names it and its value), or nil. Checks that need the
-// model (token ids in LogitBias, TraceTopN against the vocabulary) are
-// made by the generating calls.
+// ErrBadOption that names it and its value), or nil: a Constraint whose
+// shortest match needs more than MaxNewTokens too. What needs the model
+// (LogitBias's ids, TraceTopN, the Constraint's vocabulary) the calls check.
 func (o GenerateOptions) Validate() error {
 	invalid := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, a...)...)
@@ -172,6 +172,11 @@ func (o GenerateOptions) Validate() error {
 		return invalid("%d beams cannot return %d sequences (N)", o.NumBeams, o.N)
 	case len(o.Stop) > maxStopStrings:
 		return invalid("%d stop strings, at most %d", len(o.Stop), maxStopStrings)
+	case o.Constraint != nil && o.Constraint.m == nil:
+		return invalid("constraint not made by NewConstraint")
+	case o.Constraint != nil && o.Constraint.need > o.MaxNewTokens:
+		c := o.Constraint
+		return invalid("the %s constraint needs at least %d tokens, more than MaxNewTokens %d", c.kind, c.need, o.MaxNewTokens)
 	}
 	for i, s := range o.Stop {
 		if s == "" {
@@ -202,20 +207,13 @@ func (o *GenerateOptions) validateFor(V int) error {
 	return o.checkConstraint(V, nil)
 }
 
-// checkConstraint reports why o's Constraint, if any, cannot hold a
-// generation of o over a vocabulary of V tokens (vocab, when the call
-// has one).
+// checkConstraint reports whether o's Constraint, if any (Validate has
+// checked it stands within MaxNewTokens), was made for a vocabulary of V
+// tokens (vocab, when the call has one).
 func (o *GenerateOptions) checkConstraint(V int, vocab *Vocab) error {
 	c := o.Constraint
-	switch {
-	case c == nil:
-		return nil
-	case c.m == nil:
-		return fmt.Errorf("%w: constraint not made by NewConstraint", ErrBadOption)
-	case c.vocab.Size() != V || (vocab != nil && vocab != c.vocab && !vocab.equal(c.vocab)):
+	if c != nil && (c.vocab.Size() != V || (vocab != nil && vocab != c.vocab && !vocab.equal(c.vocab))) {
 		return fmt.Errorf("%w: the constraint was made for another vocabulary (%s; the model has %d tokens)", ErrBadOption, c.vocab, V)
-	case c.need > o.MaxNewTokens:
-		return fmt.Errorf("%w: the %s constraint needs at least %d tokens, more than MaxNewTokens %d", ErrBadOption, c.kind, c.need, o.MaxNewTokens)
 	}
 	return nil
 }
@@ -315,8 +313,8 @@ func (m *Model) checkComplete(vocab *Vocab, prompt string, opts *GenerateOptions
 	if err := m.checkPrompt(ids, opts); err != nil {
 		return nil, err
 	}
-	// The size and the budget were checked with the prompt; here whether
-	// the constraint was made for this vocabulary.
+	// The size was checked with the prompt; here whether the constraint
+	// was made for this vocabulary.
 	if err := opts.checkConstraint(m.cfg.VocabSize, vocab); err != nil {
 		return nil, err
 	}

@@ -188,6 +188,19 @@ func (e *engine) check(sp *sampling, prompts [][]int) *api.Error {
 	return checkFirstToken(sp, prompts, e.vocab.Size())
 }
 
+// checkFormat returns the 400 for a compiled format whose shortest match
+// is longer than max_tokens, naming max_tokens, or nil: refused before
+// the request waits for rows, not once it runs.
+func (e *engine) checkFormat(sp *sampling) *api.Error {
+	if err := e.options(sp).Validate(); err != nil {
+		if param, msg, ok := e.errorParam(err, sp); ok {
+			return api.BadParam(param, "invalid_value", "%s", msg)
+		}
+		return api.BadParam("", "invalid_value", "%v", err)
+	}
+	return nil
+}
+
 // constrain compiles fm for the model's vocabulary into fm.c, or returns
 // the 400 naming fm's field with the library's reason: where a malformed
 // source goes wrong (its character index from 0, and line and column in

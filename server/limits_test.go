@@ -91,6 +91,24 @@ func TestNoQueue(t *testing.T) {
 	}
 }
 
+// TestFormatTooLongRefusedBeforeQueueing: a format whose shortest match
+// needs more than max_tokens gets its 400, naming max_tokens, without
+// waiting for a slot: with the only slot busy and no queue, not a 429.
+func TestFormatTooLongRefusedBeforeQueueing(t *testing.T) {
+	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots, c.Limits.Queue = 1, -1 })
+	started, release := holdSlots(s)
+	defer close(release)
+	go post(t, ts, `{"prompt":"the ","max_tokens":5}`)
+	<-started
+	r := post(t, ts, `{"prompt":"the ","max_tokens":3,"guided_regex":"the lamp"}`)
+	if r.status != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", r.status, r.body)
+	}
+	if e := r.apiError(t).Error; e.Param == nil || *e.Param != "max_tokens" || !strings.Contains(e.Message, "needs at least 8 tokens") {
+		t.Errorf("400 error %+v", e)
+	}
+}
+
 // TestQueueTimeout: a request that waits too long for a slot gets 429.
 func TestQueueTimeout(t *testing.T) {
 	s, ts := newTestServer(t, func(c *Config) {

@@ -250,7 +250,10 @@ func (s *Server) checkRequest(ctx context.Context, req *completionRequest) *api.
 	if err := s.checkSize(req); err != nil {
 		return err
 	}
-	return s.compileFormat(ctx, req)
+	if err := s.compileFormat(ctx, req); err != nil {
+		return err
+	}
+	return req.model.engine.checkFormat(sp)
 }
 
 // parsePrompt reads prompt (a string or an array of strings) and encodes each
