@@ -327,7 +327,7 @@ func (d *Decoder) Add(s Seq) int {
 	return len(d.seqs) - 1
 }
 
-// Len returns the sequences in the step's pass, and Rows their rows.
+// Len returns the number of sequences in the step's pass.
 func (d *Decoder) Len() int { return len(d.seqs) }
 
 // Rows returns the rows (positions) in the step's pass.
