@@ -133,11 +133,10 @@ func (c *jsonCompiler) boundRange(s *jvalue, scale, limit *big.Int) (lo, hi *big
 		if v.kind != 'n' {
 			return nil, nil, c.fail(v.off, ErrSyntax, "%s must be a number", kw)
 		}
-		f, err := strconv.ParseFloat(string(v.raw), 64)
-		if err != nil { // 1e400, say: refused, not taken for infinity
+		if _, err := strconv.ParseFloat(string(v.raw), 64); err != nil { // 1e400, say: refused, not taken for infinity
 			return nil, nil, c.fail(v.off, ErrSyntax, "%s %s is not a number this engine reads", kw, v.raw)
 		}
-		u := new(big.Rat).Mul(exactBound(string(v.raw), f), new(big.Rat).SetInt(scale))
+		u := new(big.Rat).Mul(exactBound(string(v.raw)), new(big.Rat).SetInt(scale))
 		var n *big.Int
 		switch kw {
 		case "minimum":
@@ -162,24 +161,42 @@ func (c *jsonCompiler) boundRange(s *jvalue, scale, limit *big.Int) (lo, hi *big
 	return lo, hi, nil
 }
 
-// exactBound returns the value of a number literal, raw, exactly, unless
-// its exponent is so far from zero that its float64 value f says as much
-// (and big.Rat would build a power of ten that large).
-func exactBound(raw string, f float64) *big.Rat {
-	exp := 0
+// exactBound returns the value of raw, a JSON number, exactly, except
+// that one whose exponent is so far from zero that big.Rat would build a
+// needlessly huge power of ten (1e-999999999) becomes ±10^±far, far past
+// every bound's scale and limit, on the same side of zero.
+func exactBound(raw string) *big.Rat {
+	mant, exp := raw, 0
 	if i := strings.IndexAny(raw, "eE"); i >= 0 {
+		mant = raw[:i]
 		e, err := strconv.Atoi(strings.TrimPrefix(raw[i+1:], "+"))
-		if err != nil {
+		if err != nil { // beyond an int: as far as can be
 			e = math.MaxInt
+			if raw[i+1] == '-' {
+				e = math.MinInt
+			}
 		}
 		exp = e
 	}
-	if exp >= -40 && exp <= 40 {
-		if r, ok := new(big.Rat).SetString(raw); ok {
-			return r
-		}
+	// A mantissa of n characters times 10^exp, |exp| > n+40, is below
+	// 10^-40 or above 10^40 in size.
+	far := len(raw) + 40
+	if exp >= -far && exp <= far {
+		r, _ := new(big.Rat).SetString(raw)
+		return r
 	}
-	return new(big.Rat).SetFloat64(f)
+	m, _ := new(big.Rat).SetString(mant)
+	if m.Sign() == 0 {
+		return m
+	}
+	v := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(far)), nil))
+	if exp < 0 {
+		v.Inv(v)
+	}
+	if m.Sign() < 0 {
+		v.Neg(v)
+	}
+	return v
 }
 
 // floorRat and ceilRat round r down and up to an integer.

@@ -174,11 +174,23 @@ func TestNumberBounds(t *testing.T) {
 			t.Errorf("minimum 0.12345678901234567: %q matched %v, want %v", text, got, want)
 		}
 	}
-	// A bound whose exponent is far from zero is read from its float64.
-	m = bind(t, must(grammar.JSONSchema([]byte(`{"type":"number","exclusiveMinimum":1e-50,"maximum":1e+300}`), grammar.JSONOptions{})), nil, toks)
-	for text, want := range map[string]bool{"0.0000000000000001": true, "0": false, "0.0": false, "9999999999999999.5": true} {
-		if got := matchesIn(m, numberChars, text); got != want {
-			t.Errorf("exclusiveMinimum 1e-50: %q matched %v, want %v", text, got, want)
+	// Bounds far from one: their side of zero is kept (1e-400 is no zero,
+	// though its float64 is).
+	for _, c := range []struct {
+		schema string
+		texts  map[string]bool
+	}{
+		{`{"type":"number","exclusiveMinimum":1e-50,"maximum":1e+300}`, map[string]bool{"0.0000000000000001": true, "0": false, "0.0": false, "9999999999999999.5": true}},
+		{`{"type":"number","minimum":1e-400,"maximum":1}`, map[string]bool{"0.0000000000000001": true, "0": false, "1": true}},
+		{`{"type":"number","minimum":-1,"maximum":-1e-99999999999}`, map[string]bool{"-0.0000000000000001": true, "0": false, "-1": true}},
+		{`{"type":"integer","minimum":-3,"maximum":0e-99999999999}`, map[string]bool{"0": true, "-3": true, "1": false}},
+		{`{"type":"integer","minimum":9007199254740993,"maximum":9007199254740993}`, map[string]bool{"9007199254740993": true, "9007199254740992": false}},
+	} {
+		m := bind(t, must(grammar.JSONSchema([]byte(c.schema), grammar.JSONOptions{})), nil, toks)
+		for text, want := range c.texts {
+			if got := matchesIn(m, numberChars, text); got != want {
+				t.Errorf("%s: %q matched %v, want %v", c.schema, text, got, want)
+			}
 		}
 	}
 	// Without a type, a bound says number.
