@@ -82,7 +82,7 @@ type Request struct {
 	c       Chooser
 	prompt  []int // the prompt's window: its last blockSize tokens
 	full    []int // the whole prompt
-	T       int   // the block size
+	block   int   // the block size
 	maxNew  int
 	noCache bool
 
@@ -104,7 +104,7 @@ const PrefillChunk = 64
 // choosing the tokens. With noCache every step computes its windows
 // whole, without the cache (tests compare the two).
 func (r *Request) Init(c Chooser, prompt []int, rows []Row, blockSize, maxNew int, noCache bool) {
-	*r = Request{Rows: rows, c: c, full: prompt, prompt: prompt[max(0, len(prompt)-blockSize):], T: blockSize, maxNew: maxNew, noCache: noCache}
+	*r = Request{Rows: rows, c: c, full: prompt, prompt: prompt[max(0, len(prompt)-blockSize):], block: blockSize, maxNew: maxNew, noCache: noCache}
 }
 
 // Start readies r to run on slots (one per row): every row the prompt.
@@ -133,7 +133,7 @@ func (r *Request) Plan(d *Decoder) {
 	if r.Done {
 		return
 	}
-	T := r.T
+	T := r.block
 	if P := len(r.prompt); r.prefill < P {
 		end := min(P, r.prefill+PrefillChunk)
 		if r.noCache {
