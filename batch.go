@@ -84,7 +84,7 @@ func NewBatch(m *Model, rows int) (*Batch, error) {
 	if err := m.checkBatchMemory(rows); err != nil {
 		return nil, err
 	}
-	b := &Batch{m: m, rows: rows, kv: decode.NewKVCache(m.cfg.Layers, m.cfg.BlockSize, m.cfg.EmbedDim, rows)}
+	b := &Batch{m: m, rows: rows, kv: m.cfg.newKVCache(rows)}
 	for r := rows - 1; r >= 0; r-- {
 		b.free = append(b.free, r)
 	}

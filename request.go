@@ -263,7 +263,12 @@ func putSerial(sc *serial) {
 // newDecoder returns a decoder with a cache of S slots for models of
 // config c.
 func (c Config) newDecoder(S int) *decode.Decoder {
-	return decode.NewDecoder(decode.NewKVCache(c.Layers, c.BlockSize, c.EmbedDim, S), c.VocabSize)
+	return decode.NewDecoder(c.newKVCache(S), c.VocabSize)
+}
+
+// newKVCache returns a cache of S slots for models of config c.
+func (c Config) newKVCache(S int) *decode.KVCache {
+	return decode.NewKVCache(c.Layers, c.BlockSize, c.EmbedDim, S)
 }
 
 // newRowStates returns R rows' sampling states for models of config c.
