@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -78,14 +79,21 @@ func TestQueueFull(t *testing.T) {
 	}
 }
 
+// busyWithoutQueue returns a server of one slot and no queue whose slot
+// a held generation takes until the test ends.
+func busyWithoutQueue(t *testing.T) *httptest.Server {
+	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots, c.Limits.Queue = 1, -1 })
+	started, release := holdSlots(s)
+	t.Cleanup(func() { close(release) })
+	go post(t, ts, `{"prompt":"the ","max_tokens":5}`)
+	<-started
+	return ts
+}
+
 // TestNoQueue: with a negative Queue a request that finds every slot
 // busy gets 429 at once.
 func TestNoQueue(t *testing.T) {
-	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots, c.Limits.Queue = 1, -1 })
-	started, release := holdSlots(s)
-	defer close(release)
-	go post(t, ts, `{"prompt":"the ","max_tokens":5}`)
-	<-started
+	ts := busyWithoutQueue(t)
 	if r := post(t, ts, `{"prompt":"the ","max_tokens":5}`); r.status != 429 {
 		t.Errorf("status %d, want 429: %s", r.status, r.body)
 	}
@@ -95,11 +103,7 @@ func TestNoQueue(t *testing.T) {
 // needs more than max_tokens gets its 400, naming max_tokens, without
 // waiting for a slot: with the only slot busy and no queue, not a 429.
 func TestFormatTooLongRefusedBeforeQueueing(t *testing.T) {
-	s, ts := newTestServer(t, func(c *Config) { c.Limits.Slots, c.Limits.Queue = 1, -1 })
-	started, release := holdSlots(s)
-	defer close(release)
-	go post(t, ts, `{"prompt":"the ","max_tokens":5}`)
-	<-started
+	ts := busyWithoutQueue(t)
 	r := post(t, ts, `{"prompt":"the ","max_tokens":3,"guided_regex":"the lamp"}`)
 	if r.status != http.StatusBadRequest {
 		t.Fatalf("status %d, want 400: %s", r.status, r.body)
